@@ -1,0 +1,3 @@
+"""fm teardown: safe teardown of finished agent tasks in a shared worktree pool."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,116 @@
+"""Endpoint liveness (CONTRACT §4): alive, dead, missing, ambiguous or unreadable.
+
+Pure: it reads one tmux inventory and one process table. A task's endpoint is its window
+`<session>:fm-<id>`; every process in the process tree of each of its panes is classified by
+process name and argv[0]. Any agent makes it `alive`; only shells make it `dead`; anything
+else is `ambiguous`. Only `dead` and `missing` count as not live.
+"""
+
+from __future__ import annotations
+
+import os
+
+from fm_teardown.records import Record
+from fm_teardown.world import Endpoint, EndpointState, ProcessTable, TmuxInventory
+
+SHELLS = frozenset({"zsh", "bash", "sh", "dash", "ash", "ksh", "mksh", "tcsh", "csh", "fish"})
+# Matched anywhere in the name: harness binaries come with suffixes and wrappers.
+AGENT_SUBSTRINGS = ("claude", "codex", "opencode", "gemini", "aider", "grok", "kimi")
+AGENT_NAMES = frozenset(
+    {"cursor-agent", "pi", "pi-signed", "pi-launcher", "Pi", "muse", "goose", "amp", "qwen"}
+)
+AGENT_PREFIXES = ("muse-bin-", "cursor-agent")
+HARNESS_DIRS = frozenset({*AGENT_SUBSTRINGS, "cursor-agent", "pi", "muse"})
+
+
+def _base(name: str) -> str:
+    return os.path.basename(name).lstrip("-")
+
+
+def _is_agent_name(name: str) -> bool:
+    base = _base(name)
+    if not base:
+        return False
+    lower = base.lower()
+    return (
+        any(s in lower for s in AGENT_SUBSTRINGS)
+        or base in AGENT_NAMES
+        or base.startswith(AGENT_PREFIXES)
+    )
+
+
+def classify(name: str, argv0: str) -> str:
+    """`agent`, `shell` or `other`, by process name, then argv[0] and its path components."""
+    if _is_agent_name(name) or _is_agent_name(argv0):
+        return "agent"
+    if _base(name) in SHELLS:
+        return "shell"
+    # A harness installed under its own directory (`~/.claude/local/node ...`): the directory
+    # names the harness even when the binary is a generic runtime.
+    parts = [p.lstrip(".") for p in argv0.split("/") if p]
+    if any(p in HARNESS_DIRS for p in parts[:-1]):
+        return "agent"
+    if not name and _base(argv0) in SHELLS:
+        return "shell"
+    return "other"
+
+
+def endpoint_of(record: Record, inventory: TmuxInventory, processes: ProcessTable) -> Endpoint:
+    if inventory.status == "no-server":
+        return Endpoint(EndpointState.MISSING, "no tmux server is running")
+    if inventory.status != "ok":
+        return Endpoint(
+            EndpointState.UNREADABLE, f"tmux inventory unreadable: {inventory.error or 'unknown'}"
+        )
+    panes = [
+        p
+        for p in inventory.panes
+        if p.session == record.session and p.window_name == record.window_name
+    ]
+    if not panes:
+        return Endpoint(EndpointState.MISSING, f"no window {record.window} in tmux")
+    window_ids = tuple(dict.fromkeys(p.window_id for p in panes))
+    if processes.error:
+        return Endpoint(EndpointState.UNREADABLE, processes.error, window_ids, frozenset())
+    pids: set[int] = set()
+    kinds: set[str] = set()
+    agents: list[str] = []
+    for pane in panes:
+        if pane.dead:
+            continue
+        tree = processes.tree(pane.pane_pid)
+        if not tree:
+            return Endpoint(
+                EndpointState.UNREADABLE,
+                f"pane {pane.pane_id} process {pane.pane_pid} is not in the process table",
+                window_ids,
+                frozenset(pids),
+            )
+        for proc in tree:
+            pids.add(proc.pid)
+            if proc.zombie:
+                continue
+            kind = classify(proc.name, proc.argv0)
+            kinds.add(kind)
+            if kind == "agent":
+                agents.append(f"{proc.name or _base(proc.argv0)} ({proc.pid})")
+    where = f"window {record.window}" + (
+        f" ({len(window_ids)} windows)" if len(window_ids) > 1 else ""
+    )
+    if agents:
+        return Endpoint(
+            EndpointState.ALIVE,
+            f"{where} runs {', '.join(agents[:3])}",
+            window_ids,
+            frozenset(pids),
+        )
+    if kinds <= {"shell"}:
+        return Endpoint(
+            EndpointState.DEAD, f"{where} runs only shells", window_ids, frozenset(pids)
+        )
+    return Endpoint(
+        EndpointState.AMBIGUOUS,
+        f"{where} runs processes that are neither agents nor shells",
+        window_ids,
+        frozenset(pids),
+    )

@@ -1,0 +1,59 @@
+"""The pipeline: settings -> records -> observe -> decide (-> act) -> report.
+
+The only module that strings the stages together; the CLI calls it and renders the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fm_teardown.decide import Decision, Flags, decide
+from fm_teardown.observe import observe
+from fm_teardown.records import Fleet, check_task_id, load_fleet, load_record
+from fm_teardown.settings import Settings
+from fm_teardown.world import Observation
+
+
+@dataclass(frozen=True)
+class NotChecked:
+    """Rule 5's seam while the landed-work check is not wired in: say so plainly."""
+
+    landed: bool = True
+    summary: str = "landed-work check not performed yet (rule 5 is not implemented)"
+    dirty: tuple[str, ...] = ()
+    unpushed: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ("the landed-work check (rule 5) is not performed yet",)
+
+
+@dataclass(frozen=True)
+class Planned:
+    decision: Decision
+    fleet: Fleet
+    observation: Observation
+
+
+def load(settings: Settings, task: str) -> Fleet:
+    check_task_id(task)
+    record = load_record(settings.state_dir, task)
+    fleet = load_fleet(settings.state_dir)
+    if task not in fleet.records:
+        # Listed a moment after TASK's own read; keep the record we validated.
+        fleet = Fleet(
+            {**fleet.records, task: record}, {k: v for k, v in fleet.invalid.items() if k != task}
+        )
+    return fleet
+
+
+def plan(settings: Settings, task: str, flags: Flags) -> Planned:
+    fleet = load(settings, task)
+    obs = observe(settings, fleet)
+    return Planned(decide_with_landed(settings, task, fleet, obs, flags), fleet, obs)
+
+
+def decide_with_landed(
+    settings: Settings, task: str, fleet: Fleet, obs: Observation, flags: Flags
+) -> Decision:
+    decision = decide(task, fleet, obs, flags)
+    if decision.landed_pending:
+        decision = decide(task, fleet, obs, flags, landed=NotChecked())
+    return decision

@@ -1,0 +1,99 @@
+"""The pool adapter: lease facts from `<pool>/treehouse-state.json`, and the slot return.
+
+Deciding only ever READS the pool's state file (never `treehouse status`, which rewrites it).
+A slot `<pool>/<N>/<repo>` has its state file two levels up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from fm_teardown.paths import canonical
+from fm_teardown.world import PoolEntry, PoolView
+
+STATE_FILE = "treehouse-state.json"
+MAX_STATE_BYTES = 16 * 1024 * 1024
+
+
+def state_file_candidates(recorded: str, slot: str) -> list[str]:
+    """Where the pool's state file for this slot may be: beside the canonical slot and beside
+    the recorded spelling (a symlinked alias may live in another tree)."""
+    out = []
+    for p in (slot, os.path.abspath(recorded)):
+        candidate = os.path.join(os.path.dirname(os.path.dirname(p)), STATE_FILE)
+        if candidate not in out:
+            out.append(candidate)
+    return out
+
+
+def read_state(path: str) -> tuple[list[PoolEntry] | None, str | None]:
+    """The entries of one state file; (None, None) if it does not exist; (None, why) if bad."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"cannot read {path}: {exc.strerror}"
+    try:
+        with os.fdopen(fd, "rb") as f:
+            data = f.read(MAX_STATE_BYTES + 1)
+    except OSError as exc:
+        return None, f"cannot read {path}: {exc.strerror}"
+    if len(data) > MAX_STATE_BYTES:
+        return None, f"{path} is implausibly large"
+    try:
+        doc = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return None, f"{path} is not valid JSON (corrupt or truncated)"
+    if not isinstance(doc, dict) or not isinstance(doc.get("worktrees", []), (list, type(None))):
+        return None, f"{path} does not have the pool's schema"
+    entries = []
+    for item in doc.get("worktrees") or []:
+        if not isinstance(item, dict) or not isinstance(item.get("path"), str):
+            return None, f"{path} has an entry without a path"
+        stored = item["path"]
+        try:
+            canon = canonical(stored)
+        except ValueError:
+            return None, f"{path} has a relative slot path {stored!r}"
+        entries.append(
+            PoolEntry(
+                name=str(item.get("name", "")),
+                path=stored,
+                canonical=canon,
+                leased=bool(item.get("leased", False)),
+                lease_id=str(item.get("lease_id") or ""),
+                lease_holder=str(item.get("lease_holder") or ""),
+                destroying=bool(item.get("destroying", False)),
+            )
+        )
+    return entries, None
+
+
+class PoolReader:
+    """Reads each state file at most once per run (many slots share one pool)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, tuple[list[PoolEntry] | None, str | None]] = {}
+
+    def _read(self, path: str) -> tuple[list[PoolEntry] | None, str | None]:
+        if path not in self._cache:
+            self._cache[path] = read_state(path)
+        return self._cache[path]
+
+    def view(self, recorded: str, slot: str) -> PoolView:
+        first_file: str | None = None
+        for path in state_file_candidates(recorded, slot):
+            entries, error = self._read(path)
+            if error:
+                return PoolView(path, None, error)
+            if entries is None:
+                continue
+            first_file = first_file or path
+            matches = [e for e in entries if e.canonical == slot]
+            if len(matches) > 1:
+                return PoolView(path, None, f"{path} lists the slot {slot} more than once")
+            if matches:
+                return PoolView(path, matches[0])
+        return PoolView(first_file, None)

@@ -1,0 +1,298 @@
+"""Task records: `state/<id>.meta` (CONTRACT §3).
+
+A record is read without ever following a symlink or blocking on a FIFO, parsed as plain
+`key=value` lines (last wins, except the identity keys, which must appear exactly once), and
+validated. A bad record of TASK is refused; a bad record of ANOTHER task is kept as an
+`InvalidRecord`, because it might still be a live owner of TASK's slot.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from fm_teardown.errors import FmError, invalid, unsafe
+
+TASK_ID_MAX = 64
+_TASK_ID = re.compile(r"[A-Za-z0-9._-]+")
+IDENTITY_KEYS = ("window", "worktree", "project")
+KINDS = ("ship", "scout", "secondmate")
+MODES = ("no-mistakes", "direct-PR", "local-only", "secondmate")
+# A record is a handful of short lines; anything bigger is not one of ours.
+MAX_RECORD_BYTES = 64 * 1024
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def shown(value: str, limit: int = 80) -> str:
+    """A value as it may appear on one line of output: control characters escaped, bounded."""
+    text = value if value.isprintable() else repr(value)[1:-1]
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def task_id_problem(task_id: str) -> str | None:
+    if task_id == "":
+        return "the task id is empty"
+    if len(task_id) > TASK_ID_MAX:
+        return f"the task id is longer than {TASK_ID_MAX} characters"
+    if not _TASK_ID.fullmatch(task_id):
+        return "the task id may contain only A-Z a-z 0-9 . _ -"
+    if task_id.startswith("."):
+        return "the task id may not start with '.'"
+    return None
+
+
+def check_task_id(task_id: str) -> None:
+    problem = task_id_problem(task_id)
+    if problem:
+        raise invalid(f"invalid task id '{shown(task_id)}': {problem}")
+
+
+@dataclass(frozen=True)
+class Record:
+    task_id: str
+    meta_path: str
+    mtime_ns: int
+    window: str
+    session: str
+    worktree: str
+    project: str
+    backend: str = "tmux"
+    kind: str = "ship"
+    mode: str = "no-mistakes"
+    home: str | None = None
+    pr: str | None = None
+    tasktmp: str | None = None
+    lease_id: str | None = None
+    lease_holder: str | None = None
+    spawn_gen: str | None = None
+    started_at: str | None = None
+
+    @property
+    def window_name(self) -> str:
+        return f"fm-{self.task_id}"
+
+    @property
+    def target(self) -> str:
+        """The exact tmux target, as the contract prints it."""
+        return f"={self.session}:={self.window_name}"
+
+
+@dataclass(frozen=True)
+class InvalidRecord:
+    """ANOTHER task's record that could not be read or validated.
+
+    `claimed` holds the slot paths it names, or None when that cannot be told; either way it
+    may be a live owner, so TASK's verdict fails closed when it might claim TASK's slot.
+    """
+
+    task_id: str
+    meta_path: str
+    problem: str
+    claimed: tuple[str, ...] | None
+
+
+class RecordProblem(Exception):
+    def __init__(self, problem: str, claimed: tuple[str, ...] | None = None) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.claimed = claimed
+
+
+def read_meta(path: str) -> tuple[str, int]:
+    """The record's text and mtime; never follows a symlink, never blocks on a FIFO."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise RecordProblem(f"cannot be read ({exc.strerror})") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise RecordProblem("is a symlink")
+    if not stat.S_ISREG(st.st_mode):
+        raise RecordProblem("is not a regular file")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise RecordProblem(f"cannot be read ({exc.strerror})") from None
+    try:
+        fst = os.fstat(fd)
+        if not stat.S_ISREG(fst.st_mode) or (fst.st_dev, fst.st_ino) != (st.st_dev, st.st_ino):
+            raise RecordProblem("changed while it was being read")
+        if fst.st_size > MAX_RECORD_BYTES:
+            raise RecordProblem(f"is larger than {MAX_RECORD_BYTES} bytes")
+        data = os.read(fd, MAX_RECORD_BYTES + 1)
+    except OSError as exc:
+        raise RecordProblem(f"cannot be read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_RECORD_BYTES:
+        raise RecordProblem(f"is larger than {MAX_RECORD_BYTES} bytes")
+    if b"\0" in data:
+        raise RecordProblem("is binary (contains NUL bytes)")
+    try:
+        return data.decode("utf-8"), fst.st_mtime_ns
+    except UnicodeDecodeError:
+        raise RecordProblem("is not valid UTF-8 text") from None
+
+
+def parse_lines(text: str) -> list[tuple[str, str]]:
+    """`key=value` pairs in file order; the value is everything after the first `=`."""
+    pairs = []
+    for line in text.split("\n"):
+        key, sep, value = line.partition("=")
+        if sep:
+            pairs.append((key, value))
+    return pairs
+
+
+def _claimed_slots(pairs: list[tuple[str, str]]) -> tuple[str, ...] | None:
+    values = [v for k, v in pairs if k == "worktree"]
+    if not values or any(not os.path.isabs(v) or _CONTROL.search(v) for v in values):
+        return None
+    return tuple(dict.fromkeys(values))
+
+
+def parse_record(task_id: str, meta_path: str, text: str, mtime_ns: int) -> Record:
+    pairs = parse_lines(text)
+    claimed = _claimed_slots(pairs)
+    last: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    for key, value in pairs:
+        last[key] = value
+        counts[key] = counts.get(key, 0) + 1
+
+    def problem(message: str) -> RecordProblem:
+        return RecordProblem(message, claimed)
+
+    for key in IDENTITY_KEYS:
+        n = counts.get(key, 0)
+        if n != 1:
+            raise problem(f"'{key}=' must appear exactly once (found {n})")
+        if last[key] == "":
+            raise problem(f"'{key}=' is empty")
+        if _CONTROL.search(last[key]):
+            raise problem(f"'{key}=' contains a control character (newline, CR or tab)")
+    if counts.get("endpoint_task_id", 0) > 1:
+        raise problem("'endpoint_task_id=' appears more than once")
+    if "endpoint_task_id" in last and last["endpoint_task_id"] != task_id:
+        raise problem(
+            f"endpoint_task_id '{shown(last['endpoint_task_id'])}' does not belong to this task"
+        )
+    window = last["window"]
+    session, colon, name = window.partition(":")
+    if not colon or session == "":
+        raise problem(f"window '{shown(window)}' is not <session>:fm-{task_id}")
+    if name != f"fm-{task_id}":
+        raise problem(f"window '{shown(window)}' does not belong to this task (want fm-{task_id})")
+    backend = last.get("backend", "tmux")
+    if backend != "tmux":
+        raise problem(f"backend '{shown(backend)}' is not supported (only tmux)")
+    for key in ("worktree", "project"):
+        if not os.path.isabs(last[key]):
+            raise problem(f"'{key}=' is not an absolute path: '{shown(last[key])}'")
+    kind = last.get("kind") or "ship"
+    if kind not in KINDS:
+        raise problem(f"kind '{shown(kind)}' is not supported (ship, scout or secondmate)")
+    mode = last.get("mode") or "no-mistakes"
+    if mode not in MODES:
+        raise problem(f"mode '{shown(mode)}' is not supported")
+    tasktmp = last.get("tasktmp")
+    if tasktmp is not None and tasktmp != f"/tmp/fm-{task_id}":
+        raise problem(f"tasktmp '{shown(tasktmp)}' is not exactly /tmp/fm-{task_id}")
+    home = last.get("home") or None
+    if home is not None and (not os.path.isabs(home) or _CONTROL.search(home)):
+        raise problem(f"home '{shown(home)}' is not an absolute path")
+    return Record(
+        task_id=task_id,
+        meta_path=meta_path,
+        mtime_ns=mtime_ns,
+        window=window,
+        session=session,
+        worktree=last["worktree"],
+        project=last["project"],
+        backend=backend,
+        kind=kind,
+        mode=mode,
+        home=home,
+        pr=last.get("pr") or None,
+        tasktmp=tasktmp,
+        lease_id=last.get("treehouse_lease") or None,
+        lease_holder=last.get("treehouse_lease_holder") or None,
+        spawn_gen=last.get("spawn_gen") or None,
+        started_at=last.get("started_at") or None,
+    )
+
+
+def load_record(state_dir: Path, task_id: str) -> Record:
+    """TASK's own record, or the error that refuses it (exit 2 if absent, 5 if unsafe)."""
+    meta_path = str(state_dir / f"{task_id}.meta")
+    try:
+        text, mtime = read_meta(meta_path)
+        return parse_record(task_id, meta_path, text, mtime)
+    except FileNotFoundError:
+        raise invalid(f"no such task '{task_id}': no record at {meta_path}") from None
+    except RecordProblem as exc:
+        raise unsafe(
+            f"REFUSED: record {meta_path} {exc.problem}; nothing was changed",
+        ) from None
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """Every record of the state dir: the valid ones and the ones that could not be used."""
+
+    records: Mapping[str, Record]
+    invalid: Mapping[str, InvalidRecord]
+
+    @property
+    def task_ids(self) -> list[str]:
+        return sorted({*self.records, *self.invalid})
+
+
+def list_task_ids(state_dir: Path) -> list[str]:
+    """Task ids with a `.meta` in the state dir (no content read): for completion."""
+    try:
+        names = os.listdir(state_dir)
+    except OSError:
+        return []
+    return sorted(n[:-5] for n in names if n.endswith(".meta") and len(n) > 5)
+
+
+def load_fleet(state_dir: Path) -> Fleet:
+    try:
+        with os.scandir(state_dir) as it:
+            names = sorted(e.name for e in it if e.name.endswith(".meta"))
+    except FileNotFoundError:
+        return Fleet({}, {})
+    except OSError as exc:
+        raise unsafe(f"REFUSED: cannot read the state dir {state_dir}: {exc.strerror}") from None
+    records: dict[str, Record] = {}
+    bad: dict[str, InvalidRecord] = {}
+    for name in names:
+        task_id = name[:-5]
+        meta_path = str(state_dir / name)
+        id_problem = task_id_problem(task_id)
+        try:
+            text, mtime = read_meta(meta_path)
+        except FileNotFoundError:
+            continue  # removed since the listing: no longer a claim
+        except RecordProblem as exc:
+            bad[task_id] = InvalidRecord(task_id, meta_path, exc.problem, None)
+            continue
+        if id_problem:
+            claimed = _claimed_slots(parse_lines(text))
+            bad[task_id] = InvalidRecord(task_id, meta_path, id_problem, claimed)
+            continue
+        try:
+            records[task_id] = parse_record(task_id, meta_path, text, mtime)
+        except RecordProblem as exc:
+            bad[task_id] = InvalidRecord(task_id, meta_path, exc.problem, exc.claimed)
+    return Fleet(records, bad)
+
+
+def record_error(exc: RecordProblem, meta_path: str) -> FmError:
+    return unsafe(f"REFUSED: record {meta_path} {exc.problem}; nothing was changed")

@@ -1,0 +1,112 @@
+"""Where state lives and how the tool reaches tmux and the pool (CONTRACT §2).
+
+Read once from the environment and the flags; everything downstream takes a Settings value,
+so tests never need to patch os.environ behind the code's back.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from fm_teardown.errors import invalid
+
+
+@dataclass(frozen=True)
+class Settings:
+    fm_home: Path
+    state_dir: Path
+    data_dir: Path
+    home: str | None
+    tmux_socket_path: str | None
+    tmux_socket_name: str | None
+    treehouse_bin: str | None
+    # Seconds a tmux listing may take before the inventory counts as unreadable.
+    tmux_timeout: float = 10.0
+    # Seconds the pool return may take (it terminates processes and resets the tree).
+    treehouse_timeout: float = 120.0
+    # Grace between SIGTERM and SIGKILL, and the wait after SIGKILL.
+    term_grace: float = 3.0
+    kill_wait: float = 3.0
+    # Bounded wait for `git fetch` of the default branch (issue 4: a failure is inconclusive).
+    fetch_timeout: float = 30.0
+    lock_retries: int = 3
+    lock_retry_wait: float = 1.0
+    stale_lock_age: float = 30.0
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "")
+    if raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise invalid(f"{name} must be a number of seconds, got {raw!r}") from None
+    if value < 0 or value != value or value == float("inf"):
+        raise invalid(f"{name} must be a finite number of seconds >= 0, got {raw!r}")
+    return value
+
+
+def _lenient_float(env: Mapping[str, str], names: tuple[str, ...], default: float) -> float:
+    """The first non-empty of `names` as seconds; an unusable value falls back to `default`.
+
+    The lock-retry variables are shared with the shell tool, which warns and uses its default
+    on a bad value rather than refusing; runbooks set them, so we keep that leniency.
+    """
+    for name in names:
+        raw = env.get(name, "")
+        if raw == "":
+            continue
+        try:
+            value = float(raw)
+        except ValueError:
+            return default
+        return value if 0 <= value < 3600 else default
+    return default
+
+
+def _lenient_int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "")
+    return int(raw) if raw.isdigit() and int(raw) <= 100 else default
+
+
+def load(state_dir_flag: str | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    env = os.environ if env is None else env
+    fm_home = Path(os.path.abspath(env.get("FM_HOME") or os.getcwd()))
+    if state_dir_flag:
+        state_dir = Path(os.path.abspath(state_dir_flag))
+    elif env.get("FM_STATE_OVERRIDE"):
+        state_dir = Path(os.path.abspath(env["FM_STATE_OVERRIDE"]))
+    else:
+        state_dir = fm_home / "state"
+    data_dir = (
+        Path(os.path.abspath(env["FM_DATA_OVERRIDE"]))
+        if env.get("FM_DATA_OVERRIDE")
+        else fm_home / "data"
+    )
+    treehouse = env.get("FM_TREEHOUSE_BIN") or shutil.which("treehouse", path=env.get("PATH"))
+    return Settings(
+        fm_home=fm_home,
+        state_dir=state_dir,
+        data_dir=data_dir,
+        home=env.get("HOME") or None,
+        tmux_socket_path=env.get("FM_TMUX_SOCKET") or None,
+        tmux_socket_name=env.get("FM_TMUX_SOCKET_NAME") or None,
+        treehouse_bin=treehouse or None,
+        tmux_timeout=_float(env, "FM_TMUX_TIMEOUT_SECS", 10.0),
+        treehouse_timeout=_float(env, "FM_TREEHOUSE_TIMEOUT_SECS", 120.0),
+        term_grace=_float(env, "FM_TERM_GRACE_SECS", 3.0),
+        kill_wait=_float(env, "FM_KILL_WAIT_SECS", 3.0),
+        fetch_timeout=_float(env, "FM_GIT_FETCH_TIMEOUT_SECS", 30.0),
+        lock_retries=_lenient_int(env, "FM_TREEHOUSE_RETURN_LOCK_RETRIES", 3),
+        lock_retry_wait=_lenient_float(
+            env,
+            ("FM_TREEHOUSE_RETURN_LOCK_RETRY_WAIT_SECS", "FM_STALE_WORKTREE_LOCK_RETRY_WAIT_SECS"),
+            1.0,
+        ),
+        stale_lock_age=_lenient_float(env, ("FM_STALE_WORKTREE_LOCK_AGE_SECS",), 30.0),
+    )

@@ -1,0 +1,130 @@
+"""The tmux adapter: one listing of the whole server, and killing a window by its id.
+
+Everything goes through libtmux's command runner (`libtmux.common.tmux_cmd`), with three
+additions the runner lacks and a teardown needs:
+- a timeout: a hung tmux server must not hang the teardown, so the call runs in a worker
+  thread and a tmux child still running at the deadline is killed (its state is `unreadable`);
+- `-u`: without it tmux under a C locale prints tabs, control bytes and non-ASCII names as
+  `_`, so names would not match the record;
+- a narrow `-F` format with a unit-separator between fields.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+
+from fm_teardown.settings import Settings
+from fm_teardown.world import Pane, TmuxInventory
+
+SEP = "\x1f"
+PANE_FORMAT = SEP.join(
+    [
+        "#{pane_pid}",
+        "#{pane_dead}",
+        "#{window_id}",
+        "#{pane_id}",
+        "#{session_name}",
+        "#{window_name}",
+    ]
+)
+# tmux's own words for "there is no server (or no such session) at all".
+_ABSENT = (
+    "no server running on",
+    "can't find session",
+    "No such file or directory",
+    "Connection refused",
+    "server exited unexpectedly",
+)
+
+
+@dataclass(frozen=True)
+class TmuxResult:
+    returncode: int
+    stdout: list[str]
+    stderr: list[str]
+    timed_out: bool = False
+
+
+def server_args(settings: Settings) -> list[str]:
+    args = ["-u"]
+    if settings.tmux_socket_path:
+        args.append(f"-S{settings.tmux_socket_path}")
+    elif settings.tmux_socket_name:
+        args.append(f"-L{settings.tmux_socket_name}")
+    return args
+
+
+def run(settings: Settings, *args: str) -> TmuxResult:
+    from libtmux import exc
+    from libtmux.common import tmux_cmd
+
+    argv = [*server_args(settings), *args]
+    box: dict[str, object] = {}
+
+    def call() -> None:
+        try:
+            box["result"] = tmux_cmd(*argv)
+        except exc.TmuxCommandNotFound:
+            box["error"] = "tmux is not installed"
+        except Exception as e:  # the runner's own failure: report, never crash
+            box["error"] = f"tmux could not be run: {e}"
+
+    worker = threading.Thread(target=call, daemon=True)
+    worker.start()
+    worker.join(settings.tmux_timeout)
+    if worker.is_alive():
+        _kill_hung_tmux_children()
+        worker.join(2.0)
+        return TmuxResult(1, [], [f"tmux did not answer within {settings.tmux_timeout:g}s"], True)
+    if "error" in box:
+        return TmuxResult(127, [], [str(box["error"])])
+    result = box["result"]
+    return TmuxResult(
+        int(getattr(result, "returncode", 1) or 0),
+        list(getattr(result, "stdout", [])),
+        list(getattr(result, "stderr", [])),
+    )
+
+
+def _kill_hung_tmux_children() -> None:
+    import psutil
+
+    for child in psutil.Process(os.getpid()).children():
+        try:
+            if "tmux" in os.path.basename(child.cmdline()[0] if child.cmdline() else ""):
+                child.kill()
+        except psutil.Error:
+            continue
+
+
+def _absent(stderr: list[str]) -> bool:
+    text = " ".join(stderr)
+    return any(marker in text for marker in _ABSENT)
+
+
+def list_panes(settings: Settings) -> TmuxInventory:
+    """Every pane of the server in one call (no subprocess per task)."""
+    result = run(settings, "list-panes", "-a", "-F", PANE_FORMAT)
+    if result.timed_out:
+        return TmuxInventory("error", error=" ".join(result.stderr))
+    if result.returncode != 0:
+        if _absent(result.stderr):
+            return TmuxInventory("no-server", error=" ".join(result.stderr))
+        return TmuxInventory("error", error=" ".join(result.stderr) or "tmux list-panes failed")
+    panes = []
+    for line in result.stdout:
+        if line == "":
+            continue
+        fields = line.split(SEP)
+        if len(fields) != 6 or not fields[0].isdigit():
+            return TmuxInventory("error", error=f"unparseable tmux pane line: {line[:80]!r}")
+        pid, dead, window_id, pane_id, session, window_name = fields
+        panes.append(Pane(session, window_name, window_id, pane_id, int(pid), dead == "1"))
+    return TmuxInventory("ok", tuple(panes))
+
+
+def kill_window(settings: Settings, window_id: str) -> TmuxResult:
+    """Kill one window by its id (`@N`): exact, and immune to names containing `.` or `:`."""
+    return run(settings, "kill-window", "-t", window_id)

@@ -1,0 +1,153 @@
+"""What the tool observed of the world, as plain immutable values.
+
+`observe` fills these in once per run; `decide` reads them and nothing else, which is what
+keeps the decision a pure function that the property tests can hammer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class EndpointState(StrEnum):
+    ALIVE = "alive"
+    DEAD = "dead"
+    MISSING = "missing"
+    AMBIGUOUS = "ambiguous"
+    UNREADABLE = "unreadable"
+
+    @property
+    def live(self) -> bool:
+        """Only `dead` and `missing` are not live: everything else fails closed."""
+        return self not in (EndpointState.DEAD, EndpointState.MISSING)
+
+
+@dataclass(frozen=True)
+class Pane:
+    session: str
+    window_name: str
+    window_id: str
+    pane_id: str
+    pane_pid: int
+    dead: bool
+
+
+@dataclass(frozen=True)
+class TmuxInventory:
+    """One listing of every pane of the server.
+
+    `status` is `ok`, `no-server` (authoritatively nothing there: every endpoint is missing),
+    or `error` (the listing failed otherwise: every endpoint is unreadable).
+    """
+
+    status: str
+    panes: tuple[Pane, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Proc:
+    pid: int
+    ppid: int
+    name: str
+    argv0: str
+    cwd: str | None
+    start_time: float
+    zombie: bool = False
+
+
+@dataclass(frozen=True)
+class ProcessTable:
+    procs: Mapping[int, Proc]
+    error: str | None = None
+    children: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+
+    def tree(self, root: int) -> list[Proc]:
+        """`root` and all its descendants that were seen."""
+        out: list[Proc] = []
+        stack = [root]
+        seen: set[int] = set()
+        while stack:
+            pid = stack.pop()
+            if pid in seen or pid not in self.procs:
+                continue
+            seen.add(pid)
+            out.append(self.procs[pid])
+            stack.extend(self.children.get(pid, ()))
+        return out
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A task's endpoint as observed: its state, the windows found and their process trees."""
+
+    state: EndpointState
+    detail: str
+    window_ids: tuple[str, ...] = ()
+    pids: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
+class PoolEntry:
+    name: str
+    path: str  # exactly as the pool's state file stores it
+    canonical: str
+    leased: bool
+    lease_id: str
+    lease_holder: str
+    destroying: bool = False
+
+
+@dataclass(frozen=True)
+class PoolView:
+    """The pool's facts about one slot, read from `<pool>/treehouse-state.json`.
+
+    `error` set: the state file exists but cannot be read or parsed (leases unknown).
+    `entry` None without error: the pool does not manage this slot.
+    """
+
+    state_file: str | None
+    entry: PoolEntry | None
+    error: str | None = None
+
+    @property
+    def lease_owner_id(self) -> str | None:
+        e = self.entry
+        if e is None or not e.leased:
+            return None
+        return f"lease:{e.lease_holder}" if e.lease_holder else f"lease:{e.lease_id}"
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Facts about the machine that the rules need: the roots never to reset."""
+
+    home: str | None
+    fm_home: str
+    treehouse_bin: str | None
+
+
+@dataclass(frozen=True)
+class SlotFacts:
+    canonical: str
+    exists: bool
+    pool: PoolView
+    agents: tuple[Proc, ...] = ()  # agent processes whose cwd is inside the slot
+    procs: tuple[Proc, ...] = ()  # every process whose cwd is inside the slot
+
+
+@dataclass(frozen=True)
+class Observation:
+    """Everything observed in one pass; indexes are by task id and by canonical slot."""
+
+    inventory: TmuxInventory
+    processes: ProcessTable
+    env: Environment
+    slot_of: Mapping[str, str]  # task id -> canonical slot
+    endpoints: Mapping[str, Endpoint]  # task id -> endpoint
+    slots: Mapping[str, SlotFacts]  # canonical slot -> facts
+    invalid_slots: Mapping[str, tuple[str, ...] | None]  # invalid record id -> canonical slots
+    project_of: Mapping[str, str]  # task id -> canonical project
+    tasktmp_exists: Mapping[str, bool] = field(default_factory=dict)

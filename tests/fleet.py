@@ -1,0 +1,368 @@
+"""Real fleets for tests: a private tmux server, git repos laid out as a treehouse pool, task
+records, and agent stand-ins (a copy of `sleep` named `claude`).
+
+Nothing here touches the user's own tmux server, HOME or pool.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parent.parent
+SESSION = "firstmate"
+
+
+def git(cwd: Path | str, *args: str, check: bool = True) -> str:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    r = subprocess.run(
+        ["git", "-C", str(cwd), *args], capture_output=True, text=True, env=env, check=False
+    )
+    if check and r.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {r.stderr}")
+    return r.stdout.strip()
+
+
+def wait_for(cond: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
+    """Poll until `cond` holds (no fixed sleeps)."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def gone(pid: int) -> bool:
+    """A process is gone when it no longer exists or is a zombie (pid 1 may never reap it)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+class Tmux:
+    """A private tmux server on its own socket."""
+
+    def __init__(self, home: Path) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="fmtmux", dir="/tmp"))
+        self.socket = str(self.dir / "s")
+        self.env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(home),
+            "SHELL": "/bin/bash",
+            "TERM": "xterm",
+            "LANG": "C.UTF-8",
+        }
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        r = subprocess.run(
+            ["tmux", "-u", "-S", self.socket, "-f", "/dev/null", *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            check=False,
+        )
+        if check and r.returncode != 0:
+            raise AssertionError(f"tmux {' '.join(args)} failed: {r.stderr}")
+        return r
+
+    def start(self, session: str = SESSION) -> None:
+        self.run("new-session", "-d", "-s", session, "-n", "keep", "bash --norc --noprofile")
+
+    def has_session(self, session: str) -> bool:
+        return self.run("has-session", "-t", f"={session}", check=False).returncode == 0
+
+    def new_window(self, session: str, name: str, cwd: Path, command: str) -> str:
+        if not self.has_session(session):
+            self.run("new-session", "-d", "-s", session, "-n", "keep", "bash --norc --noprofile")
+        out = self.run(
+            "new-window",
+            "-d",
+            "-P",
+            "-F",
+            "#{window_id}",
+            "-t",
+            f"={session}:",
+            "-n",
+            name,
+            "-c",
+            str(cwd),
+            command,
+        ).stdout.strip()
+        # Keep the name we gave: tmux would rename the window after its running command.
+        self.run("set-option", "-w", "-t", out, "automatic-rename", "off")
+        self.run("set-option", "-w", "-t", out, "allow-rename", "off")
+        return out
+
+    def windows(self) -> list[str]:
+        r = self.run("list-windows", "-a", "-F", "#{session_name}:#{window_name}", check=False)
+        return sorted(r.stdout.split("\n")[:-1]) if r.returncode == 0 else []
+
+    def pane_pids(self, target: str) -> list[int]:
+        r = self.run("list-panes", "-t", target, "-F", "#{pane_pid}")
+        return [int(x) for x in r.stdout.split()]
+
+    def kill(self) -> None:
+        self.run("kill-server", check=False)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@dataclass
+class Task:
+    id: str
+    slot: Path
+    meta: Path
+    window: str
+    pids: list[int] = field(default_factory=list)
+
+
+class Fleet:
+    """A fleet home (state/, data/), a project with a bare origin, a pool of slots."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.home = root / "home"
+        self.home.mkdir()
+        self.fm_home = root / "fleet"
+        self.state = self.fm_home / "state"
+        self.data = self.fm_home / "data"
+        self.state.mkdir(parents=True)
+        self.data.mkdir()
+        self.bin = root / "bin"
+        self.bin.mkdir()
+        shutil.copy("/bin/sleep", self.bin / "claude")
+        self.tmux = Tmux(self.home)
+        self.tmux.start()
+        self.origin = root / "origin.git"
+        self.project = root / "project"
+        git(root, "init", "-q", "--bare", "-b", "main", str(self.origin))
+        git(root, "clone", "-q", str(self.origin), str(self.project))
+        for k, v in (("user.name", "Test"), ("user.email", "t@example.invalid")):
+            git(self.project, "config", k, v)
+        (self.project / "README").write_text("hello\n")
+        (self.project / ".gitignore").write_text("*.cache\n")
+        git(self.project, "add", "-A")
+        git(self.project, "commit", "-q", "-m", "init")
+        git(self.project, "push", "-q", "origin", "main")
+        git(self.project, "remote", "set-head", "origin", "main")
+        h = hashlib.sha256(str(self.origin).encode()).hexdigest()[:6]
+        self.pool = root / "pool" / ".treehouse" / f"project-{h}"
+        self.pool.mkdir(parents=True)
+        self.entries: list[dict[str, object]] = []
+        self.procs: list[subprocess.Popen[bytes]] = []
+        # Every process a test started (pane trees and spawned workers): "nothing changed"
+        # compares which of these are still alive.
+        self.tracked: set[int] = set()
+        self.treehouse = REPO / "tests" / "standin" / "treehouse"
+
+    # -- the pool -------------------------------------------------------------------------
+    def slot(
+        self,
+        n: int,
+        *,
+        leased: bool = True,
+        holder: str = "",
+        lease_id: str | None = None,
+        managed: bool = True,
+    ) -> Path:
+        path = self.pool / str(n) / "project"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            git(self.project, "worktree", "add", "-q", "--detach", str(path), "main")
+        if managed:
+            self.entries = [e for e in self.entries if e["path"] != str(path)]
+            entry: dict[str, object] = {
+                "name": str(n),
+                "path": str(path),
+                "created_at": "2026-12-01T00:00:00Z",
+            }
+            if leased:
+                entry.update(
+                    leased=True,
+                    lease_id=lease_id if lease_id is not None else f"{n:032x}",
+                    lease_holder=holder,
+                    leased_at="2026-12-01T00:00:00Z",
+                )
+            self.entries.append(entry)
+            self.write_pool()
+        return path
+
+    def write_pool(self) -> None:
+        doc = {"worktrees": sorted(self.entries, key=lambda e: int(str(e["name"]))) or None}
+        (self.pool / "treehouse-state.json").write_text(json.dumps(doc, indent=2))
+
+    # -- tasks ----------------------------------------------------------------------------
+    def record(
+        self,
+        task_id: str,
+        slot: Path | str,
+        *,
+        session: str = SESSION,
+        extra: dict[str, str] | None = None,
+        lines: list[str] | None = None,
+    ) -> Path:
+        meta = self.state / f"{task_id}.meta"
+        body = (
+            lines
+            if lines is not None
+            else [
+                f"window={session}:fm-{task_id}",
+                f"endpoint_task_id={task_id}",
+                f"worktree={slot}",
+                f"project={self.project}",
+                "harness=claude",
+                "kind=ship",
+                f"tasktmp=/tmp/fm-{task_id}",
+            ]
+            + [f"{k}={v}" for k, v in (extra or {}).items()]
+        )
+        meta.write_text("\n".join(body) + "\n")
+        return meta
+
+    def endpoint(self, task_id: str, cwd: Path, state: str, session: str = SESSION) -> list[int]:
+        """Open the task's window: `alive` runs an agent, `dead` a bare shell, `ambiguous` a
+        non-agent program; `missing` opens nothing. Returns the pane's process pids."""
+        if state == "missing":
+            return []
+        command = {
+            "alive": f"bash --norc --noprofile -c '{self.bin}/claude 100000; exec bash'",
+            "dead": "bash --norc --noprofile",
+            "ambiguous": "bash --norc --noprofile -c 'sleep 100000; exec bash'",
+        }[state]
+        wid = self.tmux.new_window(session, f"fm-{task_id}", cwd, command)
+        pids = self.tmux.pane_pids(wid)
+        if state in ("alive", "ambiguous"):
+            want = "claude" if state == "alive" else "sleep"
+            wait_for(
+                lambda: any(c.name() == want for c in psutil.Process(pids[0]).children()),
+                what=f"{want} in {task_id}'s pane",
+            )
+            pids += [c.pid for c in psutil.Process(pids[0]).children(recursive=True)]
+        return pids
+
+    def task(self, task_id: str, slot: Path, state: str = "alive", **kw: object) -> Task:
+        session = str(kw.pop("session", SESSION))
+        meta = self.record(task_id, slot, session=session, **kw)  # type: ignore[arg-type]
+        pids = self.endpoint(task_id, slot, state, session=session)
+        self.tracked.update(pids)
+        return Task(task_id, slot, meta, f"{session}:fm-{task_id}", pids)
+
+    def spawn(self, argv: list[str], cwd: Path) -> subprocess.Popen[bytes]:
+        p = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.procs.append(p)
+        self.tracked.add(p.pid)
+        return p
+
+    def agent_in(self, cwd: Path) -> subprocess.Popen[bytes]:
+        return self.spawn([str(self.bin / "claude"), "100000"], cwd)
+
+    # -- running fm -------------------------------------------------------------------------
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {
+            "PATH": f"{self.treehouse.parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+            "HOME": str(self.home),
+            "FM_HOME": str(self.fm_home),
+            "FM_TMUX_SOCKET": self.tmux.socket,
+            "FM_TREEHOUSE_BIN": str(self.treehouse),
+            "LANG": "C.UTF-8",
+            "NO_COLOR": "1",
+            "TREEHOUSE_ROOT": str(self.root / "pool"),
+            "TREEHOUSE_STANDIN_LOG": str(self.root / "treehouse-calls.jsonl"),
+        }
+        env.update(extra)
+        return env
+
+    def fm(
+        self, *args: str, env: dict[str, str] | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "fm_teardown", *args],
+            capture_output=True,
+            text=True,
+            cwd=self.fm_home,
+            env=env or self.env(),
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+
+    def fm_json(
+        self, *args: str, env: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, object]]:
+        r = self.fm(*args, "--json", env=env)
+        try:
+            doc = json.loads(r.stdout)
+        except ValueError as exc:
+            raise AssertionError(f"not one JSON object: {r.stdout!r} / {r.stderr!r}") from exc
+        return r.returncode, doc
+
+    def treehouse_calls(self) -> list[dict[str, object]]:
+        log = self.root / "treehouse-calls.jsonl"
+        if not log.exists():
+            return []
+        return [json.loads(line) for line in log.read_text().splitlines() if line]
+
+    # -- "nothing changed" ----------------------------------------------------------------
+    def snapshot(self, *slots: Path) -> dict[str, object]:
+        return {
+            "slots": {str(s): tree_hash(s) for s in slots},
+            "state": tree_hash(self.state),
+            "pool": (self.pool / "treehouse-state.json").read_bytes()
+            if (self.pool / "treehouse-state.json").exists()
+            else None,
+            "windows": self.tmux.windows(),
+            "live": sorted(pid for pid in self.tracked if not gone(pid)),
+        }
+
+    def close(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        self.tmux.kill()
+
+
+def tree_hash(root: Path) -> str:
+    """A hash of every file's path, mode and content below `root` (links not followed)."""
+    h = hashlib.sha256()
+    if not root.exists():
+        return "absent"
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(
+            filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        ):
+            p = os.path.join(dirpath, name)
+            st = os.lstat(p)
+            h.update(os.path.relpath(p, root).encode() + b"\0" + str(st.st_mode).encode())
+            if os.path.islink(p):
+                h.update(os.readlink(p).encode())
+            elif os.path.isfile(p):
+                with open(p, "rb") as f:
+                    h.update(f.read())
+    return h.hexdigest()
+
+
+def fleet_fixture(tmp_path: Path) -> Iterator[Fleet]:
+    f = Fleet(tmp_path)
+    try:
+        yield f
+    finally:
+        f.close()
