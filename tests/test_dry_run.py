@@ -1,0 +1,277 @@
+"""Dry runs against a real fleet: real tmux on a private socket, real git slots laid out as a
+treehouse pool, real processes. Each test asserts what the operator sees (exit code, verdict,
+named owners) and that nothing changed."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.fleet import Fleet
+
+
+def dry(fleet: Fleet, task: str, *flags: str) -> tuple[int, dict[str, object]]:
+    return fleet.fm_json("teardown", task, "--dry-run", *flags)
+
+
+def owner_ids(doc: dict[str, object]) -> list[str]:
+    return [o["id"] for o in doc["owners"] if o["live"]]  # type: ignore[index,union-attr]
+
+
+def steps(doc: dict[str, object]) -> list[str]:
+    return [s["step"] for s in doc["steps"]]  # type: ignore[index,union-attr]
+
+
+@pytest.fixture
+def shared(fleet: Fleet) -> tuple[Fleet, Path]:
+    """Slot 1 leased to `done`, whose record and dead pane remain; `live` now runs in it."""
+    slot = fleet.slot(1, holder="live")
+    fleet.task("done", slot, "dead")
+    fleet.task("live", slot, "alive", extra={"treehouse_lease_holder": "live"})
+    fleet.spawn(["sleep", "100000"], slot)  # a non-agent worker in the tree
+    return fleet, slot
+
+
+def test_live_other_owner_refuses_and_is_named(shared: tuple[Fleet, Path]) -> None:
+    fleet, slot = shared
+    before = fleet.snapshot(slot)
+    r = fleet.fm("teardown", "done", "--dry-run")
+    assert r.returncode == 4
+    assert "live" in r.stderr and "REFUSED" in r.stderr
+    code, doc = dry(fleet, "done")
+    assert (code, doc["verdict"], doc["exit_code"]) == (4, "live-owner", 4)
+    assert owner_ids(doc) == ["live"]
+    assert doc["steps"] == []
+    assert fleet.snapshot(slot) == before
+
+
+def test_force_alone_refuses(shared: tuple[Fleet, Path]) -> None:
+    fleet, slot = shared
+    before = fleet.snapshot(slot)
+    code, doc = dry(fleet, "done", "--force")
+    assert (code, doc["verdict"]) == (4, "live-owner")
+    assert any("--force does not lift" in h for h in doc["hints"])  # type: ignore[union-attr]
+    assert fleet.snapshot(slot) == before
+
+
+def test_force_with_matching_discard_proceeds(shared: tuple[Fleet, Path]) -> None:
+    fleet, slot = shared
+    before = fleet.snapshot(slot)
+    code, doc = dry(fleet, "done", "--force", "--discard-live-owner=live")
+    assert (code, doc["verdict"]) == (0, "proceed")
+    assert steps(doc) == ["endpoint", "processes", "pool", "record"]
+    assert any("live's record is kept" in w for w in doc["warnings"])  # type: ignore[union-attr]
+    assert fleet.snapshot(slot) == before
+
+
+def test_mismatched_discard_refuses(shared: tuple[Fleet, Path]) -> None:
+    fleet, _ = shared
+    code, doc = dry(fleet, "done", "--force", "--discard-live-owner=other")
+    assert (code, doc["verdict"]) == (4, "live-owner")
+    assert owner_ids(doc) == ["live"]
+
+
+def test_discard_without_force_refuses(shared: tuple[Fleet, Path]) -> None:
+    fleet, _ = shared
+    code, doc = dry(fleet, "done", "--discard-live-owner=live")
+    assert (code, doc["verdict"]) == (4, "live-owner")
+    assert any("together with --force" in h for h in doc["hints"])  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("other_state", ["dead", "missing"])
+def test_non_live_other_claim_is_stale(fleet: Fleet, other_state: str) -> None:
+    # No lease on the slot: a lease would be a live owner (or make its holder current).
+    slot = fleet.slot(1, leased=False)
+    fleet.task("older", slot, "dead", extra={"spawn_gen": "s1000.1.a"})
+    fleet.task("newer", slot, other_state, extra={"spawn_gen": "s2000.1.b"})
+    before = fleet.snapshot(slot)
+    code, doc = dry(fleet, "older")
+    assert (code, doc["verdict"]) == (0, "stale")
+    assert steps(doc) == ["endpoint", "record"]
+    assert any("newer" in w for w in doc["warnings"])  # type: ignore[union-attr]
+    assert fleet.snapshot(slot) == before
+
+
+def test_own_live_pane_proceeds(fleet: Fleet) -> None:
+    slot = fleet.slot(1, holder="solo")
+    fleet.task("solo", slot, "alive")
+    before = fleet.snapshot(slot)
+    code, doc = dry(fleet, "solo")
+    assert (code, doc["verdict"], doc["endpoint"]) == (0, "proceed", "alive")
+    assert steps(doc) == ["endpoint", "processes", "pool", "record"]
+    pool = doc["steps"][2]  # type: ignore[index]
+    assert pool["target"] == str(slot)  # type: ignore[index]
+    assert f"--if-lease-id {1:032x}" in pool["detail"]  # type: ignore[index]
+    assert fleet.snapshot(slot) == before
+
+
+def test_symlinked_alias_of_the_slot_is_the_same_slot(fleet: Fleet) -> None:
+    slot = fleet.slot(1, holder="live")
+    alias = fleet.root / "alias"
+    os.symlink(slot.parent, alias)
+    fleet.task("done", alias / "project" / ".." / "project", "dead")
+    fleet.task("live", slot, "alive")
+    code, doc = dry(fleet, "done")
+    assert (code, owner_ids(doc)) == (4, ["live"])
+    assert doc["slot"] == str(slot)
+
+
+def test_prefix_slot_is_not_the_same_slot(fleet: Fleet) -> None:
+    """`/pool/1` is not inside `/pool/10`: a live task in slot 10 does not own slot 1."""
+    s1 = fleet.slot(1, holder="t1")
+    for n in range(2, 11):
+        fleet.slot(n, leased=False)
+    s10 = fleet.slot(10, holder="t10")
+    fleet.task("t1", s1, "dead")
+    fleet.task("t10", s10, "alive")
+    code, doc = dry(fleet, "t1")
+    assert (code, doc["verdict"], owner_ids(doc)) == (0, "proceed", [])
+
+
+def test_unattributed_agent_in_a_shared_slot_is_a_live_owner(fleet: Fleet) -> None:
+    slot = fleet.slot(1, holder="older")
+    fleet.task("older", slot, "dead", extra={"spawn_gen": "s1.1.a"})
+    fleet.task("other", slot, "missing", extra={"spawn_gen": "s2.1.a"})
+    worker = fleet.agent_in(slot)
+    code, doc = dry(fleet, "older")
+    assert (code, owner_ids(doc)) == (4, [f"pid:{worker.pid}"])
+
+
+def test_leftover_agent_of_the_sole_claimant_is_not_an_owner(fleet: Fleet) -> None:
+    slot = fleet.slot(1, holder="solo")
+    fleet.task("solo", slot, "dead")
+    worker = fleet.agent_in(slot)
+    code, doc = dry(fleet, "solo")
+    assert (code, doc["verdict"]) == (0, "proceed")
+    assert str(worker.pid) in doc["steps"][1]["detail"]  # type: ignore[index]
+
+
+def test_foreign_lease_is_a_live_owner(fleet: Fleet) -> None:
+    slot = fleet.slot(1, holder="automation-A")
+    fleet.task("t1", slot, "dead")
+    code, doc = dry(fleet, "t1")
+    assert (code, owner_ids(doc)) == (4, ["lease:automation-A"])
+    code, doc = dry(fleet, "t1", "--force", "--discard-live-owner=lease:automation-A")
+    assert (code, doc["verdict"]) == (0, "proceed")
+
+
+def test_unreadable_inventory_fails_closed(fleet: Fleet) -> None:
+    """A tmux that cannot be read makes every other claimant `unreadable`, hence live."""
+    slot = fleet.slot(1, holder="t1")
+    fleet.task("t1", slot, "dead")
+    fleet.task("t2", slot, "dead", extra={"spawn_gen": "s9.1.a"})
+    fake = fleet.root / "faketmux"
+    fake.mkdir()
+    (fake / "tmux").write_text("#!/bin/sh\necho 'lost server' >&2\nexit 1\n")
+    (fake / "tmux").chmod(0o755)
+    env = fleet.env(PATH=f"{fake}:{os.environ['PATH']}")
+    code, doc = fleet.fm_json("teardown", "t1", "--dry-run", env=env)
+    assert (code, owner_ids(doc)) == (4, ["t2"])
+    assert doc["owners"][0]["endpoint"] == "unreadable"  # type: ignore[index]
+
+
+def test_no_tmux_server_means_missing(fleet: Fleet) -> None:
+    slot = fleet.slot(1, holder="t1")
+    fleet.task("t1", slot, "dead")
+    fleet.task("t2", slot, "dead", extra={"spawn_gen": "s9.1.a"})
+    fleet.tmux.kill()
+    code, doc = dry(fleet, "t1")
+    # t2 is newer by spawn_gen, but the pool lease is t1's: t1 is the slot's current owner.
+    assert (code, doc["verdict"], doc["endpoint"]) == (0, "proceed", "missing")
+    assert [(o["id"], o["endpoint"], o["live"]) for o in doc["owners"]] == [  # type: ignore[index,union-attr]
+        ("t2", "missing", False)
+    ]
+
+
+def test_lease_of_a_dead_other_task_is_live(fleet: Fleet) -> None:
+    """A lease counts as live: the task holding it owns the slot even with a dead pane."""
+    slot = fleet.slot(1, holder="newer")
+    fleet.task("older", slot, "dead")
+    fleet.task("newer", slot, "dead")
+    code, doc = dry(fleet, "older")
+    assert (code, owner_ids(doc)) == (4, ["newer"])
+    code, doc = dry(fleet, "newer")
+    assert (code, doc["verdict"]) == (0, "proceed")
+
+
+def test_invalid_other_record_claiming_the_slot_refuses(fleet: Fleet) -> None:
+    slot = fleet.slot(1, holder="t1")
+    fleet.task("t1", slot, "dead")
+    fleet.record("bad", slot, lines=[f"worktree={slot}", "window=firstmate:fm-other"])
+    code, doc = dry(fleet, "t1")
+    assert (code, doc["verdict"]) == (5, "unsafe")
+    assert "bad" in doc["reasons"][0]  # type: ignore[index]
+    # The audit reports it and still exits 0.
+    r = fleet.fm("teardown", "--dry-run")
+    assert r.returncode == 0 and "bad" in r.stdout
+
+
+def test_slot_equal_to_the_project_refuses(fleet: Fleet) -> None:
+    fleet.task("t1", fleet.project, "dead")
+    code, doc = dry(fleet, "t1")
+    assert (code, doc["verdict"]) == (5, "unsafe")
+
+
+def test_unmanaged_slot_and_missing_treehouse_refuse(fleet: Fleet) -> None:
+    slot = fleet.slot(1, managed=False)
+    fleet.task("t1", slot, "dead")
+    assert dry(fleet, "t1")[0] == 5
+    slot2 = fleet.slot(2, holder="t2")
+    fleet.task("t2", slot2, "dead")
+    env = fleet.env(FM_TREEHOUSE_BIN="", PATH="/usr/bin:/bin")
+    code, doc = fleet.fm_json("teardown", "t2", "--dry-run", env=env)
+    assert (code, doc["verdict"]) == (5, "unsafe")
+    assert "treehouse" in doc["reasons"][0]  # type: ignore[index]
+
+
+def test_missing_slot_directory_plans_endpoint_and_record(fleet: Fleet) -> None:
+    fleet.task("t1", fleet.root / "pool" / "gone" / "9" / "project", "dead")
+    code, doc = dry(fleet, "t1")
+    assert (code, steps(doc)) == (0, ["endpoint", "record"])
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["teardown"], 2),
+        (["teardown", "../x", "--dry-run"], 2),
+        (["teardown", ".hidden", "--dry-run"], 2),
+        (["teardown", "nosuch", "--dry-run"], 2),
+        (["teardown", "--bogus"], 2),
+    ],
+)
+def test_invalid_requests_exit_2_without_traceback(
+    fleet: Fleet, args: list[str], code: int
+) -> None:
+    r = fleet.fm(*args)
+    assert r.returncode == code
+    assert "Traceback" not in r.stderr
+    assert r.stderr.strip() != ""
+
+
+def test_fleet_audit(fleet: Fleet) -> None:
+    s1 = fleet.slot(1, holder="live")
+    s2 = fleet.slot(2, holder="solo")
+    fleet.task("done", s1, "dead")
+    fleet.task("live", s1, "alive")
+    fleet.task("solo", s2, "missing")
+    before = fleet.snapshot(s1, s2)
+    code, doc = fleet.fm_json("teardown", "--dry-run")
+    assert code == 0 and doc["audit"] is True and doc["schema"] == "fm-teardown/1"
+    rows = {t["task"]: t for t in doc["tasks"]}  # type: ignore[index,union-attr]
+    assert rows["done"]["verdict"] == "live-owner" and rows["done"]["exit_code"] == 4
+    assert rows["solo"]["verdict"] == "proceed" and rows["solo"]["endpoint"] == "missing"
+    assert rows["live"]["endpoint"] == "alive"
+    assert doc["shared_slots"] == [{"slot": str(s1), "tasks": ["done", "live"]}]
+    assert fleet.snapshot(s1, s2) == before
+
+
+def test_json_is_exactly_one_object(fleet: Fleet) -> None:
+    slot = fleet.slot(1, holder="t1")
+    fleet.task("t1", slot, "dead")
+    r = fleet.fm("teardown", "t1", "--dry-run", "--json")
+    assert r.stdout.count("\n") == 1
+    r = fleet.fm("teardown", "../bad", "--dry-run", "--json")
+    assert r.returncode == 2 and r.stdout.count("\n") == 1
