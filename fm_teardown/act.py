@@ -1,21 +1,475 @@
-"""Acting on a plan. Not available yet: a real run refuses plainly instead of pretending."""
+"""Acting on a plan (CONTRACT §5 "Then act"): endpoint → processes → pool → record.
+
+Each step returns an outcome (done, absent, skipped, failed); a failed step stops the run
+before the next destructive step, keeps the record and exits 1, so that running the same
+command again finishes the job. Just before the first step that touches the slot, the slot
+lock is taken and the world is observed and decided again: if the decision changed, nothing
+more is done and the new verdict is reported.
+"""
 
 from __future__ import annotations
 
-from fm_teardown import report
-from fm_teardown.decide import Flags
-from fm_teardown.errors import ExitCode, FmError, Verdict
-from fm_teardown.pipeline import Planned
+import os
+import shutil
+import signal
+import stat
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from fm_teardown import journal, pool, processes, report, tmux
+from fm_teardown.decide import Decision, Flags, Step
+from fm_teardown.errors import FmError, Verdict
+from fm_teardown.lock import slot_lock
+from fm_teardown.paths import canonical, is_within
+from fm_teardown.pipeline import Planned, decide_with_landed, load
+from fm_teardown.records import Fleet, Record, RecordProblem, parse_record, read_meta
 from fm_teardown.settings import Settings
+from fm_teardown.world import Observation, Proc
+
+LOCK_TIMEOUT = 300.0
+
+
+class StepFailed(Exception):
+    def __init__(self, step: Step) -> None:
+        super().__init__(step.detail)
+        self.step = step
+
+
+@dataclass
+class Run:
+    settings: Settings
+    flags: Flags
+    task: str
+    steps: list[Step] = field(default_factory=list)
+    signalled: dict[int, processes.Signalled] = field(default_factory=dict)
+    discarded_ref: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def done(self, step: str, target: str, outcome: str, detail: str) -> Step:
+        s = Step(step, target, detail, outcome)
+        self.steps.append(s)
+        return s
+
+    def fail(self, step: str, target: str, detail: str) -> StepFailed:
+        return StepFailed(Step(step, target, detail, "failed"))
+
+
+def fault(boundary: str) -> None:
+    """Test-only fault hooks at step boundaries (FM_TEST_FAULT, comma-separated):
+    `crash:<boundary>` SIGKILLs the tool there; `pause:<boundary>:<file>` creates
+    `<file>.reached` and waits (up to 120 s) until `<file>` is removed."""
+    spec = os.environ.get("FM_TEST_FAULT")
+    if not spec:
+        return
+    for item in spec.split(","):
+        kind, _, rest = item.partition(":")
+        where, _, arg = rest.partition(":")
+        if where != boundary:
+            continue
+        if kind == "crash":
+            os.kill(os.getpid(), signal.SIGKILL)
+        elif kind == "pause" and arg:
+            Path(arg + ".reached").touch()
+            deadline = time.monotonic() + 120
+            while os.path.exists(arg) and time.monotonic() < deadline:
+                time.sleep(0.02)
+
+
+# -- the steps --------------------------------------------------------------------------------
+
+
+def step_endpoint(run: Run, record: Record, protected: frozenset[int]) -> list[Proc]:
+    """Kill TASK's window by id after snapshotting its panes' process trees; confirm it is gone.
+    Returns the snapshot, so that survivors of the kill (SIGHUP ignored) can be ended later."""
+    s = run.settings
+    target = record.target
+    inv = tmux.list_panes(s)
+    if inv.status == "no-server":
+        run.done("endpoint", target, "absent", "no tmux server is running")
+        return []
+    if inv.status != "ok":
+        raise run.fail("endpoint", target, f"the tmux inventory cannot be read: {inv.error}")
+    panes = [
+        p for p in inv.panes if p.session == record.session and p.window_name == record.window_name
+    ]
+    if not panes:
+        run.done("endpoint", target, "absent", f"no window {record.window}")
+        return []
+    table = processes.scan()
+    snapshot = [
+        proc
+        for pane in panes
+        for proc in table.tree(pane.pane_pid)
+        if proc.pid not in protected and not proc.zombie
+    ]
+    window_ids = sorted({p.window_id for p in panes})
+    for wid in window_ids:
+        tmux.kill_window(s, wid)
+    after = tmux.list_panes(s)
+    if after.status == "no-server":
+        still: list[str] = []
+    elif after.status != "ok":
+        raise run.fail("endpoint", target, f"could not confirm the window is gone: {after.error}")
+    else:
+        still = sorted({p.window_id for p in after.panes if p.window_id in window_ids})
+    if still:
+        detail = f"window {', '.join(still)} is still present after kill-window"
+        if not run.flags.force:
+            raise run.fail("endpoint", target, detail + "; record kept")
+        run.warnings.append(f"tmux: {detail} (target {target}); continuing because of --force")
+        run.done("endpoint", target, "done", detail + " (continuing: --force)")
+        return snapshot
+    run.done("endpoint", target, "done", f"killed window {', '.join(window_ids)}; confirmed gone")
+    return snapshot
+
+
+def _own_pane_pids(obs: Observation) -> set[int]:
+    """Every process in the pane the tool runs in: never signalled."""
+    out: set[int] = set()
+    for pane in obs.inventory.panes:
+        if pane.pane_pid in obs.env.protected:
+            out.update(p.pid for p in obs.processes.tree(pane.pane_pid))
+    return out
+
+
+def step_processes(
+    run: Run, record: Record, slot: str, obs: Observation, snapshot: list[Proc]
+) -> None:
+    roots = [slot]
+    if record.tasktmp and os.path.isdir(record.tasktmp):
+        roots.append(canonical(record.tasktmp))
+    target = " and ".join(roots)
+    spared = set(obs.env.protected) | _own_pane_pids(obs)
+
+    def inside(proc: Proc) -> bool:
+        return bool(proc.cwd) and any(is_within(proc.cwd or "", r) for r in roots)
+
+    def wanted() -> list[Proc]:
+        table = processes.scan()
+        if table.error:
+            raise run.fail("processes", target, table.error)
+        found = {
+            p.pid: p
+            for p in table.procs.values()
+            if inside(p) and p.pid not in spared and not p.zombie
+        }
+        for p in snapshot:
+            if (
+                p.pid not in found
+                and p.pid not in spared
+                and processes.same_process(p.pid, p.start_time)
+            ):
+                found[p.pid] = p
+        return list(found.values())
+
+    targets = wanted()
+    if not targets:
+        run.done("processes", target, "absent", "no process runs there")
+        return
+    processes.terminate(targets, run.settings.term_grace, run.settings.kill_wait, run.signalled)
+    left = wanted()
+    if left:
+        names = ", ".join(f"{p.name} ({p.pid})" for p in left[:10])
+        raise run.fail(
+            "processes", target, f"still running after SIGTERM and SIGKILL: {names}; slot kept"
+        )
+    names = ", ".join(f"{p.name} ({p.pid})" for p in targets[:10])
+    run.done("processes", target, "done", f"ended {len(targets)}: {names}")
+
+
+def step_pool(run: Run, record: Record, d: Decision) -> None:
+    from fm_teardown import gitlock
+
+    pr = d.pool_return
+    assert pr is not None and d.slot is not None
+    s = run.settings
+    bin_ = s.treehouse_bin
+    if bin_ is None:
+        raise run.fail("pool", pr.path, "treehouse is not available")
+    project = canonical(record.project)
+    cwd = (
+        project
+        if os.path.isdir(project) and not is_within(project, d.slot)
+        else str(s.state_dir if s.state_dir.is_dir() else "/")
+    )
+    result = pool.run_return(bin_, pr.argv, cwd, s.treehouse_timeout)
+    retries = 0
+    while result.returncode != 0 and gitlock.LOCK_ERROR.search(result.output):
+        if retries < s.lock_retries:
+            retries += 1
+            time.sleep(s.lock_retry_wait)
+            result = pool.run_return(bin_, pr.argv, cwd, s.treehouse_timeout)
+            if result.returncode == 0:
+                run.warnings.append(f"treehouse return succeeded on retry {retries}; lock cleared")
+            continue
+        lock = gitlock.index_lock_path(d.slot)
+        if lock is None or not os.path.lexists(lock):
+            break
+        verdict = gitlock.remove_if_provably_stale(lock, d.slot, s.stale_lock_age)
+        if not verdict.stale:
+            raise run.fail(
+                "pool",
+                pr.path,
+                f"git lock {lock} persisted across {retries} retries (waiting "
+                f"{s.lock_retry_wait:g}s each) and is not provably stale: {verdict.reason}; "
+                "lock and slot kept",
+            )
+        run.warnings.append(f"removed provably-stale git lock {lock} ({verdict.reason})")
+        recheck_landed(run, record)
+        result = pool.run_return(bin_, pr.argv, cwd, s.treehouse_timeout)
+        break
+    view = pool.fresh_view(record.worktree, d.slot)
+    last = result.output.splitlines()[-1] if result.output else ""
+    entry = view.entry
+    argv = "treehouse " + " ".join(pr.argv)
+    if entry is None:
+        raise run.fail(
+            "pool", pr.path, f"{argv}: the slot is no longer in the pool's state ({last})"
+        )
+    if result.returncode == 0 and not result.aborted and not entry.leased:
+        run.done("pool", pr.path, "done", f"{argv}: returned; the pool's state shows it unleased")
+        return
+    if (
+        result.returncode == 0
+        and not result.aborted
+        and pr.lease_id
+        and entry.leased
+        and entry.lease_id != pr.lease_id
+    ):
+        run.done("pool", pr.path, "done", f"{argv}: returned (the slot was leased again since)")
+        return
+    if "is not leased" in result.output and (pr.lease_id or pr.lease_holder is not None):
+        run.done("pool", pr.path, "absent", f"{argv}: the slot was already returned")
+        return
+    why = "exit 0 with 'Aborted.'" if result.aborted else (last or "no output")
+    raise run.fail("pool", pr.path, f"{argv} did not return the slot: {why}; slot and lease kept")
+
+
+def recheck_landed(run: Run, record: Record) -> None:
+    """After removing a stale lock, the safety checks run again before the return."""
+    if run.flags.force or record.kind != "ship":
+        return
+    from fm_teardown.pipeline import landed_facts
+
+    facts = landed_facts(run.settings, record, fetch=False)
+    if not facts.landed:
+        raise run.fail(
+            "pool",
+            record.worktree,
+            f"after removing the stale lock: own work not landed: {facts.summary}; slot kept",
+        )
+
+
+def _remove(path: str) -> None:
+    """Remove a file, a symlink (never its target) or a directory tree (links not followed)."""
+    st = os.lstat(path)
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
+
+
+def step_record(run: Run, record: Record, fleet: Fleet) -> None:
+    """tasktmp, then the `state/<id>.*` sidecars, then the meta last."""
+    try:
+        text, mtime = read_meta(record.meta_path)
+        now = parse_record(record.task_id, record.meta_path, text, mtime)
+    except FileNotFoundError:
+        run.done("record", record.meta_path, "absent", "the record is already gone")
+        return
+    except RecordProblem as exc:
+        raise run.fail(
+            "record", record.meta_path, f"the record changed: it {exc.problem}"
+        ) from None
+    if now != record:
+        raise run.fail(
+            "record",
+            record.meta_path,
+            "the record was rewritten during the teardown (a relaunch?); kept",
+        )
+    removed = []
+    try:
+        if (
+            record.tasktmp
+            and record.tasktmp == f"/tmp/fm-{record.task_id}"
+            and os.path.lexists(record.tasktmp)
+        ):
+            _remove(record.tasktmp)
+            removed.append(record.tasktmp)
+        state_dir = os.path.dirname(record.meta_path)
+        prefix = f"{record.task_id}."
+        # Ids may contain dots: `a.b.status` belongs to task `a.b`, not to task `a`.
+        longer = [f"{t}." for t in fleet.task_ids if t != record.task_id and t.startswith(prefix)]
+        for name in sorted(os.listdir(state_dir)):
+            if not name.startswith(prefix) or name == f"{record.task_id}.meta":
+                continue
+            if any(name.startswith(p) for p in longer):
+                continue
+            _remove(os.path.join(state_dir, name))
+            removed.append(name)
+        fault("before-meta")
+        os.unlink(record.meta_path)
+    except OSError as exc:
+        raise run.fail(
+            "record", record.meta_path, f"could not remove {exc.filename}: {exc.strerror}"
+        ) from None
+    detail = "removed " + ", ".join([*removed, os.path.basename(record.meta_path)])
+    run.done("record", record.meta_path, "done", detail)
+
+
+# -- the run ----------------------------------------------------------------------------------
+
+
+def _key(d: Decision) -> tuple[Any, ...]:
+    """What must not change between deciding and acting (the endpoint state may: it is ours)."""
+    live = tuple(sorted(o.id for o in d.owners if o.live))
+    return (
+        d.verdict,
+        d.slot,
+        live,
+        d.pool_return,
+        d.discarded_owner,
+        d.save_discarded,
+        tuple(s.step for s in d.plan),
+    )
 
 
 def run(settings: Settings, planned: Planned, flags: Flags, *, json_out: bool) -> int:
-    err = FmError(
-        Verdict.FAILED,
-        f"acting is not available yet: nothing was changed for {planned.decision.task} "
-        "(use --dry-run to see the verdict and the plan)",
+    d = planned.decision
+    r = Run(settings, flags, d.task)
+    record = planned.fleet.records[d.task]
+    if d.verdict not in (Verdict.PROCEED, Verdict.STALE) or d.slot is None:
+        return finish(r, d, d.verdict, json_out)
+    try:
+        fault("before-endpoint")
+        snapshot = step_endpoint(r, record, planned.observation.env.protected)
+        fault("after-endpoint")
+        with slot_lock(settings.state_dir, d.slot, LOCK_TIMEOUT):
+            fault("before-recheck")
+            fleet = load(settings, d.task)
+            from fm_teardown.observe import observe
+
+            obs = observe(settings, fleet)
+            d2 = decide_with_landed(settings, d.task, fleet, obs, flags, fetch=False)
+            if _key(d2) != _key(d):
+                return changed(r, d, d2, json_out)
+            # Report the endpoint as it was before this run ended it.
+            d, record = replace(d2, endpoint=d.endpoint), fleet.records[d.task]
+            assert d.slot is not None
+            if d.end_processes:
+                step_processes(r, record, d.slot, obs, snapshot)
+            else:
+                r.done("processes", d.slot, "skipped", _skip_reason(d))
+            fault("after-processes")
+            if d.save_discarded:
+                step_save(r, record)
+                fault("after-save")
+            if d.pool_return is not None:
+                step_pool(r, record, d)
+            else:
+                r.done("pool", d.slot, "skipped", _skip_reason(d))
+            fault("after-pool")
+            step_record(r, record, fleet)
+            fault("after-record")
+    except StepFailed as exc:
+        r.steps.append(exc.step)
+        left = _left(d, r)
+        r.steps.extend(left)
+        return finish(r, d, Verdict.FAILED, json_out)
+    except FmError as err:
+        r.steps.extend(_left(d, r))
+        r.warnings.append(err.message)
+        return finish(
+            r, d, Verdict.FAILED if err.verdict == Verdict.INVALID else err.verdict, json_out
+        )
+    return finish(r, d, d.verdict, json_out)
+
+
+def _skip_reason(d: Decision) -> str:
+    if d.verdict == Verdict.STALE:
+        return "stale slot: left to its current owner"
+    return next((x for x in d.reasons if "skipped" in x), "not needed")
+
+
+def _left(d: Decision, r: Run) -> list[Step]:
+    done = {s.step for s in r.steps}
+    return [
+        replace(s, outcome="skipped", detail="not run: an earlier step failed")
+        for s in d.plan
+        if s.step not in done
+    ]
+
+
+def step_save(run: Run, record: Record) -> None:
+    from fm_teardown.landed import save_discarded
+
+    try:
+        saved = save_discarded(record, datetime.now(UTC))
+    except FmError as err:
+        raise run.fail(
+            "save-discarded", record.project, f"{err.message}; nothing was discarded"
+        ) from None
+    run.discarded_ref = saved.ref
+    run.done(
+        "save-discarded",
+        saved.ref,
+        "done",
+        f"saved {saved.commit[:12]} in {record.project}; to restore: {saved.restore}",
     )
+
+
+def changed(r: Run, before: Decision, after: Decision, json_out: bool) -> int:
+    r.warnings.append(
+        f"the decision changed while acting (was {before.verdict}, now {after.verdict}): "
+        "nothing more was changed"
+    )
+    if after.verdict in (Verdict.PROCEED, Verdict.STALE):
+        r.warnings.append("re-run the same command to act on the new decision")
+        return finish(r, after, Verdict.FAILED, json_out)
+    return finish(r, after, after.verdict, json_out)
+
+
+def finish(r: Run, d: Decision, verdict: Verdict, json_out: bool) -> int:
+    code = int(verdict.exit_code)
+    d = replace(d, warnings=(*d.warnings, *r.warnings))
+    signalled = [
+        {"pid": s.pid, "start_time": s.start_time, "name": s.name, "signals": s.signals}
+        for s in r.signalled.values()
+    ]
+    entry = {
+        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "task": d.task,
+        "flags": {
+            "force": r.flags.force,
+            "discard_live_owner": r.flags.discard_live_owner,
+        },
+        "verdict": str(verdict),
+        "exit_code": code,
+        "steps": [report.step_json(s) for s in r.steps],
+        "signalled": signalled,
+        "discarded_ref": r.discarded_ref,
+    }
+    journal.append(r.settings.data_dir, entry)
+    extra = {"signalled": signalled, "discarded_ref": r.discarded_ref}
     if json_out:
-        report.emit_json(report.error_json(planned.decision.task, err, dry_run=False))
-    report.render_error(err)
-    return int(ExitCode.FAILED)
+        report.emit_json(
+            report.decision_json(
+                d, dry_run=False, steps=r.steps, verdict=str(verdict), exit_code=code, extra=extra
+            )
+        )
+    else:
+        report.render_decision(
+            d, dry_run=False, steps=r.steps, verdict=str(verdict), exit_code=code
+        )
+        if verdict == Verdict.FAILED:
+            report.Printer(sys.stderr).line(
+                f"teardown {d.task} stopped: the record is kept; re-run `fm teardown {d.task}` "
+                "to finish"
+            )
+        elif code == 0:
+            report.Printer(sys.stdout).line(f"teardown {d.task} complete")
+    return code

@@ -178,6 +178,18 @@ def decide(
                 **base,
             )
 
+    if ep.pids & obs.env.protected:
+        return _refuse(
+            task,
+            Verdict.UNSAFE,
+            [
+                f"REFUSED: fm is running inside {task}'s own window {record.window}; "
+                "nothing was changed"
+            ],
+            ["run the teardown from another window"],
+            **base,
+        )
+
     # Rule 3: another live owner.
     owners = owners_of(task, fleet, obs)
     live = [o for o in owners if o.live]

@@ -25,12 +25,25 @@ from fm_teardown.world import (
 )
 
 
-def environment(settings: Settings) -> Environment:
+def environment(settings: Settings, table: ProcessTable | None = None) -> Environment:
     return Environment(
         home=canonical(settings.home) if settings.home and os.path.isabs(settings.home) else None,
         fm_home=canonical(str(settings.fm_home)),
         treehouse_bin=settings.treehouse_bin,
+        protected=self_and_ancestors(table) if table is not None else frozenset(),
     )
+
+
+def self_and_ancestors(table: ProcessTable) -> frozenset[int]:
+    pids: set[int] = set()
+    pid = os.getpid()
+    while pid > 0 and pid not in pids:
+        pids.add(pid)
+        proc = table.procs.get(pid)
+        if proc is None:
+            break
+        pid = proc.ppid
+    return frozenset(pids)
 
 
 def observe(settings: Settings, fleet: Fleet) -> Observation:
@@ -73,7 +86,7 @@ def assemble(
     return Observation(
         inventory=inventory,
         processes=table,
-        env=environment(settings),
+        env=environment(settings, table),
         slot_of=slot_of,
         endpoints=endpoints,
         slots=slots,

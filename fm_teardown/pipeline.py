@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fm_teardown.decide import Decision, Flags, decide
+from fm_teardown.decide import Decision, Flags, LandedLike, decide
 from fm_teardown.observe import observe
-from fm_teardown.records import Fleet, check_task_id, load_fleet, load_record
+from fm_teardown.records import Fleet, Record, check_task_id, load_fleet, load_record
 from fm_teardown.settings import Settings
 from fm_teardown.world import Observation
 
@@ -50,10 +50,28 @@ def plan(settings: Settings, task: str, flags: Flags) -> Planned:
     return Planned(decide_with_landed(settings, task, fleet, obs, flags), fleet, obs)
 
 
+def landed_facts(settings: Settings, record: Record, *, fetch: bool) -> LandedLike:
+    """Rule 5's facts for TASK's own slot (gathered only once rules 1-4 let TASK go on)."""
+    return NotChecked()
+
+
 def decide_with_landed(
-    settings: Settings, task: str, fleet: Fleet, obs: Observation, flags: Flags
+    settings: Settings,
+    task: str,
+    fleet: Fleet,
+    obs: Observation,
+    flags: Flags,
+    *,
+    fetch: bool | None = None,
 ) -> Decision:
+    """Decide; if rule 5 is reached, gather TASK's landed facts and decide again.
+
+    A real run fetches the default branch first (`fetch` None means: unless it is a dry run).
+    """
     decision = decide(task, fleet, obs, flags)
     if decision.landed_pending:
-        decision = decide(task, fleet, obs, flags, landed=NotChecked())
+        facts = landed_facts(
+            settings, fleet.records[task], fetch=(not flags.dry_run) if fetch is None else fetch
+        )
+        decision = decide(task, fleet, obs, flags, landed=facts)
     return decision

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+from dataclasses import dataclass
 
 from fm_teardown.paths import canonical
 from fm_teardown.world import PoolEntry, PoolView
@@ -97,3 +99,41 @@ class PoolReader:
             if matches:
                 return PoolView(path, matches[0])
         return PoolView(first_file, None)
+
+
+@dataclass(frozen=True)
+class ReturnResult:
+    returncode: int | None  # None: it did not finish in time (or could not be started)
+    output: str
+
+    @property
+    def aborted(self) -> bool:
+        # treehouse exits 0 after "Aborted." when it would have prompted: not a return.
+        return "Aborted." in self.output
+
+
+def run_return(treehouse_bin: str, argv: list[str], cwd: str, timeout: float) -> ReturnResult:
+    """`treehouse <argv>` with stdin closed, a timeout, no update check, cwd outside the slot."""
+    env = {**os.environ, "TREEHOUSE_NO_UPDATE_CHECK": "1"}
+    try:
+        r = subprocess.run(
+            [treehouse_bin, *argv],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            env=env,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return ReturnResult(None, f"treehouse did not finish within {timeout:g}s")
+    except OSError as exc:
+        return ReturnResult(None, f"treehouse could not be run: {exc.strerror}")
+    return ReturnResult(r.returncode, (r.stdout + r.stderr).strip())
+
+
+def fresh_view(recorded: str, slot: str) -> PoolView:
+    """Read the state file again (no cache): for verifying a return."""
+    return PoolReader().view(recorded, slot)

@@ -6,6 +6,11 @@ signalled if the process now holding that pid started at the same moment.
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+
 from fm_teardown.world import Proc, ProcessTable
 
 
@@ -39,3 +44,87 @@ def scan() -> ProcessTable:
     except (psutil.Error, OSError) as exc:
         return ProcessTable({}, error=f"the process table could not be read: {exc}")
     return ProcessTable(procs, None, {k: tuple(v) for k, v in children.items()})
+
+
+def same_process(pid: int, start_time: float) -> bool:
+    """True when `pid` is still the process that started at `start_time` (and not a zombie)."""
+    import psutil
+
+    try:
+        p = psutil.Process(pid)
+        if abs(p.create_time() - start_time) > 0.01:
+            return False
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def send(target: Proc, sig: signal.Signals) -> str | None:
+    """Signal `target` only if it is still the process observed; None if it is gone.
+
+    A pidfd pins the process before its start time is compared, so the pid cannot be
+    recycled between the check and the signal.
+    """
+    try:
+        fd = os.pidfd_open(target.pid)
+    except ProcessLookupError:
+        return None
+    except OSError:
+        fd = -1  # no pidfd support: fall back to a check right before kill()
+    try:
+        if not same_process(target.pid, target.start_time):
+            return None
+        if fd >= 0:
+            signal.pidfd_send_signal(fd, sig)
+        else:
+            os.kill(target.pid, sig)
+        return "sent"
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        return "permission denied"
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+@dataclass
+class Signalled:
+    pid: int
+    start_time: float
+    name: str
+    signals: list[str] = field(default_factory=list)
+
+
+def _poll_gone(targets: list[Proc], seconds: float) -> list[Proc]:
+    """Wait up to `seconds` (polling, ending early) for targets to be gone; the survivors."""
+    deadline = time.monotonic() + seconds
+    while True:
+        alive = [t for t in targets if same_process(t.pid, t.start_time)]
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.02)
+
+
+def terminate(
+    targets: list[Proc], grace: float, kill_wait: float, log: dict[int, Signalled]
+) -> list[Proc]:
+    """SIGTERM, poll up to `grace`, SIGKILL the survivors, poll up to `kill_wait`.
+
+    A signal goes only to a pid that still has the observed start time, so a recycled pid is
+    never hit. Zombies count as gone. Returns the processes still running at the end.
+    """
+    for sig, name, wait in (
+        (signal.SIGTERM, "SIGTERM", grace),
+        (signal.SIGKILL, "SIGKILL", kill_wait),
+    ):
+        live = [t for t in targets if same_process(t.pid, t.start_time)]
+        if not live:
+            return []
+        for t in live:
+            entry = log.setdefault(t.pid, Signalled(t.pid, t.start_time, t.name))
+            outcome = send(t, sig)
+            if outcome is not None:
+                entry.signals.append(name if outcome == "sent" else f"{name} ({outcome})")
+        targets = _poll_gone(live, wait)
+    return [t for t in targets if same_process(t.pid, t.start_time)]

@@ -127,6 +127,9 @@ class Environment:
     home: str | None
     fm_home: str
     treehouse_bin: str | None
+    # The tool itself and its ancestors: never signalled, and a window holding one of them is
+    # never killed (the teardown would kill itself halfway).
+    protected: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)

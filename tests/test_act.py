@@ -1,0 +1,404 @@
+"""Real teardowns (issue: acting): real tmux, git slots returned through the treehouse
+stand-in, real processes. Each test asserts what the operator sees and what changed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.fleet import Fleet, git, gone, tree_hash, wait_for
+
+
+def pool_entry(fleet: Fleet, slot: Path) -> dict[str, object]:
+    doc = json.loads((fleet.pool / "treehouse-state.json").read_text())
+    return next(e for e in doc["worktrees"] if e["path"] == str(slot))
+
+
+def journal(fleet: Fleet) -> list[dict[str, object]]:
+    path = fleet.data / "teardown-log.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def outcomes(doc: dict[str, object]) -> list[tuple[str, str]]:
+    return [(s["step"], s["outcome"]) for s in doc["steps"]]  # type: ignore[index,union-attr]
+
+
+def test_happy_path_returns_the_slot_and_clears_the_record(fleet: Fleet) -> None:
+    slot = fleet.slot(1, holder="t1")
+    (slot / "scratch.txt").write_text("untracked\n")
+    (slot / "build.cache").write_text("ignored\n")
+    task = fleet.task("t1", slot, "alive", extra={"treehouse_lease_holder": "t1"})
+    worker = fleet.spawn(["sleep", "100000"], slot)
+    tmp = Path("/tmp/fm-t1")
+    tmp.mkdir(exist_ok=True)
+    (fleet.state / "t1.status").write_text("done\n")
+    (fleet.state / "t1.inbox").mkdir()
+    code, doc = fleet.fm_json("teardown", "t1")
+    assert (code, doc["verdict"]) == (0, "proceed"), doc
+    assert outcomes(doc) == [
+        ("endpoint", "done"),
+        ("processes", "done"),
+        ("pool", "done"),
+        ("record", "done"),
+    ]
+    assert "firstmate:fm-t1" not in fleet.tmux.windows()
+    wait_for(lambda: all(gone(p) for p in task.pids) and gone(worker.pid), what="processes gone")
+    entry = pool_entry(fleet, slot)
+    assert "leased" not in entry and "lease_id" not in entry
+    assert not (slot / "scratch.txt").exists()
+    assert (slot / "build.cache").read_text() == "ignored\n"
+    assert git(slot, "rev-parse", "--abbrev-ref", "HEAD") == "HEAD"
+    assert sorted(os.listdir(fleet.state)) == sorted(
+        n for n in os.listdir(fleet.state) if n.startswith(".")
+    )
+    assert not tmp.exists()
+    [call] = fleet.treehouse_calls()
+    assert call["argv"] == [
+        "return",
+        "--force",
+        "--if-lease-id",
+        f"{1:032x}",
+        "--if-lease-holder",
+        "t1",
+        str(slot),
+    ]
+    assert call["stdin_closed_or_devnull"] is True
+    assert call["env"]["TREEHOUSE_NO_UPDATE_CHECK"] == "1"  # type: ignore[index]
+    assert not str(call["cwd"]).startswith(str(slot))
+    [line] = journal(fleet)
+    assert line["task"] == "t1" and line["verdict"] == "proceed" and line["exit_code"] == 0
+    assert worker.pid in [s["pid"] for s in line["signalled"]]  # type: ignore[union-attr]
+    assert [s["step"] for s in line["steps"]] == ["endpoint", "processes", "pool", "record"]  # type: ignore[union-attr]
+
+
+def test_exact_window_target_spares_a_prefix_neighbour(fleet: Fleet) -> None:
+    """With `fm-t1` gone already, `fm-t10` must survive t1's teardown."""
+    s1 = fleet.slot(1, holder="t1")
+    fleet.record("t1", s1)
+    s2 = fleet.slot(2, holder="t10")
+    t10 = fleet.task("t10", s2, "alive")
+    code, doc = fleet.fm_json("teardown", "t1")
+    assert code == 0 and outcomes(doc)[0] == ("endpoint", "absent")
+    assert "firstmate:fm-t10" in fleet.tmux.windows()
+    assert not any(gone(p) for p in t10.pids)
+
+
+def test_dotted_task_id_and_spaced_session(fleet: Fleet) -> None:
+    slot = fleet.slot(1, holder="a.b")
+    fleet.task("a.b", slot, "dead", session="team work")
+    (fleet.state / "a.b.status").write_text("x")
+    fleet.record("a", fleet.slot(2, holder="a"))
+    (fleet.state / "a.status").write_text("x")
+    code, doc = fleet.fm_json("teardown", "a")
+    assert code == 0
+    # Task `a`'s sidecars go; task `a.b`'s records and window stay.
+    assert (fleet.state / "a.b.meta").exists() and (fleet.state / "a.b.status").exists()
+    assert "team work:fm-a.b" in fleet.tmux.windows()
+    code, doc = fleet.fm_json("teardown", "a.b")
+    assert code == 0, doc
+    assert "team work:fm-a.b" not in fleet.tmux.windows()
+
+
+def test_process_ignoring_sighup_and_sigterm_is_killed(fleet: Fleet) -> None:
+    slot = fleet.slot(1, holder="t1")
+    fleet.task("t1", slot, "dead")
+    stubborn = fleet.spawn(
+        [
+            sys.executable,
+            "-c",
+            "import signal,time\n"
+            "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+            "signal.signal(signal.SIGHUP, signal.SIG_IGN)\n"
+            "open('ready','w').close()\n"
+            "time.sleep(100000)",
+        ],
+        slot,
+    )
+    wait_for(lambda: (slot / "ready").exists(), what="stubborn process ready")
+    code, doc = fleet.fm_json("teardown", "t1", env=fleet.env(FM_TERM_GRACE_SECS="0.5"))
+    assert code == 0, doc
+    wait_for(lambda: stubborn.poll() is not None, what="stubborn process killed")
+    assert stubborn.returncode == -signal.SIGKILL
+    [line] = journal(fleet)
+    sig = next(s for s in line["signalled"] if s["pid"] == stubborn.pid)  # type: ignore[union-attr]
+    assert sig["signals"] == ["SIGTERM", "SIGKILL"]
+
+
+def test_processes_that_keep_coming_back_stop_the_run(fleet: Fleet) -> None:
+    """A spawner outside the slot keeps starting workers inside: the re-scan finds survivors,
+    so the run stops before the pool, keeps the record and exits 1."""
+    slot = fleet.slot(1, holder="t1")
+    fleet.task("t1", slot, "dead")
+    spawner = fleet.spawn(
+        ["bash", "-c", f"while true; do (cd {slot} && exec sleep 100000) & sleep 0.02; done"],
+        fleet.root,
+    )
+    wait_for(
+        lambda: any(c.name() == "sleep" for c in psutil.Process(spawner.pid).children()),
+        what="spawned workers",
+    )
+    try:
+        code, doc = fleet.fm_json(
+            "teardown", "t1", env=fleet.env(FM_TERM_GRACE_SECS="0.2", FM_KILL_WAIT_SECS="0.2")
+        )
+    finally:
+        spawner.kill()
+        for c in psutil.Process().children(recursive=True):
+            if c.name() == "sleep" and c.cwd() == str(slot):
+                c.kill()
+    assert (code, doc["verdict"]) == (1, "failed")
+    assert ("processes", "failed") in outcomes(doc)
+    assert ("pool", "skipped") in outcomes(doc) and ("record", "skipped") in outcomes(doc)
+    assert (fleet.state / "t1.meta").exists()
+    assert fleet.treehouse_calls() == []
+    assert pool_entry(fleet, slot)["leased"] is True
+
+
+def test_lease_changed_after_deciding_is_not_returned(fleet: Fleet) -> None:
+    """The return is conditional on the lease seen; a precondition failure is never retried
+    unconditionally."""
+    slot = fleet.slot(1, holder="t1")
+    fleet.task("t1", slot, "dead")
+    pause = fleet.root / "pause"
+    pause.touch()
+    env = fleet.env(FM_TEST_FAULT=f"pause:after-processes:{pause}")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fm_teardown", "teardown", "t1", "--json"],
+        cwd=fleet.fm_home,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for(lambda: Path(f"{pause}.reached").exists(), what="pause reached")
+    fleet.slot(1, holder="intruder", lease_id="f" * 32)  # re-leased meanwhile
+    pause.unlink()
+    out, _ = proc.communicate(timeout=60)
+    doc = json.loads(out)
+    assert (proc.returncode, doc["verdict"]) == (1, "failed")
+    assert ("pool", "failed") in outcomes(doc)
+    calls = fleet.treehouse_calls()
+    assert len(calls) == 1 and "--if-lease-id" in calls[0]["argv"]  # type: ignore[operator]
+    assert pool_entry(fleet, slot)["lease_holder"] == "intruder"
+    assert (fleet.state / "t1.meta").exists()
+
+
+def test_stale_index_lock_that_stays_fails_and_keeps_everything(fleet: Fleet) -> None:
+    slot = fleet.slot(1, holder="t1")
+    fleet.task("t1", slot, "dead")
+    lock = Path(git(slot, "rev-parse", "--path-format=absolute", "--git-path", "index.lock"))
+    lock.write_text("")  # fresh: not provably stale
+    env = fleet.env(
+        FM_TREEHOUSE_RETURN_LOCK_RETRIES="1", FM_TREEHOUSE_RETURN_LOCK_RETRY_WAIT_SECS="0"
+    )
+    code, doc = fleet.fm_json("teardown", "t1", env=env)
+    assert (code, doc["verdict"]) == (1, "failed")
+    pool_step = next(s for s in doc["steps"] if s["step"] == "pool")  # type: ignore[union-attr]
+    assert pool_step["outcome"] == "failed" and "not provably stale" in pool_step["detail"]
+    assert lock.exists()
+    assert pool_entry(fleet, slot)["leased"] is True
+    assert (fleet.state / "t1.meta").exists()
+    assert len(fleet.treehouse_calls()) == 2
+
+
+def test_missing_treehouse_and_unmanaged_slot_refuse_before_anything(fleet: Fleet) -> None:
+    slot = fleet.slot(1, holder="t1")
+    t1 = fleet.task("t1", slot, "alive")
+    s2 = fleet.slot(2, managed=False)
+    t2 = fleet.task("t2", s2, "alive")
+    before = fleet.snapshot(slot, s2)
+    env = fleet.env(FM_TREEHOUSE_BIN="", PATH="/usr/bin:/bin")
+    code, doc = fleet.fm_json("teardown", "t1", env=env)
+    assert (code, doc["verdict"]) == (5, "unsafe")
+    assert "treehouse" in doc["reasons"][0]  # type: ignore[index]
+    code, doc = fleet.fm_json("teardown", "t2")
+    assert (code, doc["verdict"]) == (5, "unsafe")
+    assert "not managed" in doc["reasons"][0]  # type: ignore[index]
+    assert fleet.snapshot(slot, s2) == before
+    assert not any(gone(p) for p in t1.pids + t2.pids)
+    # Refusals are journalled too.
+    assert [e["exit_code"] for e in journal(fleet)] == [5, 5]
+
+
+@pytest.mark.parametrize("other_state", ["dead", "missing"])
+def test_stale_slot_clears_only_the_tasks_own_endpoint_and_record(
+    fleet: Fleet, other_state: str
+) -> None:
+    slot = fleet.slot(1, leased=False)
+    fleet.task("older", slot, "dead", extra={"spawn_gen": "s100.1.a"})
+    newer = fleet.task("newer", slot, other_state, extra={"spawn_gen": "s200.1.a"})
+    worker = fleet.spawn(["sleep", "100000"], slot)
+    (slot / "work.txt").write_text("newer's work\n")
+    tree = tree_hash(slot)
+    pool_before = (fleet.pool / "treehouse-state.json").read_bytes()
+    r = fleet.fm("teardown", "older")
+    assert r.returncode == 0, r.stderr
+    assert "newer" in r.stderr and "stale" in r.stderr
+    assert not (fleet.state / "older.meta").exists()
+    assert newer.meta.exists()
+    assert "firstmate:fm-older" not in fleet.tmux.windows()
+    assert tree_hash(slot) == tree
+    assert (fleet.pool / "treehouse-state.json").read_bytes() == pool_before
+    assert not gone(worker.pid)
+    assert fleet.treehouse_calls() == []
+    if other_state == "dead":
+        assert "firstmate:fm-newer" in fleet.tmux.windows()
+
+
+def test_discard_live_owner_keeps_its_record_and_window_name(fleet: Fleet) -> None:
+    slot = fleet.slot(1, holder="done")
+    fleet.task("done", slot, "dead", extra={"treehouse_lease_holder": "done"})
+    live = fleet.task("live", fleet.root, "alive")  # its pane is elsewhere
+    fleet.record("live", slot)
+    worker = fleet.agent_in(slot)
+    code, doc = fleet.fm_json(
+        "teardown", "done", "--force", "--discard-live-owner=pid:" + str(worker.pid)
+    )
+    assert (code, doc["verdict"]) == (4, "live-owner")  # `live` is live too: two owners
+    code, doc = fleet.fm_json("teardown", "done")
+    assert code == 4
+    # The unattributed agent is gone once the live task's record no longer shares the slot.
+    worker.kill()
+    worker.wait()
+    code, doc = fleet.fm_json("teardown", "done", "--force", "--discard-live-owner=live")
+    assert (code, doc["verdict"]) == (0, "proceed"), doc
+    assert any("live's record is kept" in w for w in doc["warnings"])  # type: ignore[union-attr]
+    assert (fleet.state / "live.meta").exists()
+    assert "firstmate:fm-live" in fleet.tmux.windows()
+    assert not any(gone(p) for p in live.pids)
+
+
+def test_missing_slot_directory_cleans_endpoint_and_record(fleet: Fleet) -> None:
+    gone_slot = fleet.root / "pool" / "vanished" / "3" / "project"
+    fleet.task("t1", gone_slot, "dead")
+    code, doc = fleet.fm_json("teardown", "t1")
+    assert code == 0, doc
+    assert outcomes(doc) == [
+        ("endpoint", "done"),
+        ("processes", "skipped"),
+        ("pool", "skipped"),
+        ("record", "done"),
+    ]
+    assert not (fleet.state / "t1.meta").exists()
+    assert fleet.treehouse_calls() == []
+
+
+@pytest.mark.parametrize(
+    "boundary", ["after-endpoint", "after-processes", "after-pool", "before-meta"]
+)
+def test_crash_at_a_step_boundary_then_rerun_completes(fleet: Fleet, boundary: str) -> None:
+    slot = fleet.slot(1, holder="t1")
+    fleet.task("t1", slot, "alive", extra={"treehouse_lease": f"{1:032x}"})
+    (fleet.state / "t1.status").write_text("x")
+    r = fleet.fm("teardown", "t1", env=fleet.env(FM_TEST_FAULT=f"crash:{boundary}"))
+    assert r.returncode == -signal.SIGKILL
+    assert (fleet.state / "t1.meta").exists()  # the record goes last
+    code, doc = fleet.fm_json("teardown", "t1")
+    assert (code, doc["verdict"]) == (0, "proceed"), doc
+    assert not (fleet.state / "t1.meta").exists()
+    assert "leased" not in pool_entry(fleet, slot)
+    assert len(journal(fleet)) == 1  # the crashed run wrote none; the re-run one
+
+
+def test_rerun_after_crash_protects_a_task_that_took_the_slot(fleet: Fleet) -> None:
+    """The shell script's #2454: a retry must re-check ownership before touching the slot."""
+    slot = fleet.slot(1, holder="t1")
+    fleet.task("t1", slot, "dead", extra={"treehouse_lease": f"{1:032x}"})
+    r = fleet.fm("teardown", "t1", env=fleet.env(FM_TEST_FAULT="crash:after-pool"))
+    assert r.returncode == -signal.SIGKILL
+    fleet.slot(1, holder="b", lease_id="b" * 32)  # the pool re-issues slot 1 to b
+    b = fleet.task("b", slot, "alive")
+    (slot / "b-work.txt").write_text("in progress\n")
+    before = fleet.snapshot(slot)
+    code, doc = fleet.fm_json("teardown", "t1")
+    assert code == 4 and [o["id"] for o in doc["owners"] if o["live"]] == ["b"]  # type: ignore[union-attr]
+    assert fleet.snapshot(slot) == before
+    assert not any(gone(p) for p in b.pids)
+
+
+def test_recheck_under_the_lock_catches_a_new_live_claimant(fleet: Fleet) -> None:
+    slot = fleet.slot(1, holder="t1")
+    fleet.task("t1", slot, "dead")
+    pause = fleet.root / "pause"
+    pause.touch()
+    env = fleet.env(FM_TEST_FAULT=f"pause:before-recheck:{pause}")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fm_teardown", "teardown", "t1", "--json"],
+        cwd=fleet.fm_home,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for(lambda: Path(f"{pause}.reached").exists(), what="pause reached")
+    intruder = fleet.task("intruder", slot, "alive")
+    (slot / "intruder.txt").write_text("mine\n")
+    tree = tree_hash(slot)
+    pause.unlink()
+    out, _ = proc.communicate(timeout=60)
+    doc = json.loads(out)
+    assert (proc.returncode, doc["verdict"]) == (4, "live-owner")
+    assert any("decision changed" in w for w in doc["warnings"])  # type: ignore[union-attr]
+    assert tree_hash(slot) == tree
+    assert not any(gone(p) for p in intruder.pids)
+    assert fleet.treehouse_calls() == []
+    assert (fleet.state / "t1.meta").exists()
+
+
+def test_every_refusal_changes_nothing(fleet: Fleet) -> None:
+    slot = fleet.slot(1, holder="live")
+    fleet.task("done", slot, "alive")
+    fleet.task("live", slot, "alive")
+    fleet.spawn(["sleep", "100000"], slot)
+    before = fleet.snapshot(slot)
+    for args in (
+        ["done"],
+        ["done", "--force"],
+        ["done", "--discard-live-owner=live"],
+        ["done", "--force", "--discard-live-owner=nobody"],
+    ):
+        r = fleet.fm("teardown", *args)
+        assert r.returncode == 4, (args, r.stderr)
+        assert "Traceback" not in r.stderr
+    assert fleet.snapshot(slot) == before
+    assert [e["exit_code"] for e in journal(fleet)] == [4, 4, 4, 4]
+    assert fleet.treehouse_calls() == []
+
+
+def test_journal_failure_warns_and_never_changes_the_result(fleet: Fleet) -> None:
+    slot = fleet.slot(1, holder="t1")
+    fleet.task("t1", slot, "dead")
+    blocker = fleet.root / "not-a-dir"
+    blocker.write_text("")
+    r = fleet.fm("teardown", "t1", env=fleet.env(FM_DATA_OVERRIDE=str(blocker)))
+    assert r.returncode == 0
+    assert "warning: could not append to the journal" in r.stderr
+    assert not (fleet.state / "t1.meta").exists()
+
+
+def test_teardown_run_from_a_pane_inside_the_slot_spares_itself(fleet: Fleet) -> None:
+    """An operator whose shell sits in the slot runs fm there: its own pane survives."""
+    slot = fleet.slot(1, holder="t1")
+    fleet.task("t1", slot, "dead")
+    done = fleet.root / "fm.rc"
+    env_args = " ".join(f"{k}='{v}'" for k, v in fleet.env().items())
+    cmd = (
+        f'bash --norc --noprofile -c "cd {slot}; env {env_args} {sys.executable} -m '
+        f'fm_teardown teardown t1 > {fleet.root}/fm.out 2>&1; echo $? > {done}; exec bash"'
+    )
+    fleet.tmux.new_window("ops", "shell", slot, cmd)
+    wait_for(
+        lambda: done.exists() and done.read_text().strip() != "",
+        timeout=60,
+        what="fm run from the ops pane",
+    )
+    assert done.read_text().strip() == "0", (fleet.root / "fm.out").read_text()
+    assert "ops:shell" in fleet.tmux.windows()
+    assert "firstmate:fm-t1" not in fleet.tmux.windows()
