@@ -47,6 +47,7 @@ class Run:
     steps: list[Step] = field(default_factory=list)
     signalled: dict[int, processes.Signalled] = field(default_factory=dict)
     discarded_ref: str | None = None
+    restore: str | None = None
     warnings: list[str] = field(default_factory=list)
 
     def done(self, step: str, target: str, outcome: str, detail: str) -> Step:
@@ -414,6 +415,7 @@ def step_save(run: Run, record: Record) -> None:
             "save-discarded", record.project, f"{err.message}; nothing was discarded"
         ) from None
     run.discarded_ref = saved.ref
+    run.restore = saved.restore
     run.done(
         "save-discarded",
         saved.ref,
@@ -454,7 +456,7 @@ def finish(r: Run, d: Decision, verdict: Verdict, json_out: bool) -> int:
         "discarded_ref": r.discarded_ref,
     }
     journal.append(r.settings.data_dir, entry)
-    extra = {"signalled": signalled, "discarded_ref": r.discarded_ref}
+    extra = {"signalled": signalled, "discarded_ref": r.discarded_ref, "restore": r.restore}
     if json_out:
         report.emit_json(
             report.decision_json(
@@ -472,4 +474,8 @@ def finish(r: Run, d: Decision, verdict: Verdict, json_out: bool) -> int:
             )
         elif code == 0:
             report.Printer(sys.stdout).line(f"teardown {d.task} complete")
+        if r.discarded_ref:
+            report.Printer(sys.stdout).line(
+                f"discarded work saved under {r.discarded_ref}; to bring it back: {r.restore}"
+            )
     return code

@@ -15,17 +15,6 @@ from fm_teardown.world import Observation
 
 
 @dataclass(frozen=True)
-class NotChecked:
-    """Rule 5's seam while the landed-work check is not wired in: say so plainly."""
-
-    landed: bool = True
-    summary: str = "landed-work check not performed yet (rule 5 is not implemented)"
-    dirty: tuple[str, ...] = ()
-    unpushed: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ("the landed-work check (rule 5) is not performed yet",)
-
-
-@dataclass(frozen=True)
 class Planned:
     decision: Decision
     fleet: Fleet
@@ -52,7 +41,15 @@ def plan(settings: Settings, task: str, flags: Flags) -> Planned:
 
 def landed_facts(settings: Settings, record: Record, *, fetch: bool) -> LandedLike:
     """Rule 5's facts for TASK's own slot (gathered only once rules 1-4 let TASK go on)."""
-    return NotChecked()
+    from fm_teardown.landed import check_landed
+
+    return check_landed(
+        record,
+        settings.data_dir,
+        fetch=fetch,
+        fetch_timeout=settings.fetch_timeout,
+        gh_bin=settings.gh_bin,
+    )
 
 
 def decide_with_landed(

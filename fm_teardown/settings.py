@@ -24,6 +24,8 @@ class Settings:
     tmux_socket_path: str | None
     tmux_socket_name: str | None
     treehouse_bin: str | None
+    # `gh` for the merged-PR check (FM_GH_BIN, else `gh` on PATH; absent: the check is skipped).
+    gh_bin: str | None = None
     # Seconds a tmux listing may take before the inventory counts as unreadable.
     tmux_timeout: float = 10.0
     # Seconds the pool return may take (it terminates processes and resets the tree).
@@ -97,6 +99,7 @@ def load(state_dir_flag: str | None = None, env: Mapping[str, str] | None = None
         tmux_socket_path=env.get("FM_TMUX_SOCKET") or None,
         tmux_socket_name=env.get("FM_TMUX_SOCKET_NAME") or None,
         treehouse_bin=treehouse or None,
+        gh_bin=env.get("FM_GH_BIN") or shutil.which("gh", path=env.get("PATH")) or None,
         tmux_timeout=_float(env, "FM_TMUX_TIMEOUT_SECS", 10.0),
         treehouse_timeout=_float(env, "FM_TREEHOUSE_TIMEOUT_SECS", 120.0),
         term_grace=_float(env, "FM_TERM_GRACE_SECS", 3.0),

@@ -32,7 +32,9 @@ def outcomes(doc: dict[str, object]) -> list[tuple[str, str]]:
 
 def test_happy_path_returns_the_slot_and_clears_the_record(fleet: Fleet) -> None:
     slot = fleet.slot(1, holder="t1")
-    (slot / "scratch.txt").write_text("untracked\n")
+    # An untracked scaffold file does not make the slot dirty; the return removes it.
+    (slot / ".claude").mkdir()
+    (slot / ".claude" / "settings.local.json").write_text("{}\n")
     (slot / "build.cache").write_text("ignored\n")
     task = fleet.task("t1", slot, "alive", extra={"treehouse_lease_holder": "t1"})
     worker = fleet.spawn(["sleep", "100000"], slot)
@@ -52,7 +54,7 @@ def test_happy_path_returns_the_slot_and_clears_the_record(fleet: Fleet) -> None
     wait_for(lambda: all(gone(p) for p in task.pids) and gone(worker.pid), what="processes gone")
     entry = pool_entry(fleet, slot)
     assert "leased" not in entry and "lease_id" not in entry
-    assert not (slot / "scratch.txt").exists()
+    assert not (slot / ".claude" / "settings.local.json").exists()
     assert (slot / "build.cache").read_text() == "ignored\n"
     assert git(slot, "rev-parse", "--abbrev-ref", "HEAD") == "HEAD"
     assert sorted(os.listdir(fleet.state)) == sorted(
@@ -116,12 +118,12 @@ def test_process_ignoring_sighup_and_sigterm_is_killed(fleet: Fleet) -> None:
             "import signal,time\n"
             "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
             "signal.signal(signal.SIGHUP, signal.SIG_IGN)\n"
-            "open('ready','w').close()\n"
+            f"open({str(fleet.root / 'ready')!r},'w').close()\n"
             "time.sleep(100000)",
         ],
         slot,
     )
-    wait_for(lambda: (slot / "ready").exists(), what="stubborn process ready")
+    wait_for(lambda: (fleet.root / "ready").exists(), what="stubborn process ready")
     code, doc = fleet.fm_json("teardown", "t1", env=fleet.env(FM_TERM_GRACE_SECS="0.5"))
     assert code == 0, doc
     wait_for(lambda: stubborn.poll() is not None, what="stubborn process killed")

@@ -1,0 +1,210 @@
+"""Rule 5 end to end: a real run refuses (exit 3) when TASK's own work would be lost, says
+what, and `--force` saves the work under refs/fm/discarded/<id>/<time> before discarding it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.fleet import Fleet, git, tree_hash
+
+
+def commit(slot: Path, name: str, text: str, msg: str) -> str:
+    (slot / name).write_text(text)
+    git(slot, "add", name)
+    git(slot, "commit", "-q", "-m", msg)
+    return git(slot, "rev-parse", "--short", "HEAD")
+
+
+def teardown(fleet: Fleet, *args: str, **env: str) -> tuple[int, dict[str, object]]:
+    return fleet.fm_json("teardown", *args, env=fleet.env(**env))
+
+
+@pytest.fixture
+def slot(fleet: Fleet) -> Path:
+    s = fleet.slot(1, holder="t1")
+    fleet.task("t1", s, "dead")
+    return s
+
+
+def test_clean_and_pushed_proceeds(fleet: Fleet, slot: Path) -> None:
+    code, doc = teardown(fleet, "t1")
+    assert (code, doc["verdict"]) == (0, "proceed"), doc
+
+
+def test_dirty_tracked_refuses_and_names_the_paths(fleet: Fleet, slot: Path) -> None:
+    (slot / "README").write_text("changed\n")
+    before = fleet.snapshot(slot)
+    r = fleet.fm("teardown", "t1")
+    assert r.returncode == 3
+    assert "README" in r.stderr and "--force" in r.stderr and "land it" in r.stderr
+    assert fleet.snapshot(slot) == before
+    assert fleet.treehouse_calls() == []
+
+
+def test_untracked_only_refuses(fleet: Fleet, slot: Path) -> None:
+    git(slot, "config", "status.showUntrackedFiles", "no")
+    (slot / "notes.txt").write_text("mine\n")
+    code, doc = teardown(fleet, "t1")
+    assert (code, doc["verdict"]) == (3, "unlanded")
+    assert any("notes.txt" in r for r in doc["reasons"])  # type: ignore[union-attr]
+
+
+def test_scaffold_files_only_proceed(fleet: Fleet, slot: Path) -> None:
+    (slot / ".fm-grok-turnend").write_text("")
+    (slot / ".claude").mkdir()
+    (slot / ".claude" / "settings.local.json").write_text("{}")
+    code, doc = teardown(fleet, "t1")
+    assert (code, doc["verdict"]) == (0, "proceed"), doc
+
+
+def test_unpushed_commit_refuses_and_lists_it(fleet: Fleet, slot: Path) -> None:
+    sha = commit(slot, "feature.txt", "x\n", "add the feature")
+    r = fleet.fm("teardown", "t1")
+    assert r.returncode == 3
+    assert f"{sha} add the feature" in r.stderr
+
+
+def test_pushed_to_a_fork_proceeds(fleet: Fleet, slot: Path) -> None:
+    commit(slot, "feature.txt", "x\n", "feature")
+    fork = fleet.root / "fork.git"
+    git(fleet.root, "init", "-q", "--bare", str(fork))
+    git(fleet.project, "remote", "add", "fork", str(fork))
+    git(slot, "push", "-q", "fork", "HEAD:refs/heads/fm/t1")
+    git(fleet.project, "fetch", "-q", "fork")
+    code, doc = teardown(fleet, "t1")
+    assert (code, doc["verdict"]) == (0, "proceed"), doc
+
+
+def test_squash_merged_with_a_stale_origin_ref(fleet: Fleet, slot: Path) -> None:
+    """A dry run never fetches (stale ref: not landed); a real run fetches and proceeds."""
+    commit(slot, "feature.txt", "squashed\n", "feature, local")
+    other = fleet.root / "other"
+    git(fleet.root, "clone", "-q", str(fleet.origin), str(other))
+    git(other, "config", "user.name", "O")
+    git(other, "config", "user.email", "o@example.invalid")
+    commit(other, "feature.txt", "squashed\n", "feature (squash merge)")
+    git(other, "push", "-q", "origin", "main")
+    code, doc = teardown(fleet, "t1", "--dry-run")
+    assert (code, doc["verdict"]) == (3, "unlanded")
+    code, doc = teardown(fleet, "t1")
+    assert (code, doc["verdict"]) == (0, "proceed"), doc
+
+
+def test_merged_pr_via_gh(fleet: Fleet, slot: Path) -> None:
+    commit(slot, "feature.txt", "pr\n", "feature")
+    head = git(slot, "rev-parse", "HEAD")
+    fake = fleet.root / "gh"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f"echo '{json.dumps({'state': 'MERGED', 'headRefOid': head})}'\n"
+    )
+    fake.chmod(0o755)
+    fleet.record("t1", slot, extra={"pr": "https://example.invalid/o/r/pull/7"})
+    code, doc = teardown(fleet, "t1", FM_GH_BIN=str(fake))
+    assert (code, doc["verdict"]) == (0, "proceed"), doc
+
+
+def test_local_only_merged_and_unmerged(fleet: Fleet, slot: Path) -> None:
+    fleet.record("t1", slot, extra={"mode": "local-only"})
+    sha = commit(slot, "feature.txt", "local\n", "local feature")
+    code, doc = teardown(fleet, "t1", "--dry-run")
+    assert code == 3
+    git(fleet.project, "merge", "-q", "--ff-only", sha)
+    code, doc = teardown(fleet, "t1")
+    assert (code, doc["verdict"]) == (0, "proceed"), doc
+
+
+def test_scout_needs_its_report(fleet: Fleet, slot: Path) -> None:
+    fleet.record("t1", slot, extra={"kind": "scout"})
+    (slot / "scratch.txt").write_text("a scout's tree is not checked\n")
+    code, doc = teardown(fleet, "t1")
+    assert (code, doc["verdict"]) == (3, "unlanded")
+    (fleet.data / "t1").mkdir()
+    (fleet.data / "t1" / "report.md").write_text("# findings\n")
+    code, doc = teardown(fleet, "t1")
+    assert (code, doc["verdict"]) == (0, "proceed"), doc
+
+
+def test_secondmate_with_children_refuses(fleet: Fleet, slot: Path) -> None:
+    home = fleet.root / "mate"
+    (home / "state").mkdir(parents=True)
+    (home / "state" / "child.meta").write_text("window=x:fm-child\n")
+    fleet.record("t1", slot, extra={"kind": "secondmate", "home": str(home)})
+    code, doc = teardown(fleet, "t1")
+    assert (code, doc["verdict"]) == (3, "unlanded")
+    (home / "state" / "child.meta").unlink()
+    code, doc = teardown(fleet, "t1")
+    assert (code, doc["verdict"]) == (0, "proceed"), doc
+
+
+def test_force_saves_the_work_and_it_comes_back_byte_identical(fleet: Fleet, slot: Path) -> None:
+    commit(slot, "feature.txt", "committed, unpushed\n", "feature")
+    (slot / "README").write_bytes(b"edited \x00 binary\n")
+    (slot / "new").mkdir()
+    (slot / "new" / "untracked.txt").write_text("untracked\n")
+    (slot / "tool.sh").write_text("#!/bin/sh\n")
+    os.chmod(slot / "tool.sh", 0o755)
+    (slot / "out.cache").write_text("ignored: not saved\n")
+    files = {p: (slot / p).read_bytes() for p in ("feature.txt", "README", "new/untracked.txt",
+                                                  "tool.sh")}
+    code, doc = teardown(fleet, "t1", "--dry-run", "--force")
+    assert code == 0
+    assert [s["step"] for s in doc["steps"]] == [  # type: ignore[union-attr]
+        "endpoint", "processes", "save-discarded", "pool", "record"
+    ]
+    r = fleet.fm("teardown", "t1", "--force")
+    assert r.returncode == 0, r.stderr
+    assert "refs/fm/discarded/t1/" in r.stdout and "to bring it back" in r.stdout
+    refs = git(fleet.project, "for-each-ref", "--format=%(refname)", "refs/fm/discarded/t1")
+    assert refs.count("\n") == 0 and refs.startswith("refs/fm/discarded/t1/")
+    assert not (slot / "new").exists()  # the slot was returned: the work is gone from it
+    line = json.loads((fleet.data / "teardown-log.jsonl").read_text().splitlines()[-1])
+    assert line["discarded_ref"] == refs
+    restore = r.stdout.split("to bring it back: ", 1)[1].strip()
+    subprocess.run(restore, shell=True, check=True, capture_output=True)
+    restored = Path(restore.split()[-2])
+    for path, data in files.items():
+        assert (restored / path).read_bytes() == data, path
+    assert os.access(restored / "tool.sh", os.X_OK)
+    assert not (restored / "out.cache").exists()
+
+
+def test_old_lock_without_holder_is_removed_and_the_return_goes_on(
+    fleet: Fleet, slot: Path
+) -> None:
+    lock = Path(git(slot, "rev-parse", "--path-format=absolute", "--git-path", "index.lock"))
+    lock.write_text("")
+    os.utime(lock, (946684800, 946684800))  # the year 2000
+    r = fleet.fm("teardown", "t1", env=fleet.env(FM_TREEHOUSE_RETURN_LOCK_RETRIES="1",
+                                                  FM_TREEHOUSE_RETURN_LOCK_RETRY_WAIT_SECS="0"))
+    assert r.returncode == 0, r.stderr
+    assert "removed provably-stale git lock" in r.stderr
+    assert not lock.exists()
+    assert not (fleet.state / "t1.meta").exists()
+
+
+def test_old_lock_with_a_live_holder_is_kept(fleet: Fleet, slot: Path) -> None:
+    lock = Path(git(slot, "rev-parse", "--path-format=absolute", "--git-path", "index.lock"))
+    lock.write_text("")
+    os.utime(lock, (946684800, 946684800))
+    ready = fleet.root / "holder-ready"
+    holder = fleet.spawn(
+        ["python3", "-c", f"import time; f=open({str(lock)!r}); "
+         f"open({str(ready)!r},'w').close(); time.sleep(100000)"],
+        fleet.root,
+    )
+    from tests.fleet import wait_for
+
+    wait_for(ready.exists, what="lock holder ready")
+    tree = tree_hash(slot)
+    code, doc = teardown(fleet, "t1", FM_TREEHOUSE_RETURN_LOCK_RETRIES="1",
+                         FM_TREEHOUSE_RETURN_LOCK_RETRY_WAIT_SECS="0")
+    assert (code, doc["verdict"]) == (1, "failed")
+    assert lock.exists() and holder.poll() is None
+    assert (fleet.state / "t1.meta").exists()
+    assert tree_hash(slot) == tree
