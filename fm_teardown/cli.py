@@ -96,7 +96,7 @@ def teardown(
 
 def main() -> None:
     try:
-        app()
+        app(prog_name="fm")
     except SystemExit:
         raise
     except KeyboardInterrupt:
