@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from fm_teardown.records import Record
-from fm_teardown.world import Endpoint, EndpointState, ProcessTable, TmuxInventory
+from fm_teardown.world import Endpoint, EndpointState, Pane, ProcessTable, TmuxInventory
 
 SHELLS = frozenset({"zsh", "bash", "sh", "dash", "ash", "ksh", "mksh", "tcsh", "csh", "fish"})
 # Matched anywhere in the name: harness binaries come with suffixes and wrappers.
@@ -55,18 +55,33 @@ def classify(name: str, argv0: str) -> str:
     return "other"
 
 
-def endpoint_of(record: Record, inventory: TmuxInventory, processes: ProcessTable) -> Endpoint:
+def panes_by_window(inventory: TmuxInventory) -> dict[tuple[str, str], list[Pane]]:
+    """Index the inventory by (session, window name), so a fleet costs one pass over it."""
+    index: dict[tuple[str, str], list[Pane]] = {}
+    for pane in inventory.panes:
+        index.setdefault((pane.session, pane.window_name), []).append(pane)
+    return index
+
+
+def endpoint_of(
+    record: Record,
+    inventory: TmuxInventory,
+    processes: ProcessTable,
+    index: dict[tuple[str, str], list[Pane]] | None = None,
+) -> Endpoint:
+    if record.backend != "tmux":
+        return Endpoint(
+            EndpointState.UNREADABLE, f"backend '{record.backend}' cannot be read by fm"
+        )
     if inventory.status == "no-server":
         return Endpoint(EndpointState.MISSING, "no tmux server is running")
     if inventory.status != "ok":
         return Endpoint(
             EndpointState.UNREADABLE, f"tmux inventory unreadable: {inventory.error or 'unknown'}"
         )
-    panes = [
-        p
-        for p in inventory.panes
-        if p.session == record.session and p.window_name == record.window_name
-    ]
+    if index is None:
+        index = panes_by_window(inventory)
+    panes = index.get((record.session, record.window_name), [])
     if not panes:
         return Endpoint(EndpointState.MISSING, f"no window {record.window} in tmux")
     window_ids = tuple(dict.fromkeys(p.window_id for p in panes))

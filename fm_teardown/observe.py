@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 
 from fm_teardown import processes, tmux
-from fm_teardown.endpoint import classify, endpoint_of
-from fm_teardown.paths import ancestors, canonical
+from fm_teardown.endpoint import classify, endpoint_of, panes_by_window
+from fm_teardown.paths import Canonicalizer, ancestors, canonical
 from fm_teardown.pool import PoolReader
 from fm_teardown.records import Fleet
 from fm_teardown.settings import Settings
@@ -56,17 +56,24 @@ def assemble(
     settings: Settings, fleet: Fleet, inventory: TmuxInventory, table: ProcessTable
 ) -> Observation:
     """Everything but the two scans: split out so tests can feed scans of their own."""
-    slot_of = {tid: canonical(r.worktree) for tid, r in fleet.records.items()}
-    project_of = {tid: canonical(r.project) for tid, r in fleet.records.items()}
+    # Records share projects and pool directories: resolve each directory once.
+    canon = Canonicalizer()
+
+    slot_of = {tid: canon(r.worktree) for tid, r in fleet.records.items()}
+    project_of = {tid: canon(r.project) for tid, r in fleet.records.items()}
     invalid_slots = {
-        tid: (tuple(canonical(p) for p in bad.claimed) if bad.claimed is not None else None)
+        tid: (tuple(canon(p) for p in bad.claimed) if bad.claimed is not None else None)
         for tid, bad in fleet.invalid.items()
     }
+    index = panes_by_window(inventory)
     endpoints: dict[str, Endpoint] = {
-        tid: endpoint_of(r, inventory, table) for tid, r in fleet.records.items()
+        tid: endpoint_of(r, inventory, table, index) for tid, r in fleet.records.items()
     }
+    claimants: dict[str, list[str]] = {}
+    for tid in sorted(slot_of):
+        claimants.setdefault(slot_of[tid], []).append(tid)
     in_slot = procs_by_slot(set(slot_of.values()), table)
-    reader = PoolReader()
+    reader = PoolReader(canon)
     slots: dict[str, SlotFacts] = {}
     for tid, record in fleet.records.items():
         slot = slot_of[tid]
@@ -93,6 +100,8 @@ def assemble(
         invalid_slots=invalid_slots,
         project_of=project_of,
         tasktmp_exists=tasktmp_exists,
+        claimants={slot: tuple(tids) for slot, tids in claimants.items()},
+        attributed=frozenset(pid for ep in endpoints.values() for pid in ep.pids),
     )
 
 

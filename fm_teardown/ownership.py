@@ -39,6 +39,8 @@ def lease_is_tasks(entry: PoolEntry, record: Record) -> bool:
 
 def other_claimants(task_id: str, fleet: Fleet, obs: Observation) -> list[str]:
     slot = obs.slot_of[task_id]
+    if obs.claimants:
+        return [t for t in obs.claimants.get(slot, ()) if t != task_id]
     return sorted(t for t, s in obs.slot_of.items() if s == slot and t != task_id)
 
 
@@ -84,9 +86,9 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> list[Owner]:
             lease_id = f"lease:{holder}" if holder else f"lease:{entry.lease_id}"
             owners[lease_id] = Owner(lease_id, "lease", EndpointState.ALIVE, True, slot, lease_why)
     if others and facts is not None:
-        attributed: set[int] = set()
-        for ep in obs.endpoints.values():
-            attributed |= ep.pids
+        attributed = obs.attributed or frozenset(
+            pid for ep in obs.endpoints.values() for pid in ep.pids
+        )
         for proc in facts.agents:
             if proc.pid in attributed:
                 continue

@@ -43,3 +43,33 @@ def ancestors(path: str) -> list[str]:
         path = os.path.dirname(path)
         out.append(path)
     return out
+
+
+class Canonicalizer:
+    """`canonical`, memoised per directory: a fleet's slots share most of their ancestors, so
+    each directory is resolved once (one lstat) instead of once per path below it."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, str] = {"/": "/"}
+
+    def __call__(self, path: str) -> str:
+        if path in self._cache:
+            return self._cache[path]
+        if not os.path.isabs(path):
+            raise ValueError(f"not an absolute path: {path!r}")
+        stripped = path.rstrip("/") or "/"
+        parts = stripped.split("/")
+        if any(p in ("", ".", "..") for p in parts[1:]):
+            # `..` must be applied after resolving what precedes it: leave that to realpath.
+            result = os.path.realpath(path)
+        else:
+            parent, name = stripped.rsplit("/", 1)
+            base = self(parent or "/")
+            candidate = os.path.join(base, name)
+            try:
+                is_link = os.path.islink(candidate)
+            except OSError:
+                is_link = False
+            result = os.path.realpath(candidate) if is_link else candidate
+        self._cache[path] = result
+        return result

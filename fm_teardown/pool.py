@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from fm_teardown.paths import canonical
@@ -29,7 +30,9 @@ def state_file_candidates(recorded: str, slot: str) -> list[str]:
     return out
 
 
-def read_state(path: str) -> tuple[list[PoolEntry] | None, str | None]:
+def read_state(
+    path: str, canon: Callable[[str], str] = canonical
+) -> tuple[list[PoolEntry] | None, str | None]:
     """The entries of one state file; (None, None) if it does not exist; (None, why) if bad."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -56,14 +59,14 @@ def read_state(path: str) -> tuple[list[PoolEntry] | None, str | None]:
             return None, f"{path} has an entry without a path"
         stored = item["path"]
         try:
-            canon = canonical(stored)
+            resolved = canon(stored)
         except ValueError:
             return None, f"{path} has a relative slot path {stored!r}"
         entries.append(
             PoolEntry(
                 name=str(item.get("name", "")),
                 path=stored,
-                canonical=canon,
+                canonical=resolved,
                 leased=bool(item.get("leased", False)),
                 lease_id=str(item.get("lease_id") or ""),
                 lease_holder=str(item.get("lease_holder") or ""),
@@ -76,12 +79,13 @@ def read_state(path: str) -> tuple[list[PoolEntry] | None, str | None]:
 class PoolReader:
     """Reads each state file at most once per run (many slots share one pool)."""
 
-    def __init__(self) -> None:
+    def __init__(self, canon: Callable[[str], str] = canonical) -> None:
         self._cache: dict[str, tuple[list[PoolEntry] | None, str | None]] = {}
+        self._canon = canon
 
     def _read(self, path: str) -> tuple[list[PoolEntry] | None, str | None]:
         if path not in self._cache:
-            self._cache[path] = read_state(path)
+            self._cache[path] = read_state(path, self._canon)
         return self._cache[path]
 
     def view(self, recorded: str, slot: str) -> PoolView:

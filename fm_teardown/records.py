@@ -188,9 +188,9 @@ def parse_record(task_id: str, meta_path: str, text: str, mtime_ns: int) -> Reco
         raise problem(f"window '{shown(window)}' is not <session>:fm-{task_id}")
     if name != f"fm-{task_id}":
         raise problem(f"window '{shown(window)}' does not belong to this task (want fm-{task_id})")
+    # Another task's record with another backend is still well formed: its endpoint is
+    # `unreadable` (hence live). Only TASK's own record must be tmux (see load_record).
     backend = last.get("backend", "tmux")
-    if backend != "tmux":
-        raise problem(f"backend '{shown(backend)}' is not supported (only tmux)")
     for key in ("worktree", "project"):
         if not os.path.isabs(last[key]):
             raise problem(f"'{key}=' is not an absolute path: '{shown(last[key])}'")
@@ -232,7 +232,12 @@ def load_record(state_dir: Path, task_id: str) -> Record:
     meta_path = str(state_dir / f"{task_id}.meta")
     try:
         text, mtime = read_meta(meta_path)
-        return parse_record(task_id, meta_path, text, mtime)
+        record = parse_record(task_id, meta_path, text, mtime)
+        if record.backend != "tmux":
+            raise RecordProblem(
+                f"names backend '{shown(record.backend)}', which is not supported (only tmux)"
+            )
+        return record
     except FileNotFoundError:
         raise invalid(f"no such task '{task_id}': no record at {meta_path}") from None
     except RecordProblem as exc:

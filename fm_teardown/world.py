@@ -154,3 +154,6 @@ class Observation:
     invalid_slots: Mapping[str, tuple[str, ...] | None]  # invalid record id -> canonical slots
     project_of: Mapping[str, str]  # task id -> canonical project
     tasktmp_exists: Mapping[str, bool] = field(default_factory=dict)
+    # Derived indexes, so that deciding for every task of a fleet stays linear.
+    claimants: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # slot -> task ids
+    attributed: frozenset[int] = frozenset()  # every pid in some task's endpoint trees

@@ -152,9 +152,11 @@ def test_processes_that_keep_coming_back_stop_the_run(fleet: Fleet) -> None:
         )
     finally:
         spawner.kill()
-        for c in psutil.Process().children(recursive=True):
-            if c.name() == "sleep" and c.cwd() == str(slot):
-                c.kill()
+        spawner.wait()
+        # The workers were re-parented when the spawner died: find them by their cwd.
+        for p in psutil.process_iter(["cwd"]):
+            if (p.info["cwd"] or "").startswith(str(slot)):
+                p.kill()
     assert (code, doc["verdict"]) == (1, "failed")
     assert ("processes", "failed") in outcomes(doc)
     assert ("pool", "skipped") in outcomes(doc) and ("record", "skipped") in outcomes(doc)
