@@ -1,0 +1,1218 @@
+"""The decision core (CONTRACT §5 rules 1-5, §6), as a table over synthetic observations.
+
+`World` builds a fleet and an `Observation` directly (no tmux, no /proc, no files): records
+on slots, endpoint states, pool leases, agent processes in slots, invalid records. A few tests
+at the end go through `observe.assemble` with real directories and a real pool state file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from fm_teardown.decide import Decision, Flags, decide
+from fm_teardown.errors import ExitCode, Verdict
+from fm_teardown.observe import assemble
+from fm_teardown.records import Fleet, InvalidRecord, Record, load_fleet
+from fm_teardown.settings import Settings
+from fm_teardown.world import (
+    Endpoint,
+    EndpointState,
+    Environment,
+    Observation,
+    Pane,
+    PoolEntry,
+    PoolView,
+    Proc,
+    ProcessTable,
+    SlotFacts,
+    TmuxInventory,
+)
+
+HOME = "/home/op"
+FM_HOME = "/home/op/fleet"
+PROJECT = "/src/proj"
+POOL = "/pool/proj-abc"
+S1 = f"{POOL}/1/proj"
+S2 = f"{POOL}/2/proj"
+TREEHOUSE = "/usr/local/bin/treehouse"
+STATE_FILE = f"{POOL}/treehouse-state.json"
+
+
+# -- landed facts (rule 5) -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Landed:
+    landed: bool = True
+    summary: str = "HEAD is in origin/main"
+    dirty: tuple[str, ...] = ()
+    unpushed: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+LANDED = Landed()
+UNLANDED = Landed(False, "1 uncommitted file, 1 unpushed commit", ("a.txt",), ("abc123 wip",))
+
+
+# -- the world builder ---------------------------------------------------------------------
+
+
+@dataclass
+class World:
+    """A synthetic fleet and what was observed of it; every method returns the world."""
+
+    home: str | None = HOME
+    fm_home: str = FM_HOME
+    treehouse_bin: str | None = TREEHOUSE
+    records: dict[str, Record] = field(default_factory=dict)
+    states: dict[str, EndpointState] = field(default_factory=dict)
+    endpoint_pids: dict[str, set[int]] = field(default_factory=dict)
+    bad: dict[str, InvalidRecord] = field(default_factory=dict)
+    pools: dict[str, PoolView] = field(default_factory=dict)
+    agents: dict[str, list[Proc]] = field(default_factory=dict)
+    others: dict[str, list[Proc]] = field(default_factory=dict)
+    gone_slots: set[str] = field(default_factory=set)
+
+    def task(
+        self,
+        task_id: str,
+        slot: str = S1,
+        endpoint: str = "dead",
+        *,
+        project: str = PROJECT,
+        mtime_ns: int = 0,
+        lease_id: str | None = None,
+        lease_holder: str | None = None,
+        spawn_gen: str | None = None,
+        started_at: str | None = None,
+        kind: str = "ship",
+        tasktmp: str | None = None,
+    ) -> World:
+        self.records[task_id] = Record(
+            task_id=task_id,
+            meta_path=f"{FM_HOME}/state/{task_id}.meta",
+            mtime_ns=mtime_ns,
+            window=f"firstmate:fm-{task_id}",
+            session="firstmate",
+            worktree=slot,
+            project=project,
+            kind=kind,
+            tasktmp=tasktmp,
+            lease_id=lease_id,
+            lease_holder=lease_holder,
+            spawn_gen=spawn_gen,
+            started_at=started_at,
+        )
+        self.states[task_id] = EndpointState(endpoint)
+        self.endpoint_pids.setdefault(task_id, set())
+        return self
+
+    def lease(
+        self,
+        slot: str = S1,
+        *,
+        holder: str = "",
+        lease_id: str = "",
+        leased: bool = True,
+        stored: str | None = None,
+        destroying: bool = False,
+    ) -> World:
+        """The pool's entry for `slot` (`stored`: the path as the state file spells it)."""
+        entry = PoolEntry(
+            name=slot.rsplit("/", 2)[-2],
+            path=stored or slot,
+            canonical=slot,
+            leased=leased,
+            lease_id=lease_id,
+            lease_holder=holder,
+            destroying=destroying,
+        )
+        self.pools[slot] = PoolView(STATE_FILE, entry)
+        return self
+
+    def unmanaged(self, slot: str = S1, *, state_file: str | None = STATE_FILE) -> World:
+        self.pools[slot] = PoolView(state_file, None)
+        return self
+
+    def pool_error(self, slot: str = S1) -> World:
+        self.pools[slot] = PoolView(STATE_FILE, None, f"{STATE_FILE} is not valid JSON")
+        return self
+
+    def agent(self, pid: int, slot: str = S1, *, of: str | None = None) -> World:
+        """An agent process whose cwd is in `slot`; `of`: the task whose pane tree holds it."""
+        self.agents.setdefault(slot, []).append(
+            Proc(pid, 1, "claude", "claude", slot + "/src", 1000.0 + pid)
+        )
+        if of is not None:
+            self.endpoint_pids[of].add(pid)
+        return self
+
+    def worker(self, pid: int, slot: str = S1) -> World:
+        """A non-agent process whose cwd is in `slot`."""
+        self.others.setdefault(slot, []).append(Proc(pid, 1, "sleep", "sleep", slot, 1.0))
+        return self
+
+    def invalid(self, task_id: str, claimed: tuple[str, ...] | None) -> World:
+        self.bad[task_id] = InvalidRecord(
+            task_id, f"{FM_HOME}/state/{task_id}.meta", "is not a regular file", claimed
+        )
+        return self
+
+    def gone(self, slot: str = S1) -> World:
+        self.gone_slots.add(slot)
+        return self
+
+    def build(self) -> tuple[Fleet, Observation]:
+        fleet = Fleet(dict(self.records), dict(self.bad))
+        endpoints = {
+            t: Endpoint(
+                state,
+                f"synthetic {state}",
+                () if state == EndpointState.MISSING else (f"@{i}",),
+                frozenset(self.endpoint_pids[t]),
+            )
+            for i, (t, state) in enumerate(self.states.items())
+        }
+        slots = {}
+        for r in self.records.values():
+            s = r.worktree
+            agents = tuple(self.agents.get(s, ()))
+            slots[s] = SlotFacts(
+                canonical=s,
+                exists=s not in self.gone_slots,
+                pool=self.pools.get(s) or PoolView(STATE_FILE, _entry(s)),
+                agents=agents,
+                procs=agents + tuple(self.others.get(s, ())),
+            )
+        obs = Observation(
+            inventory=TmuxInventory("ok"),
+            processes=ProcessTable({}),
+            env=Environment(self.home, self.fm_home, self.treehouse_bin),
+            slot_of={t: r.worktree for t, r in self.records.items()},
+            endpoints=endpoints,
+            slots=slots,
+            invalid_slots={t: b.claimed for t, b in self.bad.items()},
+            project_of={t: r.project for t, r in self.records.items()},
+        )
+        return fleet, obs
+
+    def decide(
+        self,
+        task: str,
+        *,
+        force: bool = False,
+        discard: str | None = None,
+        landed: Landed | None = LANDED,
+    ) -> Decision:
+        fleet, obs = self.build()
+        return decide(task, fleet, obs, Flags(force=force, discard_live_owner=discard), landed)
+
+
+def _entry(slot: str) -> PoolEntry:
+    """A managed, unleased pool entry (the default for every slot)."""
+    return PoolEntry(slot.rsplit("/", 2)[-2], slot, slot, False, "", "")
+
+
+def steps(d: Decision) -> list[str]:
+    return [s.step for s in d.plan]
+
+
+def live_owners(d: Decision) -> list[str]:
+    return sorted(o.id for o in d.owners if o.live)
+
+
+def text(d: Decision) -> str:
+    return "\n".join([*d.reasons, *d.warnings, *d.hints])
+
+
+FULL = ["endpoint", "processes", "pool", "record"]
+STALE = ["endpoint", "record"]
+EMPTY: list[str] = []
+
+
+# -- the table -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    world: Callable[[], World]
+    verdict: Verdict
+    steps: list[str]
+    owners: list[str] = field(default_factory=list)  # the live owners reported
+    task: str = "a"
+    force: bool = False
+    discard: str | None = None
+    landed: Landed = LANDED
+    mentions: tuple[str, ...] = ()  # words the reasons/warnings/hints must contain
+
+
+CASES: dict[str, Case] = {
+    # -- sole claimant -------------------------------------------------------------------
+    "sole-claimant-dead": Case(lambda: World().task("a"), Verdict.PROCEED, FULL),
+    "sole-claimant-missing": Case(
+        lambda: World().task("a", endpoint="missing"), Verdict.PROCEED, FULL
+    ),
+    "own-endpoint-alive": Case(lambda: World().task("a", endpoint="alive"), Verdict.PROCEED, FULL),
+    "own-endpoint-ambiguous": Case(
+        lambda: World().task("a", endpoint="ambiguous"), Verdict.PROCEED, FULL
+    ),
+    "own-endpoint-unreadable": Case(
+        lambda: World().task("a", endpoint="unreadable"), Verdict.PROCEED, FULL
+    ),
+    "other-task-on-other-slot-alive": Case(
+        lambda: World().task("a").task("b", S2, "alive"), Verdict.PROCEED, FULL
+    ),
+    "own-agent-in-own-pane": Case(
+        lambda: World().task("a", endpoint="alive").agent(11, of="a"), Verdict.PROCEED, FULL
+    ),
+    # -- rule 3: another live record -------------------------------------------------------
+    "other-alive": Case(
+        lambda: World().task("a").task("b", endpoint="alive"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["b"],
+        mentions=("b", "--discard-live-owner=b"),
+    ),
+    "other-ambiguous": Case(
+        lambda: World().task("a").task("b", endpoint="ambiguous"), Verdict.LIVE_OWNER, EMPTY, ["b"]
+    ),
+    "other-unreadable": Case(
+        lambda: World().task("a").task("b", endpoint="unreadable"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["b"],
+    ),
+    "other-alive-while-own-alive": Case(
+        lambda: World().task("a", endpoint="alive").task("b", endpoint="alive"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["b"],
+    ),
+    "two-others-alive": Case(
+        lambda: World().task("a").task("b", endpoint="alive").task("c", endpoint="ambiguous"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["b", "c"],
+        mentions=("b", "c"),
+    ),
+    "other-alive-and-other-dead": Case(
+        lambda: World().task("a").task("b", endpoint="alive").task("c"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["b"],
+    ),
+    # -- rule 3: the flags ---------------------------------------------------------------
+    "force-alone-does-not-lift-4": Case(
+        lambda: World().task("a").task("b", endpoint="alive"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["b"],
+        force=True,
+    ),
+    "force-discard-exact-owner": Case(
+        lambda: World().task("a").task("b", endpoint="alive"),
+        Verdict.PROCEED,
+        FULL,
+        ["b"],
+        force=True,
+        discard="b",
+        mentions=("b",),
+    ),
+    "force-discard-mismatch": Case(
+        lambda: World().task("a").task("b", endpoint="alive"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["b"],
+        force=True,
+        discard="c",
+    ),
+    "force-discard-prefix-is-a-mismatch": Case(
+        lambda: World().task("a").task("bb", endpoint="alive"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["bb"],
+        force=True,
+        discard="b",
+    ),
+    "force-discard-empty-is-a-mismatch": Case(
+        lambda: World().task("a").task("b", endpoint="alive"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["b"],
+        force=True,
+        discard="",
+    ),
+    "discard-without-force": Case(
+        lambda: World().task("a").task("b", endpoint="alive"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["b"],
+        discard="b",
+        mentions=("--force",),
+    ),
+    "discard-one-of-two-live": Case(
+        lambda: World().task("a").task("b", endpoint="alive").task("c", endpoint="alive"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["b", "c"],
+        force=True,
+        discard="b",
+    ),
+    "discard-with-no-live-owner-is-harmless": Case(
+        lambda: World().task("a"), Verdict.PROCEED, FULL, force=True, discard="b"
+    ),
+    "discard-lease-owner": Case(
+        lambda: World().task("a").lease(holder="ci-bot", lease_id="L9"),
+        Verdict.PROCEED,
+        FULL,
+        ["lease:ci-bot"],
+        force=True,
+        discard="lease:ci-bot",
+    ),
+    "discard-pid-owner": Case(
+        lambda: World().task("a").task("b").agent(4242),
+        Verdict.PROCEED,
+        FULL,
+        ["pid:4242"],
+        force=True,
+        discard="pid:4242",
+    ),
+    # -- rule 3: leases --------------------------------------------------------------------
+    "lease-held-by-non-task": Case(
+        lambda: World().task("a").lease(holder="ci-bot", lease_id="L9"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["lease:ci-bot"],
+    ),
+    "lease-empty-holder-named-by-id": Case(
+        lambda: World().task("a").lease(holder="", lease_id="L9"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["lease:L9"],
+    ),
+    "lease-recovered": Case(
+        lambda: World().task("a").lease(holder="recovered: state file was corrupt"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["lease:recovered: state file was corrupt"],
+    ),
+    "lease-recovered-even-if-record-names-holder": Case(
+        lambda: (
+            World()
+            .task("a", lease_id="L1", lease_holder="a")
+            .lease(holder="recovered: state file was corrupt")
+        ),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["lease:recovered: state file was corrupt"],
+    ),
+    "lease-holder-is-other-task-on-same-slot": Case(
+        lambda: World().task("a").task("b", endpoint="dead").lease(holder="b", lease_id="L2"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["b"],
+    ),
+    "lease-holder-is-other-task-elsewhere": Case(
+        lambda: World().task("a").task("b", S2, "missing").lease(holder="b", lease_id="L2"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["b"],
+    ),
+    "lease-holder-is-other-task-and-it-is-alive": Case(
+        lambda: World().task("a").task("b", endpoint="alive").lease(holder="b"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["b"],
+    ),
+    "lease-by-id-mismatch-although-holder-is-task": Case(
+        lambda: World().task("a", lease_id="L1").lease(holder="a", lease_id="L2"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["lease:a"],
+    ),
+    "lease-is-tasks-by-id": Case(
+        lambda: (
+            World()
+            .task("a", lease_id="L1", lease_holder="x")
+            .lease(holder="someone", lease_id="L1")
+        ),
+        Verdict.PROCEED,
+        FULL,
+    ),
+    "lease-is-tasks-by-recorded-holder": Case(
+        lambda: World().task("a", lease_holder="fm-a").lease(holder="fm-a", lease_id="L1"),
+        Verdict.PROCEED,
+        FULL,
+    ),
+    "lease-is-tasks-by-task-id": Case(
+        lambda: World().task("a").lease(holder="a", lease_id="L1"), Verdict.PROCEED, FULL
+    ),
+    "lease-other-holder-when-record-names-holder": Case(
+        lambda: World().task("a", lease_holder="fm-a").lease(holder="fm-b"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["lease:fm-b"],
+    ),
+    # -- rule 3: unattributed agent processes -------------------------------------------------
+    "agent-unattributed-with-other-claimant": Case(
+        lambda: World().task("a").task("b", endpoint="dead").agent(4242),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["pid:4242"],
+    ),
+    "agent-unattributed-sole-claimant": Case(
+        lambda: World().task("a").agent(4242), Verdict.PROCEED, FULL
+    ),
+    "agent-unattributed-sole-claimant-with-lease": Case(
+        lambda: World().task("a", lease_id="L1").lease(holder="a", lease_id="L1").agent(4242),
+        Verdict.PROCEED,
+        FULL,
+    ),
+    "agent-in-own-tree-with-other-claimant": Case(
+        lambda: (
+            World()
+            .task("a", endpoint="alive", spawn_gen="s200.1.1")
+            .task("b", spawn_gen="s100.1.1")
+            .agent(11, of="a")
+        ),
+        Verdict.PROCEED,
+        FULL,
+    ),
+    "agent-in-tree-of-task-elsewhere": Case(
+        lambda: (
+            World()
+            .task("a", spawn_gen="s200.1.1")
+            .task("b", spawn_gen="s100.1.1")
+            .task("c", S2, "alive")
+            .agent(11, of="c")
+        ),
+        Verdict.PROCEED,
+        FULL,
+    ),
+    # -- rule 1: invalid other records ----------------------------------------------------
+    "invalid-other-claims-slot": Case(
+        lambda: World().task("a").invalid("bad", (S1,)),
+        Verdict.UNSAFE,
+        EMPTY,
+        mentions=("bad",),
+    ),
+    "invalid-other-unknown-slot": Case(
+        lambda: World().task("a").invalid("bad", None),
+        Verdict.UNSAFE,
+        EMPTY,
+        mentions=("bad",),
+    ),
+    "invalid-other-claims-two-slots-one-ours": Case(
+        lambda: World().task("a").invalid("bad", (S2, S1)), Verdict.UNSAFE, EMPTY
+    ),
+    "invalid-other-on-other-slot": Case(
+        lambda: World().task("a").invalid("bad", (S2,)), Verdict.PROCEED, FULL
+    ),
+    "invalid-beats-live-owner": Case(
+        lambda: World().task("a").task("b", endpoint="alive").invalid("bad", None),
+        Verdict.UNSAFE,
+        EMPTY,
+    ),
+    # -- rule 2: roots the pool does not own --------------------------------------------------
+    "slot-is-project": Case(lambda: World().task("a", PROJECT), Verdict.UNSAFE, EMPTY),
+    "slot-is-ancestor-of-project": Case(
+        lambda: World().task("a", "/src", project=PROJECT), Verdict.UNSAFE, EMPTY
+    ),
+    "slot-is-root": Case(lambda: World().task("a", "/"), Verdict.UNSAFE, EMPTY),
+    "slot-is-home": Case(lambda: World().task("a", HOME), Verdict.UNSAFE, EMPTY),
+    "slot-is-ancestor-of-home": Case(lambda: World().task("a", "/home"), Verdict.UNSAFE, EMPTY),
+    "slot-is-fm-home": Case(lambda: World().task("a", FM_HOME), Verdict.UNSAFE, EMPTY),
+    "slot-is-ancestor-of-fm-home": Case(
+        lambda: World(home="/root", fm_home="/srv/fleet").task("a", "/srv"),
+        Verdict.UNSAFE,
+        EMPTY,
+    ),
+    "slot-inside-home-is-fine": Case(
+        lambda: World().task("a", f"{HOME}/pool/1/proj"), Verdict.PROCEED, FULL
+    ),
+    "slot-inside-project-is-fine": Case(
+        lambda: World().task("a", f"{PROJECT}/.treehouse/1/proj"), Verdict.PROCEED, FULL
+    ),
+    "slot-prefix-of-project-by-string-only": Case(
+        lambda: World().task("a", "/src/pro", project=PROJECT), Verdict.PROCEED, FULL
+    ),
+    "slot-is-project-even-if-missing": Case(
+        lambda: World().task("a", PROJECT).gone(PROJECT), Verdict.UNSAFE, EMPTY
+    ),
+    "slot-is-home-with-live-owner": Case(
+        lambda: World().task("a", HOME).task("b", HOME, "alive"), Verdict.UNSAFE, EMPTY
+    ),
+    "no-home-known": Case(lambda: World(home=None).task("a"), Verdict.PROCEED, FULL),
+    # -- rule 4: stale ------------------------------------------------------------------------
+    "stale-other-newer-spawn-gen": Case(
+        lambda: World().task("a", spawn_gen="s100.1.1").task("b", spawn_gen="s200.1.1"),
+        Verdict.STALE,
+        STALE,
+        mentions=("b", "stale"),
+    ),
+    "stale-other-missing-newer-started-at": Case(
+        lambda: (
+            World()
+            .task("a", started_at="2026-01-01T00:00:00Z")
+            .task("b", endpoint="missing", started_at="2026-01-02T00:00:00Z")
+        ),
+        Verdict.STALE,
+        STALE,
+        mentions=("b",),
+    ),
+    "stale-other-newer-mtime": Case(
+        lambda: World().task("a", mtime_ns=1).task("b", mtime_ns=2),
+        Verdict.STALE,
+        STALE,
+        mentions=("b",),
+    ),
+    "stale-spawn-gen-beats-started-at": Case(
+        lambda: (
+            World()
+            .task("a", spawn_gen="s100.9.9", started_at="2026-02-01T00:00:00Z", mtime_ns=9)
+            .task("b", spawn_gen="s200.1.1", started_at="2026-01-01T00:00:00Z", mtime_ns=1)
+        ),
+        Verdict.STALE,
+        STALE,
+    ),
+    "stale-equal-spawn-gen-then-started-at": Case(
+        lambda: (
+            World()
+            .task("a", spawn_gen="s100.1.1", started_at="2026-01-01T00:00:00Z", mtime_ns=9)
+            .task("b", spawn_gen="s100.2.2", started_at="2026-01-02T00:00:00Z", mtime_ns=1)
+        ),
+        Verdict.STALE,
+        STALE,
+    ),
+    "stale-spawn-gen-on-one-only-falls-to-started-at": Case(
+        lambda: (
+            World()
+            .task("a", spawn_gen="s999.1.1", started_at="2026-01-01T00:00:00Z")
+            .task("b", started_at="2026-01-02T00:00:00Z")
+        ),
+        Verdict.STALE,
+        STALE,
+    ),
+    "stale-started-at-with-offsets-compared-as-instants": Case(
+        lambda: (
+            World()
+            .task("a", started_at="2026-01-01T10:00:00+00:00", mtime_ns=9)
+            .task("b", started_at="2026-01-01T11:30:00+01:00", mtime_ns=1)
+        ),
+        Verdict.STALE,
+        STALE,
+    ),
+    "stale-equal-launch-cannot-be-told": Case(
+        lambda: (
+            World()
+            .task("a", spawn_gen="s100.1.1", started_at="2026-01-01T00:00:00Z", mtime_ns=5)
+            .task("b", spawn_gen="s100.2.2", started_at="2026-01-01T00:00:00Z", mtime_ns=5)
+        ),
+        Verdict.STALE,
+        STALE,
+        mentions=("b",),
+    ),
+    "stale-nothing-to-compare": Case(
+        lambda: World().task("a").task("b"), Verdict.STALE, STALE, mentions=("b",)
+    ),
+    "stale-even-if-not-landed": Case(
+        lambda: World().task("a", mtime_ns=1).task("b", mtime_ns=2),
+        Verdict.STALE,
+        STALE,
+        landed=UNLANDED,
+    ),
+    "stale-with-force-still-stale": Case(
+        lambda: World().task("a", mtime_ns=1).task("b", mtime_ns=2),
+        Verdict.STALE,
+        STALE,
+        force=True,
+    ),
+    "stale-with-corrupt-pool": Case(
+        lambda: World().task("a", mtime_ns=1).task("b", mtime_ns=2).pool_error(),
+        Verdict.STALE,
+        STALE,
+    ),
+    "stale-without-treehouse": Case(
+        lambda: World(treehouse_bin=None).task("a", mtime_ns=1).task("b", mtime_ns=2),
+        Verdict.STALE,
+        STALE,
+    ),
+    "stale-with-unmanaged-slot": Case(
+        lambda: World().task("a", mtime_ns=1).task("b", mtime_ns=2).unmanaged(),
+        Verdict.STALE,
+        STALE,
+    ),
+    "stale-newest-of-three": Case(
+        lambda: World().task("a", mtime_ns=2).task("b", mtime_ns=1).task("c", mtime_ns=3),
+        Verdict.STALE,
+        STALE,
+        mentions=("c",),
+    ),
+    "task-newer-spawn-gen": Case(
+        lambda: World().task("a", spawn_gen="s200.1.1").task("b", spawn_gen="s100.1.1"),
+        Verdict.PROCEED,
+        FULL,
+    ),
+    "task-newer-mtime": Case(
+        lambda: World().task("a", mtime_ns=2).task("b", endpoint="missing", mtime_ns=1),
+        Verdict.PROCEED,
+        FULL,
+    ),
+    "task-newest-of-three": Case(
+        lambda: World().task("a", mtime_ns=3).task("b", mtime_ns=1).task("c", mtime_ns=2),
+        Verdict.PROCEED,
+        FULL,
+    ),
+    "task-holds-lease-although-other-newer": Case(
+        lambda: (
+            World()
+            .task("a", lease_id="L1", spawn_gen="s100.1.1")
+            .task("b", spawn_gen="s200.1.1")
+            .lease(holder="a", lease_id="L1")
+        ),
+        Verdict.PROCEED,
+        FULL,
+    ),
+    "task-holds-lease-by-holder-although-equal-launch": Case(
+        lambda: World().task("a").task("b").lease(holder="a"), Verdict.PROCEED, FULL
+    ),
+    # -- the slot and the pool -------------------------------------------------------------------
+    "slot-missing": Case(lambda: World().task("a").gone(), Verdict.PROCEED, STALE),
+    "slot-missing-no-pool-needed": Case(
+        lambda: World(treehouse_bin=None).task("a").gone().unmanaged(state_file=None),
+        Verdict.PROCEED,
+        STALE,
+    ),
+    "slot-missing-corrupt-pool": Case(
+        lambda: World().task("a").gone().pool_error(), Verdict.PROCEED, STALE
+    ),
+    "slot-not-managed": Case(lambda: World().task("a").unmanaged(), Verdict.UNSAFE, EMPTY),
+    "slot-no-pool-state-file": Case(
+        lambda: World().task("a").unmanaged(state_file=None), Verdict.UNSAFE, EMPTY
+    ),
+    "no-treehouse-bin": Case(lambda: World(treehouse_bin=None).task("a"), Verdict.UNSAFE, EMPTY),
+    "corrupt-pool-state": Case(lambda: World().task("a").pool_error(), Verdict.UNSAFE, EMPTY),
+    "slot-being-destroyed": Case(
+        lambda: World().task("a").lease(leased=False, destroying=True), Verdict.UNSAFE, EMPTY
+    ),
+    "pool-unsafe-beats-unlanded": Case(
+        lambda: World().task("a").unmanaged(), Verdict.UNSAFE, EMPTY, landed=UNLANDED
+    ),
+    # -- rule 5: landed -------------------------------------------------------------------------
+    "unlanded": Case(
+        lambda: World().task("a"),
+        Verdict.UNLANDED,
+        EMPTY,
+        landed=UNLANDED,
+        mentions=("a.txt", "abc123", "--force"),
+    ),
+    "unlanded-force-saves-first": Case(
+        lambda: World().task("a"),
+        Verdict.PROCEED,
+        ["endpoint", "processes", "save-discarded", "pool", "record"],
+        force=True,
+        landed=UNLANDED,
+    ),
+    "unlanded-own-endpoint-alive": Case(
+        lambda: World().task("a", endpoint="alive"), Verdict.UNLANDED, EMPTY, landed=UNLANDED
+    ),
+    "unlanded-scout-force-no-save": Case(
+        lambda: World().task("a", kind="scout"), Verdict.PROCEED, FULL, force=True, landed=UNLANDED
+    ),
+    "unlanded-secondmate": Case(
+        lambda: World().task("a", kind="secondmate"), Verdict.UNLANDED, EMPTY, landed=UNLANDED
+    ),
+    "unlanded-scout-missing-slot": Case(
+        lambda: World().task("a", kind="scout").gone(), Verdict.UNLANDED, EMPTY, landed=UNLANDED
+    ),
+    "live-owner-beats-unlanded": Case(
+        lambda: World().task("a").task("b", endpoint="alive"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["b"],
+        landed=UNLANDED,
+    ),
+    "discard-without-force-and-unlanded-is-4": Case(
+        lambda: World().task("a").task("b", endpoint="alive"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["b"],
+        discard="b",
+        landed=UNLANDED,
+    ),
+    "discard-live-owner-with-force-and-unlanded": Case(
+        lambda: World().task("a").task("b", endpoint="alive"),
+        Verdict.PROCEED,
+        ["endpoint", "processes", "save-discarded", "pool", "record"],
+        ["b"],
+        force=True,
+        discard="b",
+        landed=UNLANDED,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_decide_table(name: str) -> None:
+    case = CASES[name]
+    d = case.world().decide(case.task, force=case.force, discard=case.discard, landed=case.landed)
+    assert d.verdict == case.verdict, text(d)
+    assert d.exit_code == int(case.verdict.exit_code)
+    assert steps(d) == case.steps, text(d)
+    if d.verdict in (Verdict.LIVE_OWNER, Verdict.PROCEED, Verdict.STALE, Verdict.UNLANDED):
+        assert live_owners(d) == sorted(case.owners)
+    if d.verdict in (Verdict.UNLANDED, Verdict.LIVE_OWNER, Verdict.UNSAFE):
+        assert d.plan == ()
+        assert d.pool_return is None
+        assert d.discarded_owner is None
+        assert not d.end_processes
+        assert d.reasons[0].startswith("REFUSED")
+    if d.verdict == Verdict.LIVE_OWNER:
+        for owner in case.owners:
+            assert owner in d.reasons[0]
+    for word in case.mentions:
+        assert word in text(d), f"{word!r} not in {text(d)!r}"
+    assert not d.landed_pending
+
+
+# -- details the table does not show ---------------------------------------------------------
+
+
+def test_exit_codes_of_every_verdict() -> None:
+    assert {v: int(v.exit_code) for v in Verdict} == {
+        Verdict.PROCEED: 0,
+        Verdict.STALE: 0,
+        Verdict.FAILED: 1,
+        Verdict.INVALID: 2,
+        Verdict.UNLANDED: 3,
+        Verdict.LIVE_OWNER: 4,
+        Verdict.UNSAFE: 5,
+    }
+    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 4, 5]
+    assert {str(v) for v in Verdict} == {
+        "proceed",
+        "stale",
+        "unlanded",
+        "live-owner",
+        "unsafe",
+        "invalid",
+        "failed",
+    }
+
+
+def test_plan_targets_for_sole_claimant() -> None:
+    d = World().task("a", tasktmp="/tmp/fm-a").decide("a")
+    endpoint, processes, pool, record = d.plan
+    assert endpoint.target == "=firstmate:=fm-a"
+    assert processes.target.startswith(S1)
+    assert "/tmp/fm-a" in processes.target
+    assert pool.target == S1
+    assert record.target == f"{FM_HOME}/state/a.meta"
+    assert "/tmp/fm-a" in record.detail
+    assert all(s.outcome == "planned" for s in d.plan)
+    assert d.end_processes
+
+
+def test_pool_return_unleased_slot_is_unconditional() -> None:
+    d = World().task("a").decide("a")
+    assert d.pool_return is not None
+    assert d.pool_return.argv == ["return", "--force", S1]
+
+
+def test_pool_return_is_conditional_on_lease_id_and_holder() -> None:
+    d = World().task("a", lease_id="L1").lease(holder="fm-a", lease_id="L1").decide("a")
+    assert d.pool_return is not None
+    assert d.pool_return.argv == [
+        "return",
+        "--force",
+        "--if-lease-id",
+        "L1",
+        "--if-lease-holder",
+        "fm-a",
+        S1,
+    ]
+
+
+def test_pool_return_of_a_lease_without_id_is_conditional_on_holder() -> None:
+    d = World().task("a").lease(holder="a").decide("a")
+    assert d.pool_return is not None
+    assert d.pool_return.argv == ["return", "--force", "--if-lease-holder", "a", S1]
+
+
+def test_pool_return_uses_the_exact_stored_path() -> None:
+    stored = "/alias/proj-abc/1/proj/"
+    d = World().task("a", lease_id="L1").lease(lease_id="L1", holder="a", stored=stored).decide("a")
+    assert d.pool_return is not None
+    assert d.pool_return.path == stored
+    assert d.pool_return.argv[-1] == stored
+    assert [s.target for s in d.plan if s.step == "pool"] == [stored]
+
+
+def test_recorded_lease_already_returned_is_not_returned_again() -> None:
+    """The record names a lease, the pool shows the slot unleased: a previous run returned it
+    (treehouse contract §8: "is not leased" after our own success means already returned)."""
+    d = World().task("a", lease_id="L1").lease(leased=False).decide("a")
+    assert d.verdict == Verdict.PROCEED
+    assert d.pool_return is None
+    assert "pool" not in steps(d)
+    assert steps(d)[0] == "endpoint"
+    assert steps(d)[-1] == "record"
+
+
+def test_discarded_lease_owner_return_is_conditional_on_that_lease() -> None:
+    d = (
+        World()
+        .task("a")
+        .lease(holder="ci-bot", lease_id="L9")
+        .decide("a", force=True, discard="lease:ci-bot")
+    )
+    assert d.discarded_owner == "lease:ci-bot"
+    assert d.pool_return is not None
+    assert d.pool_return.argv == [
+        "return",
+        "--force",
+        "--if-lease-id",
+        "L9",
+        "--if-lease-holder",
+        "ci-bot",
+        S1,
+    ]
+
+
+def test_discarded_record_owner_is_noted_and_its_window_is_not_planned() -> None:
+    d = World().task("a").task("b", endpoint="alive").decide("a", force=True, discard="b")
+    assert d.verdict == Verdict.PROCEED
+    assert d.discarded_owner == "b"
+    assert "returned slot" in text(d)
+    assert [s.target for s in d.plan if s.step == "endpoint"] == ["=firstmate:=fm-a"]
+    assert "fm-b" not in " ".join(s.target for s in d.plan)
+
+
+def test_live_owner_hint_names_how_to_proceed() -> None:
+    d = World().task("a").task("b", endpoint="alive").decide("a")
+    assert any("fm teardown a --force --discard-live-owner=b" in h for h in d.hints)
+
+
+def test_live_owner_report_kinds() -> None:
+    d = (
+        World()
+        .task("a")
+        .task("b", endpoint="alive")
+        .task("c")
+        .agent(7)
+        .lease(holder="x")
+        .decide("a")
+    )
+    kinds = {o.id: (o.kind, str(o.endpoint), o.live) for o in d.owners}
+    assert kinds == {
+        "b": ("record", "alive", True),
+        "c": ("record", "dead", False),
+        "lease:x": ("lease", "alive", True),
+        "pid:7": ("process", "alive", True),
+    }
+    assert all(o.slot == S1 for o in d.owners)
+
+
+def test_stale_warning_names_the_current_owner() -> None:
+    d = World().task("a", mtime_ns=1).task("b", mtime_ns=3).task("c", mtime_ns=2).decide("a")
+    assert d.verdict == Verdict.STALE
+    assert any("belongs to b" in w for w in d.warnings), d.warnings
+    assert d.pool_return is None
+    assert not d.end_processes
+    assert not d.save_discarded
+
+
+def test_proceed_with_dead_others_warns_their_records_name_a_returned_slot() -> None:
+    d = World().task("a", mtime_ns=2).task("b", mtime_ns=1).decide("a")
+    assert d.verdict == Verdict.PROCEED
+    assert any("b" in w and "returned slot" in w for w in d.warnings)
+
+
+def test_unlanded_force_is_saved_and_says_so() -> None:
+    d = World().task("a").decide("a", force=True, landed=UNLANDED)
+    assert d.save_discarded
+    assert any("refs/fm/discarded/a/" in s.target for s in d.plan)
+    assert any("--force" in w for w in d.warnings)
+
+
+def test_landed_pending_without_landed_facts() -> None:
+    """Rule 5 is asked for only once rules 1-4 let TASK go on (git runs on TASK's slot only)."""
+    d = World().task("a").decide("a", landed=None)
+    assert d.landed_pending
+    d = World().task("a").task("b", endpoint="alive").decide("a", landed=None)
+    assert d.verdict == Verdict.LIVE_OWNER
+    assert not d.landed_pending
+    d = World().task("a", mtime_ns=1).task("b", mtime_ns=2).decide("a", landed=None)
+    assert d.verdict == Verdict.STALE
+    assert not d.landed_pending
+
+
+def test_decide_is_deterministic() -> None:
+    world = World().task("a").task("b", endpoint="alive").lease(holder="x").agent(9)
+    fleet, obs = world.build()
+    flags = Flags(force=True, discard_live_owner="b")
+    assert decide("a", fleet, obs, flags, LANDED) == decide("a", fleet, obs, flags, LANDED)
+
+
+# -- through observe.assemble: real directories and a real pool state file --------------------
+
+
+def pid(n: int) -> int:
+    """A fake pid above any real pid_max, so it never is the test run's own (protected) pid."""
+    return 5_000_000 + n
+
+
+class RealWorld:
+    """Records in a real state dir, slots as real dirs `<pool>/<N>/proj` with the pool's
+    `treehouse-state.json`; tmux panes and processes are fed in as plain values."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(os.path.realpath(root))
+        self.state = self.root / "fleet" / "state"
+        self.state.mkdir(parents=True)
+        self.project = self.root / "project"
+        self.project.mkdir()
+        self.pool = self.root / "pool" / "proj-abc"
+        self.entries: list[dict[str, object]] = []
+        self.panes: list[Pane] = []
+        self.procs: dict[int, Proc] = {}
+        self.children: dict[int, list[int]] = {}
+        self.inventory_status = "ok"
+
+    def slot(self, n: int, *, create: bool = True, **lease: object) -> Path:
+        path = self.pool / str(n) / "proj"
+        if create:
+            path.mkdir(parents=True, exist_ok=True)
+        self.entries.append({"name": str(n), "path": str(path), **lease})
+        self.write_pool()
+        return path
+
+    def write_pool(self, text: str | None = None) -> None:
+        self.pool.mkdir(parents=True, exist_ok=True)
+        (self.pool / "treehouse-state.json").write_text(
+            text if text is not None else json.dumps({"worktrees": self.entries})
+        )
+
+    def record(self, task_id: str, slot: Path | str, *extra: str) -> None:
+        lines = [f"window=firstmate:fm-{task_id}", f"worktree={slot}", f"project={self.project}"]
+        (self.state / f"{task_id}.meta").write_text("\n".join([*lines, *extra]) + "\n")
+
+    def proc(self, pid: int, name: str, cwd: Path | str, parent: int = 1) -> None:
+        self.procs[pid] = Proc(pid, parent, name, name, str(cwd), float(pid))
+        self.children.setdefault(parent, []).append(pid)
+
+    def pane(self, task_id: str, pane_pid: int, cwd: Path, *programs: tuple[int, str]) -> None:
+        """Task's window with a shell at `pane_pid` running `programs` (pid, name)."""
+        n = len(self.panes)
+        self.panes.append(Pane("firstmate", f"fm-{task_id}", f"@{n}", f"%{n}", pane_pid, False))
+        self.proc(pane_pid, "bash", cwd)
+        for pid, name in programs:
+            self.proc(pid, name, cwd, parent=pane_pid)
+
+    def settings(self, treehouse_bin: str | None = "/usr/local/bin/treehouse") -> Settings:
+        fm_home = self.root / "fleet"
+        return Settings(
+            fm_home=fm_home,
+            state_dir=self.state,
+            data_dir=fm_home / "data",
+            home=str(self.root / "home"),
+            tmux_socket_path=None,
+            tmux_socket_name=None,
+            treehouse_bin=treehouse_bin,
+        )
+
+    def decide(self, task: str, **kw: object) -> Decision:
+        fleet = load_fleet(self.state)
+        inventory = TmuxInventory(self.inventory_status, tuple(self.panes))
+        table = ProcessTable(
+            dict(self.procs), children={k: tuple(v) for k, v in self.children.items()}
+        )
+        obs = assemble(self.settings(), fleet, inventory, table)
+        landed = kw.pop("landed", LANDED)
+        return decide(task, fleet, obs, Flags(**kw), landed)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def real(tmp_path: Path) -> RealWorld:
+    return RealWorld(tmp_path)
+
+
+def test_assembled_sole_claimant_with_own_agent_proceeds(real: RealWorld) -> None:
+    s1 = real.slot(1, leased=True, lease_id="L1", lease_holder="a")
+    real.record("a", s1, "treehouse_lease=L1")
+    real.pane("a", pid(100), s1, (pid(101), "claude"))
+    d = real.decide("a")
+    assert (d.verdict, steps(d), d.endpoint) == (Verdict.PROCEED, FULL, EndpointState.ALIVE)
+    assert d.pool_return is not None
+    assert d.pool_return.argv == [
+        "return",
+        "--force",
+        "--if-lease-id",
+        "L1",
+        "--if-lease-holder",
+        "a",
+        str(s1),
+    ]
+
+
+def test_assembled_other_live_record_through_a_symlinked_alias(real: RealWorld) -> None:
+    s1 = real.slot(1)
+    alias = real.root / "alias"
+    alias.symlink_to(real.pool)
+    real.record("a", s1)
+    real.record("b", f"{alias}/1/proj/")
+    real.pane("b", pid(200), s1, (pid(201), "codex"))
+    d = real.decide("a")
+    assert d.verdict == Verdict.LIVE_OWNER
+    assert live_owners(d) == ["b"]
+    assert d.plan == ()
+
+
+def test_assembled_pool_return_uses_the_stored_alias_path(real: RealWorld) -> None:
+    s1 = real.pool / "1" / "proj"
+    s1.mkdir(parents=True)
+    alias = real.root / "alias"
+    alias.symlink_to(real.pool)
+    stored = f"{alias}/1/proj"
+    real.entries.append({"name": "1", "path": stored, "leased": True, "lease_holder": "a"})
+    real.write_pool()
+    real.record("a", s1)
+    d = real.decide("a")
+    assert d.verdict == Verdict.PROCEED
+    assert d.pool_return is not None
+    assert d.pool_return.argv[-1] == stored
+
+
+def test_assembled_unattributed_agent_with_other_claimant(real: RealWorld) -> None:
+    s1 = real.slot(1)
+    real.record("a", s1, "spawn_gen=s200.1.1")
+    real.record("b", s1, "spawn_gen=s100.1.1")
+    real.pane("b", pid(200), s1)  # b's pane: only a shell, so b is dead
+    real.proc(pid(300), "claude", s1 / "sub")  # an orphaned agent, in nobody's pane tree
+    d = real.decide("a")
+    assert d.verdict == Verdict.LIVE_OWNER
+    assert live_owners(d) == [f"pid:{pid(300)}"]
+
+
+def test_assembled_unattributed_agent_sole_claimant_is_a_leftover(real: RealWorld) -> None:
+    s1 = real.slot(1)
+    real.record("a", s1)
+    real.proc(pid(300), "claude", s1)
+    d = real.decide("a")
+    assert (d.verdict, steps(d)) == (Verdict.PROCEED, FULL)
+    assert f"claude ({pid(300)})" in d.plan[1].detail
+
+
+def test_assembled_agent_in_sibling_slot_with_prefix_name_is_not_ours(real: RealWorld) -> None:
+    s1 = real.slot(1)
+    s10 = real.slot(10)
+    real.record("a", s1, "spawn_gen=s200.1.1")
+    real.record("b", s1, "spawn_gen=s100.1.1")
+    real.proc(pid(300), "claude", s10)
+    d = real.decide("a")
+    assert (d.verdict, steps(d)) == (Verdict.PROCEED, FULL)
+
+
+def test_assembled_stale_slot(real: RealWorld) -> None:
+    s1 = real.slot(1)
+    real.record("a", s1, "started_at=2026-01-01T00:00:00Z")
+    real.record("b", s1, "started_at=2026-01-02T00:00:00Z")
+    d = real.decide("a")
+    assert (d.verdict, steps(d)) == (Verdict.STALE, STALE)
+
+
+@pytest.mark.parametrize(
+    "pool_text",
+    ["{not json", "", '{"worktrees": [{"name": "1"}]}', '{"worktrees": [{"path": "rel/1"}]}'],
+)
+def test_assembled_corrupt_pool_state_is_unsafe(real: RealWorld, pool_text: str) -> None:
+    s1 = real.slot(1)
+    real.write_pool(pool_text)
+    real.record("a", s1)
+    d = real.decide("a")
+    assert (d.verdict, d.plan) == (Verdict.UNSAFE, ())
+
+
+def test_assembled_slot_not_in_pool_state_is_unsafe(real: RealWorld) -> None:
+    s1 = real.slot(1)
+    s2 = real.pool / "2" / "proj"
+    s2.mkdir(parents=True)
+    real.record("a", s2)
+    assert s1.exists()
+    d = real.decide("a")
+    assert (d.verdict, d.plan) == (Verdict.UNSAFE, ())
+
+
+def test_assembled_slot_without_pool_state_file_is_unsafe(real: RealWorld) -> None:
+    s1 = real.root / "elsewhere" / "1" / "proj"
+    s1.mkdir(parents=True)
+    real.record("a", s1)
+    d = real.decide("a")
+    assert (d.verdict, d.plan) == (Verdict.UNSAFE, ())
+
+
+def test_assembled_missing_slot_dir_cleans_endpoint_and_record(real: RealWorld) -> None:
+    s1 = real.slot(1, create=False)
+    real.record("a", s1)
+    real.pane("a", pid(100), real.root)
+    d = real.decide("a")
+    assert (d.verdict, steps(d)) == (Verdict.PROCEED, STALE)
+    assert d.pool_return is None
+
+
+def test_assembled_no_tmux_server_means_missing_endpoints(real: RealWorld) -> None:
+    s1 = real.slot(1)
+    real.record("a", s1)
+    real.record("b", s1)
+    real.inventory_status = "no-server"
+    d = real.decide("a")
+    assert d.verdict == Verdict.STALE  # b is not live, and b was written last or as a tie
+
+
+def test_assembled_unreadable_tmux_means_live_others(real: RealWorld) -> None:
+    s1 = real.slot(1)
+    real.record("a", s1)
+    real.record("b", s1)
+    real.inventory_status = "error"
+    d = real.decide("a")
+    assert d.verdict == Verdict.LIVE_OWNER
+    assert live_owners(d) == ["b"]
+
+
+def test_assembled_invalid_other_claiming_the_slot_is_unsafe(real: RealWorld) -> None:
+    s1 = real.slot(1)
+    real.record("a", s1)
+    (real.state / "b.meta").write_text(f"window=firstmate:fm-zzz\nworktree={s1}/\n")
+    d = real.decide("a")
+    assert (d.verdict, d.plan) == (Verdict.UNSAFE, ())
+    assert "b" in d.reasons[0]
+
+
+def test_assembled_other_record_with_unsupported_backend_is_a_live_owner(
+    real: RealWorld,
+) -> None:
+    s1 = real.slot(1)
+    real.record("a", s1)
+    real.record("b", s1, "backend=herdr", "endpoint_task_id=b")
+    d = real.decide("a")
+    assert d.verdict == Verdict.LIVE_OWNER
+    assert [(o.id, str(o.endpoint), o.live) for o in d.owners] == [("b", "unreadable", True)]
+    d = real.decide("a", force=True, discard_live_owner="b")
+    assert d.verdict == Verdict.PROCEED
+
+
+def test_assembled_other_record_with_unsupported_backend_elsewhere_is_no_owner(
+    real: RealWorld,
+) -> None:
+    s1 = real.slot(1)
+    s2 = real.slot(2)
+    real.record("a", s1)
+    real.record("b", s2, "backend=herdr")
+    d = real.decide("a")
+    assert (d.verdict, steps(d)) == (Verdict.PROCEED, FULL)

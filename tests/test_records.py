@@ -1,0 +1,504 @@
+"""Task ids and task records (CONTRACT §3): the id rule, parsing and validation of
+`state/<id>.meta`, reading it safely (no symlink, no FIFO, bounded), and loading the fleet."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from fm_teardown.errors import ExitCode, FmError
+from fm_teardown.records import (
+    InvalidRecord,
+    Record,
+    RecordProblem,
+    check_task_id,
+    load_fleet,
+    load_record,
+    parse_record,
+    read_meta,
+    task_id_problem,
+)
+
+SLOT = "/pool/p/1/proj"
+PROJECT = "/src/proj"
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def meta_lines(task_id: str = "a", **extra: str) -> list[str]:
+    """The lines of a valid record for `task_id`, plus `extra` keys."""
+    return [
+        f"window=firstmate:fm-{task_id}",
+        f"worktree={SLOT}",
+        f"project={PROJECT}",
+        *(f"{k}={v}" for k, v in extra.items()),
+    ]
+
+
+def text_of(lines: list[str]) -> str:
+    return "\n".join(lines) + "\n"
+
+
+def parse(text: str, task_id: str = "a") -> Record:
+    return parse_record(task_id, f"/state/{task_id}.meta", text, 0)
+
+
+def problem_of(text: str, task_id: str = "a") -> str:
+    with pytest.raises(RecordProblem) as info:
+        parse(text, task_id)
+    return info.value.problem
+
+
+def write(state: Path, task_id: str, content: str | bytes) -> Path:
+    state.mkdir(parents=True, exist_ok=True)
+    path = state / f"{task_id}.meta"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    return path
+
+
+def exit_code_of(call: Callable[[], object]) -> int:
+    with pytest.raises(FmError) as info:
+        call()
+    return int(info.value.exit_code)
+
+
+def finishes_fast(call: Callable[[], object], seconds: float = 5.0) -> object:
+    """Run `call` in a daemon thread; fail (without hanging the run) if it blocks."""
+    box: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # re-raised below, in the test's thread
+            box["error"] = exc
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), "the call blocked"
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box.get("value")
+
+
+# -- task ids ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "task_id",
+    ["a", "a.b_c-1", "-x", "x" * 64, "A9", "a..b", "_", "9"],
+)
+def test_valid_task_ids(task_id: str) -> None:
+    assert task_id_problem(task_id) is None
+    check_task_id(task_id)  # does not raise
+
+
+@pytest.mark.parametrize(
+    "task_id",
+    [
+        "",
+        "x" * 65,
+        "../x",
+        "a/b",
+        ".hidden",
+        ".",
+        "..",
+        "a b",
+        "a\nb",
+        "a\n",
+        "tâche",
+        "a\tb",
+        "a:b",
+        "a*",
+        "a\x00b",
+    ],
+)
+def test_invalid_task_ids_exit_2(task_id: str) -> None:
+    assert task_id_problem(task_id)
+    assert exit_code_of(lambda: check_task_id(task_id)) == ExitCode.INVALID
+
+
+def test_task_id_message_is_one_line() -> None:
+    with pytest.raises(FmError) as info:
+        check_task_id("a\nb")
+    assert "\n" not in info.value.message
+
+
+# -- parsing: keys and values --------------------------------------------------------------
+
+
+def test_valid_record_fields() -> None:
+    r = parse(text_of(meta_lines(pr="https://x/pr/1", kind="scout", tasktmp="/tmp/fm-a")))
+    assert (r.task_id, r.session, r.window_name, r.target) == (
+        "a",
+        "firstmate",
+        "fm-a",
+        "=firstmate:=fm-a",
+    )
+    assert (r.worktree, r.project, r.backend, r.kind) == (SLOT, PROJECT, "tmux", "scout")
+    assert r.pr == "https://x/pr/1"
+    assert r.tasktmp == "/tmp/fm-a"
+
+
+def test_repeated_ordinary_key_last_wins() -> None:
+    r = parse(text_of([*meta_lines(), "pr=https://x/pr/1", "pr=https://x/pr/2"]))
+    assert r.pr == "https://x/pr/2"
+
+
+def test_value_keeps_everything_after_first_equals() -> None:
+    r = parse(text_of(meta_lines(pr="https://x/y?a=b=c")))
+    assert r.pr == "https://x/y?a=b=c"
+    r = parse(text_of(["window=s:fm-a", "worktree=/p/a=b", f"project={PROJECT}"]))
+    assert r.worktree == "/p/a=b"
+
+
+def test_missing_final_newline_is_fine() -> None:
+    r = parse("\n".join(meta_lines()))
+    assert r.project == PROJECT
+
+
+@pytest.mark.parametrize("key", ["window", "worktree", "project"])
+def test_identity_key_twice_is_refused(key: str) -> None:
+    lines = meta_lines()
+    same = next(line for line in lines if line.startswith(f"{key}="))
+    assert "exactly once" in problem_of(text_of([*lines, same]))
+
+
+@pytest.mark.parametrize("key", ["window", "worktree", "project"])
+def test_identity_key_missing_is_refused(key: str) -> None:
+    lines = [line for line in meta_lines() if not line.startswith(f"{key}=")]
+    assert "exactly once" in problem_of(text_of(lines))
+
+
+@pytest.mark.parametrize("key", ["window", "worktree", "project"])
+def test_identity_key_empty_is_refused(key: str) -> None:
+    lines = [f"{key}=" if line.startswith(f"{key}=") else line for line in meta_lines()]
+    assert problem_of(text_of(lines))
+
+
+@pytest.mark.parametrize(
+    "window",
+    [
+        "firstmate:fm-b",
+        "firstmatefm-a",
+        ":fm-a",
+        "firstmate:fm-a:x",
+        "firstmate:a",
+        "firstmate:fm-a ",
+        "firstmate:=fm-a",
+    ],
+)
+def test_window_must_be_session_colon_fm_id(window: str) -> None:
+    lines = [f"window={window}", f"worktree={SLOT}", f"project={PROJECT}"]
+    assert problem_of(text_of(lines))
+
+
+def test_session_with_a_space_is_fine() -> None:
+    r = parse(text_of(["window=my session:fm-a", f"worktree={SLOT}", f"project={PROJECT}"]))
+    assert r.session == "my session"
+    assert r.target == "=my session:=fm-a"
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("worktree", "/p/1\r"),
+        ("worktree", "/p/\t1"),
+        ("project", "/src/\rproj"),
+        ("window", "firstmate:fm-a\r"),
+        ("window", "first\tmate:fm-a"),
+    ],
+)
+def test_identity_values_with_cr_or_tab_are_refused(key: str, value: str) -> None:
+    lines = [f"{key}={value}" if line.startswith(f"{key}=") else line for line in meta_lines()]
+    assert problem_of(text_of(lines))
+
+
+def test_crlf_record_is_refused() -> None:
+    """CR inside identity values: a CRLF file cannot name a window or slot exactly."""
+    assert problem_of("\r\n".join(meta_lines()) + "\r\n")
+
+
+@pytest.mark.parametrize("key", ["worktree", "project"])
+def test_relative_paths_are_refused(key: str) -> None:
+    lines = [f"{key}=rel/path" if line.startswith(f"{key}=") else line for line in meta_lines()]
+    assert "absolute" in problem_of(text_of(lines))
+
+
+def test_endpoint_task_id_absent_or_equal_is_fine() -> None:
+    parse(text_of(meta_lines()))
+    parse(text_of(meta_lines(endpoint_task_id="a")))
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ["endpoint_task_id=b"],
+        ["endpoint_task_id="],
+        ["endpoint_task_id=a", "endpoint_task_id=a"],
+        ["endpoint_task_id=b", "endpoint_task_id=a"],
+    ],
+)
+def test_endpoint_task_id_other_empty_or_twice_is_refused(lines: list[str]) -> None:
+    assert problem_of(text_of([*meta_lines(), *lines]))
+
+
+@pytest.mark.parametrize("lines", [[], ["backend=tmux"]])
+def test_backend_tmux_or_absent_is_fine(lines: list[str]) -> None:
+    assert parse(text_of([*meta_lines(), *lines])).backend == "tmux"
+
+
+def test_own_record_with_other_backend_is_refused_as_unsupported(tmp_path: Path) -> None:
+    write(tmp_path, "a", text_of(meta_lines(backend="herdr")))
+    with pytest.raises(FmError) as info:
+        load_record(tmp_path, "a")
+    assert info.value.exit_code == ExitCode.UNSAFE
+    assert "not supported" in info.value.message
+    write(tmp_path, "a", text_of(meta_lines(backend="")))
+    assert exit_code_of(lambda: load_record(tmp_path, "a")) == ExitCode.UNSAFE
+
+
+def test_other_record_with_other_backend_is_well_formed(tmp_path: Path) -> None:
+    """CONTRACT §4: its endpoint cannot be read (so it is live), but it is not invalid."""
+    write(tmp_path, "a", text_of(meta_lines()))
+    write(tmp_path, "b", text_of(meta_lines("b", backend="herdr")))
+    fleet = load_fleet(tmp_path)
+    assert sorted(fleet.records) == ["a", "b"]
+    assert fleet.records["b"].backend == "herdr"
+    assert dict(fleet.invalid) == {}
+
+
+def test_tasktmp_must_be_exactly_tmp_fm_id() -> None:
+    assert parse(text_of(meta_lines(tasktmp="/tmp/fm-a"))).tasktmp == "/tmp/fm-a"
+    for bad in ("/tmp/fm-b", "/tmp/fm-a/", "/tmp/fm-a/../fm-a", "/tmp", "", "/var/tmp/fm-a"):
+        assert problem_of(text_of(meta_lines(tasktmp=bad))), bad
+
+
+def test_lease_and_launch_fields_are_read() -> None:
+    r = parse(
+        text_of(
+            meta_lines(
+                treehouse_lease="abc",
+                treehouse_lease_holder="a",
+                spawn_gen="s100.1.2",
+                started_at="2026-01-01T00:00:00Z",
+            )
+        )
+    )
+    assert (r.lease_id, r.lease_holder, r.spawn_gen, r.started_at) == (
+        "abc",
+        "a",
+        "s100.1.2",
+        "2026-01-01T00:00:00Z",
+    )
+
+
+# -- reading the file ----------------------------------------------------------------------
+
+
+def test_load_record_valid(tmp_path: Path) -> None:
+    path = write(tmp_path, "a", text_of(meta_lines()))
+    r = load_record(tmp_path, "a")
+    assert r.meta_path == str(path)
+    assert r.mtime_ns == os.stat(path).st_mtime_ns
+
+
+def test_load_record_missing_task_is_exit_2(tmp_path: Path) -> None:
+    assert exit_code_of(lambda: load_record(tmp_path, "nope")) == ExitCode.INVALID
+    assert exit_code_of(lambda: load_record(tmp_path / "absent", "nope")) == ExitCode.INVALID
+
+
+def test_load_record_invalid_is_exit_5(tmp_path: Path) -> None:
+    write(tmp_path, "a", text_of(meta_lines("b")))
+    assert exit_code_of(lambda: load_record(tmp_path, "a")) == ExitCode.UNSAFE
+
+
+def test_symlinked_meta_is_refused_even_if_target_is_valid(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere.txt"
+    target.write_text(text_of(meta_lines()))
+    (tmp_path / "a.meta").symlink_to(target)
+    with pytest.raises(RecordProblem, match="symlink"):
+        read_meta(str(tmp_path / "a.meta"))
+    assert exit_code_of(lambda: load_record(tmp_path, "a")) == ExitCode.UNSAFE
+
+
+def test_dangling_symlink_meta_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "a.meta").symlink_to(tmp_path / "nowhere")
+    assert exit_code_of(lambda: load_record(tmp_path, "a")) == ExitCode.UNSAFE
+
+
+def test_fifo_meta_is_refused_without_blocking(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "a.meta")
+    with pytest.raises(FmError) as info:
+        finishes_fast(lambda: load_record(tmp_path, "a"))
+    assert info.value.exit_code == ExitCode.UNSAFE
+    fleet = finishes_fast(lambda: load_fleet(tmp_path))
+    assert fleet.invalid["a"].claimed is None  # type: ignore[attr-defined]
+
+
+def test_directory_named_meta_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "a.meta").mkdir()
+    assert exit_code_of(lambda: load_record(tmp_path, "a")) == ExitCode.UNSAFE
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"\n\n",
+        text_of(meta_lines()).encode() + b"pr=x\x00y\n",
+        b"\x00" * 10,
+        text_of(meta_lines()).encode() + b"pr=\xff\xfe\n",
+    ],
+    ids=["empty", "blank-lines", "nul-in-value", "all-nul", "not-utf8"],
+)
+def test_empty_or_binary_meta_is_refused(tmp_path: Path, content: bytes) -> None:
+    write(tmp_path, "a", content)
+    assert exit_code_of(lambda: load_record(tmp_path, "a")) == ExitCode.UNSAFE
+
+
+def test_huge_meta_is_refused(tmp_path: Path) -> None:
+    body = text_of(meta_lines()) + "pr=" + "x" * (10 * 1024 * 1024) + "\n"
+    write(tmp_path, "a", body)
+    assert exit_code_of(lambda: load_record(tmp_path, "a")) == ExitCode.UNSAFE
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a mode-000 file anyway")
+def test_unreadable_meta_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, "a", text_of(meta_lines()))
+    path.chmod(0)
+    try:
+        assert exit_code_of(lambda: load_record(tmp_path, "a")) == ExitCode.UNSAFE
+    finally:
+        path.chmod(0o644)
+
+
+# -- the fleet -----------------------------------------------------------------------------
+
+
+def test_fleet_absent_state_dir_is_empty(tmp_path: Path) -> None:
+    fleet = load_fleet(tmp_path / "absent")
+    assert (dict(fleet.records), dict(fleet.invalid)) == ({}, {})
+
+
+def test_fleet_state_dir_that_is_a_file_is_exit_5(tmp_path: Path) -> None:
+    (tmp_path / "state").write_text("not a dir\n")
+    assert exit_code_of(lambda: load_fleet(tmp_path / "state")) == ExitCode.UNSAFE
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root lists a mode-000 directory anyway")
+def test_fleet_unreadable_state_dir_is_exit_5(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    write(state, "a", text_of(meta_lines()))
+    state.chmod(0)
+    try:
+        assert exit_code_of(lambda: load_fleet(state)) == ExitCode.UNSAFE
+    finally:
+        state.chmod(0o755)
+
+
+def test_fleet_ignores_files_that_are_not_meta(tmp_path: Path) -> None:
+    write(tmp_path, "a", text_of(meta_lines()))
+    (tmp_path / "a.log").write_text("junk\n")
+    (tmp_path / "README").write_text("junk\n")
+    fleet = load_fleet(tmp_path)
+    assert list(fleet.records) == ["a"]
+    assert dict(fleet.invalid) == {}
+
+
+@pytest.mark.parametrize(
+    ("lines", "claimed"),
+    [
+        # usable worktree lines: the slot(s) it claims are known
+        (
+            ["window=s:fm-other", "worktree=/pool/p/2/proj", f"project={PROJECT}"],
+            ("/pool/p/2/proj",),
+        ),
+        (
+            [
+                "window=s:fm-b",
+                "worktree=/pool/p/2/proj",
+                "worktree=/pool/p/3/proj",
+                f"project={PROJECT}",
+            ],
+            ("/pool/p/2/proj", "/pool/p/3/proj"),
+        ),
+        (
+            [
+                "window=s:fm-b",
+                "worktree=/pool/p/2/proj",
+                f"project={PROJECT}",
+                "tasktmp=/tmp/elsewhere",
+            ],
+            ("/pool/p/2/proj",),
+        ),
+        (["window=s:fm-b", "worktree=/pool/p/2/proj"], ("/pool/p/2/proj",)),
+        # no usable worktree line: the slot cannot be told
+        (["window=s:fm-b", f"project={PROJECT}"], None),
+        (["window=s:fm-b", "worktree=", f"project={PROJECT}"], None),
+        (["window=s:fm-b", "worktree=rel/2", f"project={PROJECT}"], None),
+        (
+            ["window=s:fm-b", "worktree=/pool/p/2/proj", "worktree=rel/2", f"project={PROJECT}"],
+            None,
+        ),
+        (["window=s:fm-b", "worktree=/pool/p/2/proj\r", f"project={PROJECT}"], None),
+    ],
+)
+def test_fleet_reports_invalid_other_with_claimed_slots(
+    tmp_path: Path, lines: list[str], claimed: tuple[str, ...] | None
+) -> None:
+    write(tmp_path, "a", text_of(meta_lines()))
+    write(tmp_path, "b", text_of(lines))
+    fleet = load_fleet(tmp_path)
+    assert list(fleet.records) == ["a"]
+    bad = fleet.invalid["b"]
+    assert isinstance(bad, InvalidRecord)
+    assert (bad.task_id, bad.meta_path) == ("b", str(tmp_path / "b.meta"))
+    assert bad.problem
+    assert bad.claimed == claimed
+
+
+def test_fleet_unreadable_kinds_of_other_have_unknown_slot(tmp_path: Path) -> None:
+    write(tmp_path, "a", text_of(meta_lines()))
+    (tmp_path / "sym.meta").symlink_to(tmp_path / "a.meta")
+    (tmp_path / "dir.meta").mkdir()
+    os.mkfifo(tmp_path / "fifo.meta")
+    write(tmp_path, "nul", b"worktree=/pool/p/2/proj\n\x00")
+    write(tmp_path, "big", "worktree=/pool/p/2/proj\n" + "x" * (10 * 1024 * 1024))
+    fleet = finishes_fast(lambda: load_fleet(tmp_path))
+    assert list(fleet.records) == ["a"]  # type: ignore[attr-defined]
+    invalid = fleet.invalid  # type: ignore[attr-defined]
+    assert sorted(invalid) == ["big", "dir", "fifo", "nul", "sym"]
+    assert all(invalid[t].claimed is None for t in invalid)
+
+
+def test_fleet_bad_task_id_file_is_invalid_with_its_claimed_slot(tmp_path: Path) -> None:
+    write(tmp_path, "a", text_of(meta_lines()))
+    (tmp_path / ".hidden.meta").write_text(text_of(meta_lines(".hidden")))
+    (tmp_path / "a b.meta").write_text(text_of(meta_lines("a b")))
+    (tmp_path / ".meta").write_text(text_of(meta_lines("")))
+    fleet = load_fleet(tmp_path)
+    assert list(fleet.records) == ["a"]
+    assert sorted(fleet.invalid) == ["", ".hidden", "a b"]
+    for bad in fleet.invalid.values():
+        assert bad.claimed == (SLOT,)
+
+
+def test_fleet_never_raises_for_bad_others_and_keeps_good_ones(tmp_path: Path) -> None:
+    write(tmp_path, "a", text_of(meta_lines()))
+    write(tmp_path, "c", text_of(meta_lines("c")))
+    write(tmp_path, "empty", b"")
+    write(tmp_path, "wrong-window", text_of(meta_lines("x")))
+    write(tmp_path, "dup", text_of([*meta_lines("dup"), f"worktree={SLOT}"]))
+    fleet = load_fleet(tmp_path)
+    assert sorted(fleet.records) == ["a", "c"]
+    assert sorted(fleet.invalid) == ["dup", "empty", "wrong-window"]
+    assert fleet.task_ids == ["a", "c", "dup", "empty", "wrong-window"]
