@@ -442,19 +442,15 @@ def finish(r: Run, d: Decision, verdict: Verdict, json_out: bool) -> int:
         {"pid": s.pid, "start_time": s.start_time, "name": s.name, "signals": s.signals}
         for s in r.signalled.values()
     ]
-    entry = {
-        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-        "task": d.task,
-        "flags": {
-            "force": r.flags.force,
-            "discard_live_owner": r.flags.discard_live_owner,
-        },
-        "verdict": str(verdict),
-        "exit_code": code,
-        "steps": [report.step_json(s) for s in r.steps],
-        "signalled": signalled,
-        "discarded_ref": r.discarded_ref,
-    }
+    entry = journal.entry(
+        d.task,
+        {"force": r.flags.force, "discard_live_owner": r.flags.discard_live_owner},
+        str(verdict),
+        code,
+        [report.step_json(s) for s in r.steps],
+        signalled,
+        r.discarded_ref,
+    )
     journal.append(r.settings.data_dir, entry)
     extra = {"signalled": signalled, "discarded_ref": r.discarded_ref, "restore": r.restore}
     if json_out:
@@ -467,12 +463,7 @@ def finish(r: Run, d: Decision, verdict: Verdict, json_out: bool) -> int:
         report.render_decision(
             d, dry_run=False, steps=r.steps, verdict=str(verdict), exit_code=code
         )
-        if verdict == Verdict.FAILED:
-            report.Printer(sys.stderr).line(
-                f"teardown {d.task} stopped: the record is kept; re-run `fm teardown {d.task}` "
-                "to finish"
-            )
-        elif code == 0:
+        if code == 0:
             report.Printer(sys.stdout).line(f"teardown {d.task} complete")
         if r.discarded_ref:
             report.Printer(sys.stdout).line(

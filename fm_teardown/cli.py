@@ -6,6 +6,7 @@ standard library. The pipeline (and with it psutil, libtmux and rich) is importe
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Annotated
 
@@ -48,8 +49,23 @@ def _complete_owner(ctx: typer.Context, incomplete: str) -> list[str]:
     return [o for o in live if o.startswith(incomplete)]
 
 
+def _version(value: bool) -> None:
+    if value:
+        from fm_teardown import __version__
+
+        sys.stdout.write(f"fm {__version__}\n")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", callback=_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
     """fm: safe teardown for agent fleets."""
 
 
@@ -94,14 +110,50 @@ def teardown(
     raise typer.Exit(code)
 
 
-def main() -> None:
+def _usage_error(exc: Exception) -> str | None:
+    """The message of a command-line usage error (typer/click raise these), else None."""
+    if type(exc).__name__ in (
+        "UsageError",
+        "NoSuchOption",
+        "BadParameter",
+        "BadOptionUsage",
+        "BadArgumentUsage",
+        "MissingParameter",
+        "NoArgsIsHelpError",
+    ):
+        fmt = getattr(exc, "format_message", None)
+        message = str(fmt() if callable(fmt) else exc)
+        return " ".join(message.split())
+    return None
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the app; every error ends as one line on stderr and an exit code, never a traceback."""
+    args = sys.argv[1:] if argv is None else argv
     try:
-        app(prog_name="fm")
-    except SystemExit:
-        raise
-    except KeyboardInterrupt:
+        code = app(prog_name="fm", args=args, standalone_mode=False)
+    except typer.Exit as exc:
+        code = exc.exit_code
+    except (KeyboardInterrupt, typer.Abort):
         sys.stderr.write("fm: interrupted\n")
-        sys.exit(130)
+        code = 130
     except Exception as exc:  # the last line of defence: one line, never a traceback
-        sys.stderr.write(f"fm: unexpected error: {type(exc).__name__}: {exc}\n")
-        sys.exit(1)
+        usage = _usage_error(exc)
+        if usage is None:
+            sys.stderr.write(f"fm: unexpected error: {type(exc).__name__}: {exc}\n")
+            code = 1
+        elif type(exc).__name__ == "NoArgsIsHelpError":
+            with contextlib.suppress(Exception):
+                app(prog_name="fm", args=["--help"], standalone_mode=False)
+            code = 2
+        else:
+            from fm_teardown.errors import invalid
+
+            err = invalid(usage, "see `fm teardown --help`")
+            if "--json" in args:
+                from fm_teardown import report
+
+                report.emit_json(report.error_json(None, err, dry_run="--dry-run" in args))
+            sys.stderr.write(f"fm: {usage}\nhint: see `fm teardown --help`\n")
+            code = 2
+    sys.exit(code if isinstance(code, int) else 0)

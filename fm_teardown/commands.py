@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from fm_teardown import report, settings
+from fm_teardown import journal, report, settings
 from fm_teardown.decide import Flags
-from fm_teardown.errors import ExitCode, FmError, invalid
+from fm_teardown.errors import ExitCode, FmError, Verdict, invalid
+from fm_teardown.records import task_id_problem
 
 
 def teardown(
@@ -16,6 +17,7 @@ def teardown(
     json_out: bool,
     state_dir: str | None,
 ) -> int:
+    s: settings.Settings | None = None
     try:
         s = settings.load(state_dir)
         if task is None:
@@ -51,6 +53,23 @@ def teardown(
 
         return act.run(s, planned, flags, json_out=json_out)
     except FmError as err:
+        if (
+            not dry_run
+            and task is not None
+            and err.verdict != Verdict.INVALID
+            and task_id_problem(task) is None
+            and s is not None
+        ):
+            # Every real run for a valid task id is journalled, refusals included.
+            journal.append(
+                s.data_dir,
+                journal.entry(
+                    task,
+                    {"force": force, "discard_live_owner": discard_live_owner},
+                    str(err.verdict),
+                    int(err.exit_code),
+                ),
+            )
         if json_out:
             report.emit_json(report.error_json(task, err, dry_run=dry_run))
         report.render_error(err)

@@ -9,16 +9,40 @@ from __future__ import annotations
 import json
 import os
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 JOURNAL = "teardown-log.jsonl"
 
 
+def entry(
+    task: str,
+    flags: dict[str, Any],
+    verdict: str,
+    exit_code: int,
+    steps: list[dict[str, str]] | None = None,
+    signalled: list[dict[str, Any]] | None = None,
+    discarded_ref: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "task": task,
+        "flags": flags,
+        "verdict": verdict,
+        "exit_code": exit_code,
+        "steps": steps or [],
+        "signalled": signalled or [],
+        "discarded_ref": discarded_ref,
+    }
+
+
 def append(data_dir: Path, entry: dict[str, Any]) -> bool:
     line = (json.dumps(entry, ensure_ascii=False) + "\n").encode()
     path = data_dir / JOURNAL
     try:
+        if os.path.lexists(data_dir) and not data_dir.is_dir():
+            raise NotADirectoryError(20, "the data dir is not a directory", str(data_dir))
         data_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(
             path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644

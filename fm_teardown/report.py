@@ -158,7 +158,16 @@ def render_decision(
     err_p = Printer(err or sys.stderr)
     v = verdict or str(d.verdict)
     code = d.exit_code if exit_code is None else exit_code
-    refused = code != 0
+    shown_steps = d.plan if steps is None else steps
+    refused = code not in (0, 1)
+    if code == 1:
+        # A run that stopped partway: the cause first, on one line.
+        failed = next((s for s in shown_steps if s.outcome == "failed"), None)
+        cause = f"{failed.step}: {failed.detail}" if failed else (
+            d.warnings[-1] if d.warnings else "see the steps below"
+        )
+        err_p.line(f"fm: teardown {d.task} stopped: {cause}; the record is kept", "red")
+        err_p.line(f"hint: re-run `fm teardown {d.task}` to finish")
     title = f"{'dry run: ' if dry_run else ''}teardown {d.task}: {v} (exit {code})"
     out_p.line(title, f"bold {VERDICT_STYLE.get(v, '')}")
     if d.slot:
@@ -173,7 +182,6 @@ def render_decision(
         for o in d.owners:
             live = "live" if o.live else "not live"
             out_p.line(f"    {o.id} [{o.kind}, {o.endpoint}, {live}]: {o.why}")
-    shown_steps = d.plan if steps is None else steps
     if shown_steps:
         out_p.line("  plan:" if dry_run else "  steps:")
         for i, s in enumerate(shown_steps, 1):

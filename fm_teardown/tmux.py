@@ -11,6 +11,7 @@ additions the runner lacks and a teardown needs:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from dataclasses import dataclass
@@ -89,12 +90,17 @@ def run(settings: Settings, *args: str) -> TmuxResult:
 
 
 def _kill_hung_tmux_children() -> None:
+    """Kill the tmux client we started (a script wrapping tmux too) and what it started."""
     import psutil
 
     for child in psutil.Process(os.getpid()).children():
         try:
-            if "tmux" in os.path.basename(child.cmdline()[0] if child.cmdline() else ""):
-                child.kill()
+            argv = child.cmdline()
+            if not any("tmux" in os.path.basename(a) for a in argv[:2]):
+                continue
+            for proc in [*child.children(recursive=True), child]:
+                with contextlib.suppress(psutil.Error):
+                    proc.kill()
         except psutil.Error:
             continue
 
