@@ -138,11 +138,19 @@ def _own_pane_pids(obs: Observation) -> set[int]:
 
 
 def step_processes(
-    run: Run, record: Record, slot: str, obs: Observation, snapshot: list[Proc]
+    run: Run,
+    record: Record,
+    slot: str | None,
+    obs: Observation,
+    snapshot: list[Proc],
 ) -> None:
-    roots = [slot]
+    """End every process whose cwd is in the slot (when `slot` is given) or in tasktmp."""
+    roots = [slot] if slot else []
     if record.tasktmp and os.path.isdir(record.tasktmp):
         roots.append(canonical(record.tasktmp))
+    if not roots:
+        run.done("processes", record.tasktmp or "-", "absent", "nothing left to end")
+        return
     target = " and ".join(roots)
     spared = set(obs.env.protected) | _own_pane_pids(obs)
 
@@ -363,6 +371,8 @@ def run(settings: Settings, planned: Planned, flags: Flags, *, json_out: bool) -
             assert d.slot is not None
             if d.end_processes:
                 step_processes(r, record, d.slot, obs, snapshot)
+            elif any(s.step == "processes" for s in d.plan):
+                step_processes(r, record, None, obs, snapshot)
             else:
                 r.done("processes", d.slot, "skipped", _skip_reason(d))
             fault("after-processes")

@@ -322,6 +322,18 @@ def decide(
                 )
             )
 
+    if not end_processes and record.tasktmp and obs.tasktmp_exists.get(task):
+        # The slot is gone or already returned, but TASK's temp dir is about to be removed:
+        # end what still runs in it first.
+        plan.append(
+            Step(
+                "processes",
+                record.tasktmp,
+                "end every process whose cwd is inside (SIGTERM, grace, SIGKILL; by pid and "
+                "start time), then re-scan",
+            )
+        )
+
     # Rule 5: TASK's own work (a slot that no longer exists has nothing left to lose).
     needs_check = kind_checks or facts.exists
     save = False
@@ -380,7 +392,7 @@ def decide(
             )
         )
     plan.append(_record_step(record))
-    if discarded is not None and discarded in fleet.records:
+    if discarded is not None and obs.slot_of.get(discarded) == slot:
         warnings.append(
             f"{discarded}'s record is kept and its window is not killed by name; "
             f"it now names a returned slot"

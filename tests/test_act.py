@@ -406,3 +406,16 @@ def test_teardown_run_from_a_pane_inside_the_slot_spares_itself(fleet: Fleet) ->
     assert done.read_text().strip() == "0", (fleet.root / "fm.out").read_text()
     assert "ops:shell" in fleet.tmux.windows()
     assert "firstmate:fm-t1" not in fleet.tmux.windows()
+
+
+def test_processes_in_tasktmp_end_even_when_the_slot_is_gone(fleet: Fleet) -> None:
+    gone_slot = fleet.root / "pool" / "vanished" / "4" / "project"
+    fleet.task("t1", gone_slot, "dead")
+    tmp = Path("/tmp/fm-t1")
+    tmp.mkdir(exist_ok=True)
+    worker = fleet.spawn(["sleep", "100000"], tmp)
+    code, doc = fleet.fm_json("teardown", "t1")
+    assert code == 0, doc
+    assert ("processes", "done") in outcomes(doc)
+    wait_for(lambda: gone(worker.pid), what="the tasktmp worker ended")
+    assert not tmp.exists()
