@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet import Fleet, git, tree_hash
+from tests.fleet import Fleet, git, gone, tree_hash
 
 
 def commit(slot: Path, name: str, text: str, msg: str) -> str:
@@ -208,3 +208,27 @@ def test_old_lock_with_a_live_holder_is_kept(fleet: Fleet, slot: Path) -> None:
     assert lock.exists() and holder.poll() is None
     assert (fleet.state / "t1.meta").exists()
     assert tree_hash(slot) == tree
+
+
+def test_fresh_lock_that_clears_on_retry(fleet: Fleet, slot: Path) -> None:
+    """The first return fails on a live writer's index.lock; the lock goes away; the retry
+    succeeds and the lock is never force-removed."""
+    from tests.fleet import wait_for
+
+    lock = Path(git(slot, "rev-parse", "--path-format=absolute", "--git-path", "index.lock"))
+    lock.write_text("")
+    env = fleet.env(FM_TREEHOUSE_RETURN_LOCK_RETRIES="3",
+                    FM_TREEHOUSE_RETURN_LOCK_RETRY_WAIT_SECS="1")
+    proc = subprocess.Popen(
+        ["python3", "-m", "fm_teardown", "teardown", "t1"], cwd=fleet.fm_home, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    wait_for(lambda: len(fleet.treehouse_calls()) >= 1, timeout=30, what="the first return")
+    first = int(fleet.treehouse_calls()[0]["pid"])  # type: ignore[call-overload]
+    wait_for(lambda: gone(first), timeout=30, what="the first return to fail")
+    lock.unlink()  # the writer finished
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "succeeded on retry" in err
+    assert len(fleet.treehouse_calls()) == 2
+    assert "removed provably-stale" not in err
