@@ -334,23 +334,26 @@ def decide(
             )
         )
 
+    def proceed(**extra: object) -> Decision:
+        return Decision(
+            task,
+            Verdict.PROCEED,
+            tuple(reasons),
+            tuple(owners),
+            tuple(plan),
+            warnings=tuple(warnings),
+            slot=slot,
+            endpoint=ep.state,
+            **extra,  # type: ignore[arg-type]
+        )
+
     # Rule 5: TASK's own work (a slot that no longer exists has nothing left to lose).
     needs_check = kind_checks or facts.exists
     save = False
     notes: list[str] = []
     if needs_check:
         if landed is None:
-            return Decision(
-                task,
-                Verdict.PROCEED,
-                tuple(reasons),
-                tuple(owners),
-                tuple(plan),
-                warnings=tuple(warnings),
-                slot=slot,
-                endpoint=ep.state,
-                landed_pending=True,
-            )
+            return proceed(landed_pending=True)
         notes.extend(landed.notes)
         if landed.landed:
             reasons.append(f"own work: {landed.summary}")
@@ -397,15 +400,7 @@ def decide(
             f"{discarded}'s record is kept and its window is not killed by name; "
             f"it now names a returned slot"
         )
-    return Decision(
-        task,
-        Verdict.PROCEED,
-        tuple(reasons),
-        tuple(owners),
-        tuple(plan),
-        warnings=tuple(warnings),
-        slot=slot,
-        endpoint=ep.state,
+    return proceed(
         pool_return=pool_return,
         discarded_owner=discarded,
         save_discarded=save,

@@ -313,6 +313,22 @@ class Fleet:
             raise AssertionError(f"not one JSON object: {r.stdout!r} / {r.stderr!r}") from exc
         return r.returncode, doc
 
+    def fm_paused(self, boundary: str, *args: str) -> tuple[subprocess.Popen[str], Path]:
+        """Start `fm teardown ... --json` paused at a step boundary (FM_TEST_FAULT): returns
+        the process and the pause file; remove the file to let the run go on."""
+        pause = self.root / f"pause-{boundary}"
+        pause.touch()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "fm_teardown", "teardown", *args, "--json"],
+            cwd=self.fm_home,
+            env=self.env(FM_TEST_FAULT=f"pause:{boundary}:{pause}"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        wait_for(lambda: Path(f"{pause}.reached").exists(), what=f"pause at {boundary}")
+        return proc, pause
+
     def treehouse_calls(self) -> list[dict[str, object]]:
         log = self.root / "treehouse-calls.jsonl"
         if not log.exists():

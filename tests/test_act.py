@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -170,18 +169,7 @@ def test_lease_changed_after_deciding_is_not_returned(fleet: Fleet) -> None:
     unconditionally."""
     slot = fleet.slot(1, holder="t1")
     fleet.task("t1", slot, "dead")
-    pause = fleet.root / "pause"
-    pause.touch()
-    env = fleet.env(FM_TEST_FAULT=f"pause:after-processes:{pause}")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "fm_teardown", "teardown", "t1", "--json"],
-        cwd=fleet.fm_home,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    wait_for(lambda: Path(f"{pause}.reached").exists(), what="pause reached")
+    proc, pause = fleet.fm_paused("after-processes", "t1")
     fleet.slot(1, holder="intruder", lease_id="f" * 32)  # re-leased meanwhile
     pause.unlink()
     out, _ = proc.communicate(timeout=60)
@@ -330,18 +318,7 @@ def test_rerun_after_crash_protects_a_task_that_took_the_slot(fleet: Fleet) -> N
 def test_recheck_under_the_lock_catches_a_new_live_claimant(fleet: Fleet) -> None:
     slot = fleet.slot(1, holder="t1")
     fleet.task("t1", slot, "dead")
-    pause = fleet.root / "pause"
-    pause.touch()
-    env = fleet.env(FM_TEST_FAULT=f"pause:before-recheck:{pause}")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "fm_teardown", "teardown", "t1", "--json"],
-        cwd=fleet.fm_home,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    wait_for(lambda: Path(f"{pause}.reached").exists(), what="pause reached")
+    proc, pause = fleet.fm_paused("before-recheck", "t1")
     intruder = fleet.task("intruder", slot, "alive")
     (slot / "intruder.txt").write_text("mine\n")
     tree = tree_hash(slot)
