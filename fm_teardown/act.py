@@ -182,10 +182,15 @@ def step_processes(
     processes.terminate(targets, run.settings.term_grace, run.settings.kill_wait, run.signalled)
     left = wanted()
     if left:
-        names = ", ".join(f"{p.name} ({p.pid})" for p in left[:10])
-        raise run.fail(
-            "processes", target, f"still running after SIGTERM and SIGKILL: {names}; slot kept"
-        )
+        signalled = {p.pid for p in targets}
+        survivors = ", ".join(f"{p.name} ({p.pid})" for p in left if p.pid in signalled)
+        newcomers = ", ".join(f"{p.name} ({p.pid})" for p in left if p.pid not in signalled)
+        parts = []
+        if survivors:
+            parts.append(f"still running after SIGTERM and SIGKILL: {survivors}")
+        if newcomers:
+            parts.append(f"started there during the teardown: {newcomers}")
+        raise run.fail("processes", target, "; ".join(parts) + "; slot kept")
     names = ", ".join(f"{p.name} ({p.pid})" for p in targets[:10])
     run.done("processes", target, "done", f"ended {len(targets)}: {names}")
 
