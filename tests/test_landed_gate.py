@@ -227,7 +227,7 @@ def test_fresh_lock_that_clears_on_retry(fleet: Fleet, slot: Path) -> None:
     first = int(fleet.treehouse_calls()[0]["pid"])  # type: ignore[call-overload]
     wait_for(lambda: gone(first), timeout=30, what="the first return to fail")
     lock.unlink()  # the writer finished
-    out, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert "succeeded on retry" in err
     assert len(fleet.treehouse_calls()) == 2
