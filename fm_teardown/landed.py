@@ -186,6 +186,22 @@ def _git(
     return _run(["git", "-C", repo, *args], timeout=timeout, env=env)
 
 
+def _fetch(repo: str, refspec: str, timeout: float) -> _Run:
+    """One bounded, quiet fetch from origin that touches nothing but the named ref."""
+    return _git(
+        repo,
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-recurse-submodules",
+        "--no-write-fetch-head",
+        "--no-auto-maintenance",
+        "origin",
+        refspec,
+        timeout=timeout,
+    )
+
+
 def _rev(repo: str, spec: str) -> str | None:
     """The commit `spec` names in `repo`, or None when it does not name one."""
     r = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{spec}^{{commit}}")
@@ -442,17 +458,8 @@ def _committed_landed(
         where.insert(0, f"origin/{branch}")
         usable = True
         if fetch:
-            r = _git(
-                project,
-                "fetch",
-                "--quiet",
-                "--no-tags",
-                "--no-recurse-submodules",
-                "--no-write-fetch-head",
-                "--no-auto-maintenance",
-                "origin",
-                f"+refs/heads/{branch}:refs/remotes/origin/{branch}",
-                timeout=fetch_timeout,
+            r = _fetch(
+                project, f"+refs/heads/{branch}:refs/remotes/origin/{branch}", fetch_timeout
             )
             if not r.ok:
                 # A stale ref could miss a merge that happened since: do not judge on it.
@@ -581,18 +588,7 @@ def _pr_landed(
             why = "a dry run does not fetch" if not fetch else "no PR number to fetch"
             notes.append(f"PR {label} head {pr_head[:12]} is not in the repository ({why})")
             return None
-        got = _git(
-            wt,
-            "fetch",
-            "--quiet",
-            "--no-tags",
-            "--no-recurse-submodules",
-            "--no-write-fetch-head",
-            "--no-auto-maintenance",
-            "origin",
-            f"refs/pull/{number.group(1)}/head",
-            timeout=fetch_timeout,
-        )
+        got = _fetch(wt, f"refs/pull/{number.group(1)}/head", fetch_timeout)
         if not got.ok:
             notes.append(f"fetch of PR {label} head failed: {got.why()}")
             return None
