@@ -85,6 +85,25 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> list[Owner]:
         else:
             lease_id = f"lease:{holder}" if holder else f"lease:{entry.lease_id}"
             owners[lease_id] = Owner(lease_id, "lease", EndpointState.ALIVE, True, slot, lease_why)
+    if entry is not None and not entry.leased and entry.owner_pid > 0:
+        proc = obs.processes.procs.get(entry.owner_pid)
+        # gopsutil's create time in ms, from whole seconds on Linux: compare within a second.
+        if (
+            proc is not None
+            and not proc.zombie
+            and abs(proc.start_time * 1000 - entry.owner_started_at) < 1000
+            and proc.pid not in obs.endpoints[task_id].pids
+        ):
+            pid_id = f"pid:{proc.pid}"
+            owners[pid_id] = Owner(
+                pid_id,
+                "process",
+                EndpointState.ALIVE,
+                True,
+                slot,
+                f"{proc.name or proc.argv0} ({proc.pid}) holds the pool's owner reservation on "
+                "this slot (an interactive treehouse get)",
+            )
     if others and facts is not None:
         attributed = obs.attributed or frozenset(
             pid for ep in obs.endpoints.values() for pid in ep.pids

@@ -71,9 +71,15 @@ def read_state(
                 lease_id=str(item.get("lease_id") or ""),
                 lease_holder=str(item.get("lease_holder") or ""),
                 destroying=bool(item.get("destroying", False)),
+                owner_pid=_int(item.get("owner_pid")),
+                owner_started_at=_int(item.get("owner_started_at")),
             )
         )
     return entries, None
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 class PoolReader:

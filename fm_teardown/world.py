@@ -98,6 +98,10 @@ class PoolEntry:
     lease_id: str
     lease_holder: str
     destroying: bool = False
+    # An interactive `treehouse get` reserves the slot for its own process (pid + start time
+    # in milliseconds); the reservation holds while that exact process lives.
+    owner_pid: int = 0
+    owner_started_at: int = 0
 
 
 @dataclass(frozen=True)

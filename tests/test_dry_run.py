@@ -275,3 +275,25 @@ def test_json_is_exactly_one_object(fleet: Fleet) -> None:
     assert r.stdout.count("\n") == 1
     r = fleet.fm("teardown", "../bad", "--dry-run", "--json")
     assert r.returncode == 2 and r.stdout.count("\n") == 1
+
+
+def test_live_owner_reservation_of_an_interactive_get_is_a_live_owner(fleet: Fleet) -> None:
+    """An unleased slot reserved by a live interactive `treehouse get` belongs to that process;
+    a reservation whose process is gone (or whose start time differs) does not count."""
+    import psutil
+
+    slot = fleet.slot(1, leased=False)
+    fleet.task("t1", slot, "dead")
+    holder = fleet.spawn(["sleep", "100000"], fleet.root)
+    started_ms = int(psutil.Process(holder.pid).create_time()) * 1000
+
+    def reserve(pid: int, started: int) -> None:
+        entry = next(e for e in fleet.entries if e["path"] == str(slot))
+        entry.update(owner_pid=pid, owner_started_at=started)
+        fleet.write_pool()
+
+    reserve(holder.pid, started_ms)
+    code, doc = dry(fleet, "t1")
+    assert (code, owner_ids(doc)) == (4, [f"pid:{holder.pid}"])
+    reserve(holder.pid, started_ms - 60_000)  # the pid was recycled: another process
+    assert dry(fleet, "t1")[0] == 0
