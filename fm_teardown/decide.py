@@ -120,9 +120,12 @@ def _record_step(record: Record) -> Step:
 
 
 def _pool_return(entry: PoolEntry) -> PoolReturn:
-    if entry.leased:
-        return PoolReturn(entry.path, entry.lease_id or None, entry.lease_holder)
-    return PoolReturn(entry.path, None, None)
+    """Conditional on the lease seen: its id, and its holder when it has one (an empty holder
+    is the only condition left for a lease without an id, e.g. a legacy lease)."""
+    if not entry.leased:
+        return PoolReturn(entry.path, None, None)
+    holder = entry.lease_holder if entry.lease_holder or not entry.lease_id else None
+    return PoolReturn(entry.path, entry.lease_id or None, holder)
 
 
 def decide(

@@ -16,7 +16,7 @@ One fleet serves the module; every iteration builds its own slot and task ids.
 
 from __future__ import annotations
 
-import fcntl
+import contextlib
 import json
 import os
 import random
@@ -30,7 +30,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from fm_teardown.lock import lock_path
+from fm_teardown.lock import lock_path, slot_lock
 from fm_teardown.paths import canonical
 from tests.fleet import SESSION, Fleet, Task, gone, tree_hash, wait_for
 from tests.reliability.figures import count, soak
@@ -268,30 +268,21 @@ def open_claimant(fleet: Fleet, slot: Path, cid: str) -> tuple[Task, bool]:
     return task, bool(found)
 
 
-def claim(fleet: Fleet, slot: Path, cid: str, *, honour_lock: bool) -> Claim:
+def claim(fleet: Fleet, slot: Path, cid: str, torn: Path, *, honour_lock: bool) -> Claim:
     """A new task takes the slot: record, live endpoint, then (only then) its work file.
 
     With `honour_lock`, it creates its record and endpoint holding the slot lock fm documents
-    (`state/.slot-<hash>.lock`), as a spawner that cooperates with fm would."""
+    (`fm_teardown.lock.slot_lock`), as a spawner that cooperates with fm would. `torn` is the
+    record of the task being torn down: fm removes it under the lock, and removes the lock file
+    on release, so "no lock file while that record still exists" means fm has not taken the
+    lock yet."""
     lock = lock_path(fleet.state, canonical(str(slot)))
-    fd = -1
-    if honour_lock:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                assert time.monotonic() < deadline, "the slot lock was never released"
-                time.sleep(0.01)
-    try:
+    with contextlib.ExitStack() as stack:
+        if honour_lock:
+            stack.enter_context(slot_lock(fleet.state, canonical(str(slot)), 60))
         acquired = time.time()
         task, alive = open_claimant(fleet, slot, cid)
-        alive_before_lock = alive and not honour_lock and not lock.exists()
-    finally:
-        if fd >= 0:
-            os.close(fd)
+        alive_before_lock = alive and not honour_lock and not lock.exists() and torn.exists()
     work = slot / f"{cid}-work.txt"
     work.write_text(f"{cid}'s work\n")
     return Claim(task, acquired, alive_before_lock, tree_hash(slot), work)
@@ -344,7 +335,7 @@ def test_teardown_racing_a_new_claimant(races: RaceFleet, honour_lock: bool) -> 
                     took = time.monotonic() - started
                     decide_time = took if decide_time is None else (decide_time + took) / 2
             time.sleep(delay)  # the deliberate random timing
-            c = claim(fleet, slot, cid, honour_lock=honour_lock)
+            c = claim(fleet, slot, cid, task.meta, honour_lock=honour_lock)
             code, doc = finish(proc)
         finally:
             stop(proc)
@@ -368,7 +359,7 @@ def test_teardown_racing_a_new_claimant(races: RaceFleet, honour_lock: bool) -> 
             assert pool_entry(fleet, slot).get("lease_id") == lease, f"{what}: lease changed"
             assert not gone(worker.pid), f"{what}: refused, yet the slot's processes ended"
             continue
-        assert not c.alive_before_lock, (
+        assert code != 0 or not c.alive_before_lock, (
             f"{what}: the claimant was live before the teardown took the slot lock (so before "
             f"its re-check), yet the teardown did not refuse: {code} {doc}"
         )
