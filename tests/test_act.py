@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -396,3 +397,29 @@ def test_processes_in_tasktmp_end_even_when_the_slot_is_gone(fleet: Fleet) -> No
     assert ("processes", "done") in outcomes(doc)
     wait_for(lambda: gone(worker.pid), what="the tasktmp worker ended")
     assert not tmp.exists()
+
+
+def _tmux_ignoring_kill_window(fleet: Fleet) -> dict[str, str]:
+    """A tmux on PATH whose kill-window does nothing: the window survives its kill."""
+    shim = fleet.root / "shim"
+    shim.mkdir()
+    real = shutil.which("tmux")
+    (shim / "tmux").write_text(
+        f'#!/bin/sh\nfor a in "$@"; do [ "$a" = kill-window ] && exit 0; done\nexec {real} "$@"\n'
+    )
+    (shim / "tmux").chmod(0o755)
+    return fleet.env(PATH=f"{shim}:{os.environ['PATH']}")
+
+
+def test_a_window_that_survives_its_kill_stops_the_run_unless_forced(fleet: Fleet) -> None:
+    slot = fleet.slot(1, holder="t1")
+    fleet.task("t1", slot, "dead")
+    env = _tmux_ignoring_kill_window(fleet)
+    r = fleet.fm("teardown", "t1", env=env)
+    assert r.returncode == 1
+    assert "still present" in r.stderr.splitlines()[0]
+    assert (fleet.state / "t1.meta").exists() and fleet.treehouse_calls() == []
+    r = fleet.fm("teardown", "t1", "--force", env=env)
+    assert r.returncode == 0, r.stderr
+    assert "tmux" in r.stderr and "=firstmate:=fm-t1" in r.stderr and "--force" in r.stderr
+    assert not (fleet.state / "t1.meta").exists()
