@@ -34,7 +34,6 @@ from fm_teardown.paths import canonical, is_within
 LOCK_ERROR: re.Pattern[str] = re.compile(
     r"""Unable to create ['"](?P<path>.*?index\.lock)['"]: File exists"""
 )
-DEFAULT_MIN_AGE = 30.0
 # `rev-parse` is local and instant; the bound only guards against a hung filesystem.
 _GIT_TIMEOUT = 30.0
 _PROC = "/proc"

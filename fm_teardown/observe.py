@@ -69,9 +69,6 @@ def assemble(
     endpoints: dict[str, Endpoint] = {
         tid: endpoint_of(r, inventory, table, index) for tid, r in fleet.records.items()
     }
-    claimants: dict[str, list[str]] = {}
-    for tid in sorted(slot_of):
-        claimants.setdefault(slot_of[tid], []).append(tid)
     in_slot = procs_by_slot(set(slot_of.values()), table)
     reader = PoolReader(canon)
     slots: dict[str, SlotFacts] = {}
@@ -100,8 +97,6 @@ def assemble(
         invalid_slots=invalid_slots,
         project_of=project_of,
         tasktmp_exists=tasktmp_exists,
-        claimants={slot: tuple(tids) for slot, tids in claimants.items()},
-        attributed=frozenset(pid for ep in endpoints.values() for pid in ep.pids),
     )
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from fm_teardown.records import Fleet, Record
-from fm_teardown.world import EndpointState, Observation, PoolEntry
+from fm_teardown.world import EndpointState, Observation, PoolEntry, Proc
 
 
 @dataclass(frozen=True)
@@ -38,10 +38,7 @@ def lease_is_tasks(entry: PoolEntry, record: Record) -> bool:
 
 
 def other_claimants(task_id: str, fleet: Fleet, obs: Observation) -> list[str]:
-    slot = obs.slot_of[task_id]
-    if obs.claimants:
-        return [t for t in obs.claimants.get(slot, ()) if t != task_id]
-    return sorted(t for t, s in obs.slot_of.items() if s == slot and t != task_id)
+    return [t for t in obs.claimants.get(obs.slot_of[task_id], ()) if t != task_id]
 
 
 def invalid_claimants(task_id: str, fleet: Fleet, obs: Observation) -> list[str]:
@@ -94,34 +91,34 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> list[Owner]:
             and abs(proc.start_time * 1000 - entry.owner_started_at) < 1000
             and proc.pid not in obs.endpoints[task_id].pids
         ):
-            pid_id = f"pid:{proc.pid}"
-            owners[pid_id] = Owner(
-                pid_id,
-                "process",
-                EndpointState.ALIVE,
-                True,
+            _add_process_owner(
+                owners,
+                proc,
                 slot,
-                f"{proc.name or proc.argv0} ({proc.pid}) holds the pool's owner reservation on "
-                "this slot (an interactive treehouse get)",
+                f"{_name(proc)} holds the pool's owner reservation on this "
+                "slot (an interactive treehouse get)",
             )
     if others and facts is not None:
-        attributed = obs.attributed or frozenset(
-            pid for ep in obs.endpoints.values() for pid in ep.pids
-        )
         for proc in facts.agents:
-            if proc.pid in attributed:
-                continue
-            pid_id = f"pid:{proc.pid}"
-            owners[pid_id] = Owner(
-                pid_id,
-                "process",
-                EndpointState.ALIVE,
-                True,
-                slot,
-                f"agent process {proc.name or proc.argv0} ({proc.pid}) runs in this slot and "
-                "belongs to no task's endpoint",
-            )
+            if proc.pid not in obs.attributed:
+                _add_process_owner(
+                    owners,
+                    proc,
+                    slot,
+                    f"agent process {_name(proc)} runs in this slot and "
+                    "belongs to no task's endpoint",
+                )
     return list(owners.values())
+
+
+def _name(proc: Proc) -> str:
+    return f"{proc.name or proc.argv0} ({proc.pid})"
+
+
+def _add_process_owner(owners: dict[str, Owner], proc: Proc, slot: str, why: str) -> None:
+    """A live process owner of unknown task, named `pid:<PID>`."""
+    pid_id = f"pid:{proc.pid}"
+    owners[pid_id] = Owner(pid_id, "process", EndpointState.ALIVE, True, slot, why)
 
 
 _SPAWN_GEN = re.compile(r"s(\d+)\.")

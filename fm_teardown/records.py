@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from fm_teardown.errors import FmError, invalid, unsafe
+from fm_teardown.errors import invalid, unsafe
 
 TASK_ID_MAX = 64
 _TASK_ID = re.compile(r"[A-Za-z0-9._-]+")
@@ -297,7 +297,3 @@ def load_fleet(state_dir: Path) -> Fleet:
         except RecordProblem as exc:
             bad[task_id] = InvalidRecord(task_id, meta_path, exc.problem, exc.claimed)
     return Fleet(records, bad)
-
-
-def record_error(exc: RecordProblem, meta_path: str) -> FmError:
-    return unsafe(f"REFUSED: record {meta_path} {exc.problem}; nothing was changed")

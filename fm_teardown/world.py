@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 
 
 class EndpointState(StrEnum):
@@ -158,6 +159,18 @@ class Observation:
     invalid_slots: Mapping[str, tuple[str, ...] | None]  # invalid record id -> canonical slots
     project_of: Mapping[str, str]  # task id -> canonical project
     tasktmp_exists: Mapping[str, bool] = field(default_factory=dict)
-    # Derived indexes, so that deciding for every task of a fleet stays linear.
-    claimants: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # slot -> task ids
-    attributed: frozenset[int] = frozenset()  # every pid in some task's endpoint trees
+
+    # Derived indexes, computed once per observation, so that deciding for every task of a
+    # fleet stays linear.
+    @cached_property
+    def claimants(self) -> Mapping[str, tuple[str, ...]]:
+        """Canonical slot -> the task ids whose records claim it, sorted."""
+        out: dict[str, list[str]] = {}
+        for tid in sorted(self.slot_of):
+            out.setdefault(self.slot_of[tid], []).append(tid)
+        return {slot: tuple(tids) for slot, tids in out.items()}
+
+    @cached_property
+    def attributed(self) -> frozenset[int]:
+        """Every pid in some task's endpoint process trees."""
+        return frozenset(pid for ep in self.endpoints.values() for pid in ep.pids)
