@@ -6,9 +6,7 @@ project's own tests rely on, so a drift in the stand-in shows up here first.
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import re
 import shutil
 import signal
@@ -39,6 +37,7 @@ from tests.standin.pool_fixtures import (
     standin_env,
     state_entry,
     state_file_of,
+    state_lock_held,
     status_of,
     stop,
     wait_until,
@@ -534,7 +533,7 @@ def test_held_flock_blocks_the_standin(pool: Pool) -> None:
 
 def test_sleep_fault_holds_the_lock_during_return(pool: Pool) -> None:
     lease = pool.lease()
-    lock_path = state_file_of(lease["path"]).parent / LOCK_FILE
+    pool_dir = state_file_of(lease["path"]).parent
     env = dict(pool.env, TREEHOUSE_STANDIN_FAULT="sleep:1")
     returner = subprocess.Popen(
         [str(STANDIN_BIN), "return", lease["path"], "--force", "--if-lease-id", lease["lease_id"]],
@@ -545,18 +544,7 @@ def test_sleep_fault_holds_the_lock_during_return(pool: Pool) -> None:
         stderr=subprocess.DEVNULL,
     )
     try:
-
-        def lock_is_held() -> bool:
-            fd = os.open(lock_path, os.O_RDWR)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return True
-            finally:
-                os.close(fd)
-            return False
-
-        assert wait_until(lock_is_held, timeout=10)
+        assert wait_until(lambda: state_lock_held(pool_dir), timeout=10)
         status = pool.run("status", "--json")  # blocks until the return is done
         assert returner.poll() == 0
         assert json.loads(status.stdout)[0]["status"] == "available"

@@ -20,7 +20,6 @@ cost is the teardowns themselves. `FM_SOAK` > 1 adds rounds of random crash poin
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -32,7 +31,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -41,6 +40,7 @@ import pytest
 
 from tests.fleet import Fleet, Task, git, gone, tree_hash, wait_for
 from tests.reliability.figures import count, soak
+from tests.standin.pool_fixtures import hold_state_lock, state_lock_held
 
 BOUNDARIES = (
     "before-endpoint",
@@ -132,28 +132,6 @@ def lease_id(tag: str) -> str:
     return hashlib.sha256(tag.encode()).hexdigest()[:32]
 
 
-@contextmanager
-def pool_lock(fleet: Fleet) -> Iterator[None]:
-    """The pool's own flock: the test writes the state file only as `treehouse` would."""
-    fd = os.open(fleet.pool / "treehouse-state.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-def pool_lock_held(fleet: Fleet) -> bool:
-    fd = os.open(fleet.pool / "treehouse-state.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-
-
 def pool_doc(fleet: Fleet) -> dict[str, object]:
     path = fleet.pool / "treehouse-state.json"
     if not path.exists():
@@ -168,7 +146,7 @@ def pool_entry(fleet: Fleet, slot: Path) -> dict[str, object]:
 
 def add_slot(fleet: Fleet, n: int, *, holder: str, lease: str) -> Path:
     """A new leased slot, without rewriting what the stand-in has written for the others."""
-    with pool_lock(fleet):
+    with hold_state_lock(fleet.pool):
         fleet.entries = list(pool_doc(fleet)["worktrees"] or [])  # type: ignore[arg-type]
         return fleet.slot(n, holder=holder, lease_id=lease)
 
@@ -176,7 +154,7 @@ def add_slot(fleet: Fleet, n: int, *, holder: str, lease: str) -> Path:
 def reissue(fleet: Fleet, slot: Path, *, holder: str, lease: str) -> None:
     """The pool hands the slot to someone else (as `treehouse get --lease` would, under the
     pool's lock, so never in the middle of a return)."""
-    with pool_lock(fleet):
+    with hold_state_lock(fleet.pool):
         doc = pool_doc(fleet)
         for e in doc["worktrees"] or []:  # type: ignore[union-attr]
             if e["path"] == str(slot):
@@ -416,7 +394,7 @@ def kill_in_pool_return(fleet: Fleet, scene: Scene, *, group: bool) -> int | Non
         assert call["argv"][0] == "return"  # type: ignore[index]
         standin = int(call["pid"])  # type: ignore[call-overload]
         # Inside the return: the stand-in sleeps holding the pool's lock.
-        wait_for(lambda: pool_lock_held(fleet) or gone(standin), what="the pool lock held")
+        wait_for(lambda: state_lock_held(fleet.pool) or gone(standin), what="the pool lock held")
         if group:
             os.killpg(proc.pid, signal.SIGKILL)
         else:

@@ -244,6 +244,18 @@ def hold_state_lock(pool_dir: Path | str) -> Iterator[None]:
         os.close(fd)
 
 
+def state_lock_held(pool_dir: Path | str) -> bool:
+    """True while someone (treehouse) holds the pool's ``flock``."""
+    fd = os.open(Path(pool_dir) / LOCK_FILE, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
 def wait_until(
     predicate: Callable[[], bool], timeout: float = 10.0, interval: float = 0.02
 ) -> bool:
