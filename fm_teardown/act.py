@@ -20,15 +20,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fm_teardown import journal, pool, processes, report, tmux
+from fm_teardown import interrupts, journal, pool, processes, report, tmux
 from fm_teardown.decide import Decision, Flags, Step
 from fm_teardown.errors import FmError, Verdict
 from fm_teardown.lock import slot_lock
+from fm_teardown.observe import assemble, task_tmp, tmp_root_of
+from fm_teardown.ownership import lease_name, lease_task
 from fm_teardown.paths import canonical, is_within
 from fm_teardown.pipeline import Planned, decide_with_landed, load
 from fm_teardown.records import Fleet, Record, RecordProblem, parse_record, read_meta
 from fm_teardown.settings import Settings
-from fm_teardown.world import Observation, Proc
+from fm_teardown.sparing import never_signalled
+from fm_teardown.world import Proc
 
 LOCK_TIMEOUT = 300.0
 
@@ -44,7 +47,9 @@ class Run:
     settings: Settings
     flags: Flags
     task: str
+    fleet: Fleet
     steps: list[Step] = field(default_factory=list)
+    saved_for: str | None = None
     signalled: dict[int, processes.Signalled] = field(default_factory=dict)
     discarded_ref: str | None = None
     restore: str | None = None
@@ -83,9 +88,15 @@ def fault(boundary: str) -> None:
 # -- the steps --------------------------------------------------------------------------------
 
 
-def step_endpoint(run: Run, record: Record, protected: frozenset[int]) -> list[Proc]:
+def step_endpoint(
+    run: Run, record: Record, decided: tuple[str, ...], protected: frozenset[int]
+) -> list[Proc]:
     """Kill TASK's window by id after snapshotting its panes' process trees; confirm it is gone.
-    Returns the snapshot, so that survivors of the kill (SIGHUP ignored) can be ended later."""
+
+    Only the window ids seen when deciding are killed, each confirmed right before the kill to
+    still be that window (same id, session and name): a window renamed to `fm-<id>` since, or
+    a relaunch's new window, is never killed (§7a). Returns the snapshot, so that survivors of
+    the kill (SIGHUP ignored) are remembered as TASK's own."""
     s = run.settings
     target = record.target
     inv = tmux.list_panes(s)
@@ -94,9 +105,18 @@ def step_endpoint(run: Run, record: Record, protected: frozenset[int]) -> list[P
         return []
     if inv.status != "ok":
         raise run.fail("endpoint", target, f"the tmux inventory cannot be read: {inv.error}")
-    panes = [
+    named = [
         p for p in inv.panes if p.session == record.session and p.window_name == record.window_name
     ]
+    panes = [p for p in named if p.window_id in decided]
+    newcomers = sorted({p.window_id for p in named if p.window_id not in decided})
+    if newcomers:
+        raise run.fail(
+            "endpoint",
+            target,
+            f"window {', '.join(newcomers)} named {record.window} appeared since deciding "
+            "(a relaunch?); it was not killed; record kept",
+        )
     if not panes:
         run.done("endpoint", target, "absent", f"no window {record.window}")
         return []
@@ -128,31 +148,25 @@ def step_endpoint(run: Run, record: Record, protected: frozenset[int]) -> list[P
     return snapshot
 
 
-def _own_pane_pids(obs: Observation) -> set[int]:
-    """Every process in the pane the tool runs in: never signalled."""
-    out: set[int] = set()
-    for pane in obs.inventory.panes:
-        if pane.pane_pid in obs.env.protected:
-            out.update(p.pid for p in obs.processes.tree(pane.pane_pid))
-    return out
-
-
 def step_processes(
     run: Run,
     record: Record,
     slot: str | None,
-    obs: Observation,
-    snapshot: list[Proc],
+    discarded: str | None,
 ) -> None:
-    """End every process whose cwd is in the slot (when `slot` is given) or in tasktmp."""
+    """End every process whose cwd is in the slot (when `slot` is given) or in tasktmp, except
+    what is never signalled (§7a), judged afresh from each scan."""
     roots = [slot] if slot else []
-    if record.tasktmp and os.path.isdir(record.tasktmp):
-        roots.append(canonical(record.tasktmp))
+    if record.tasktmp:
+        tmp = task_tmp(record.tasktmp)
+        if tmp.problem:
+            raise run.fail("processes", record.tasktmp, f"{tmp.problem}; never followed")
+        if tmp.exists:
+            roots.append(tmp_root_of(tmp))  # the directory itself, never through a link
     if not roots:
         run.done("processes", record.tasktmp or "-", "absent", "nothing left to end")
         return
     target = " and ".join(roots)
-    spared = set(obs.env.protected) | _own_pane_pids(obs)
 
     def inside(proc: Proc) -> bool:
         return bool(proc.cwd) and any(is_within(proc.cwd or "", r) for r in roots)
@@ -161,25 +175,23 @@ def step_processes(
         table = processes.scan()
         if table.error:
             raise run.fail("processes", target, table.error)
-        found = {
-            p.pid: p
-            for p in table.procs.values()
-            if inside(p) and p.pid not in spared and not p.zombie
-        }
-        for p in snapshot:
-            if (
-                p.pid not in found
-                and p.pid not in spared
-                and processes.same_process(p.pid, p.start_time)
-            ):
-                found[p.pid] = p
-        return list(found.values())
+        inventory = tmux.list_panes(run.settings)
+        if inventory.status == "error":
+            # Which processes belong to other endpoints cannot be told: end nothing.
+            raise run.fail("processes", target, f"tmux inventory unreadable: {inventory.error}")
+        obs = assemble(run.settings, run.fleet, inventory, table)
+        spared = never_signalled(obs, record.task_id, discarded)
+        return [
+            p for p in table.procs.values() if inside(p) and p.pid not in spared and not p.zombie
+        ]
 
     targets = wanted()
     if not targets:
         run.done("processes", target, "absent", "no process runs there")
         return
     processes.terminate(targets, run.settings.term_grace, run.settings.kill_wait, run.signalled)
+    if interrupts.requested():
+        raise run.fail("processes", target, "interrupted while waiting for the processes to end")
     left = wanted()
     if left:
         signalled = {p.pid for p in targets}
@@ -191,8 +203,57 @@ def step_processes(
         if newcomers:
             parts.append(f"started there during the teardown: {newcomers}")
         raise run.fail("processes", target, "; ".join(parts) + "; slot kept")
-    names = ", ".join(f"{p.name} ({p.pid})" for p in targets[:10])
+    names = ", ".join(f"{p.name} ({p.pid})" for p in targets)
     run.done("processes", target, "done", f"ended {len(targets)}: {names}")
+
+
+def check_pool_before_return(run: Run, record: Record, d: Decision) -> None:
+    """Right before `treehouse return`: the pool's state file read again and the slot path
+    resolved again (§7a). A lease that is not TASK's stops the run (4, naming it); a path that
+    no longer resolves to the decided slot stops it too (1)."""
+    pr = d.pool_return
+    assert pr is not None and d.slot is not None
+    if canonical(record.worktree) != d.slot or canonical(pr.path) != d.slot:
+        raise run.fail(
+            "pool",
+            pr.path,
+            f"the slot path no longer resolves to {d.slot} (now {canonical(pr.path)}); slot kept",
+        )
+    view = pool.fresh_view(record.worktree, d.slot)
+    entry = view.entry
+    if view.error or entry is None:
+        raise run.fail(
+            "pool",
+            pr.path,
+            f"the pool's state changed: {view.error or 'the slot is no longer managed'}",
+        )
+    if entry.destroying:
+        raise run.fail("pool", pr.path, "the pool is destroying the slot; slot kept")
+    seen = (pr.lease_id, pr.lease_holder)
+    now_leased = entry.leased
+    if not now_leased and (pr.lease_id or pr.lease_holder is not None):
+        return  # returned meanwhile: the conditional return will say so
+    if now_leased and seen == (None, None):
+        owner = lease_task(entry, record.task_id, run.fleet) or lease_name(entry)
+        _refused_at_pool(run, pr.path, owner, "took a lease on the slot since deciding")
+    if now_leased and pr.lease_id and entry.lease_id != pr.lease_id:
+        owner = lease_task(entry, record.task_id, run.fleet) or lease_name(entry)
+        _refused_at_pool(run, pr.path, owner, "holds a new lease on the slot since deciding")
+    if entry.owner_pid > 0 and not now_leased:
+        table = processes.scan()
+        proc = table.procs.get(entry.owner_pid)
+        if proc is not None and abs(proc.start_time * 1000 - entry.owner_started_at) < 1000:
+            _refused_at_pool(
+                run, pr.path, f"pid:{proc.pid}", "reserved the slot (an interactive get)"
+            )
+
+
+def _refused_at_pool(run: Run, path: str, owner: str, what: str) -> None:
+    raise FmError(
+        Verdict.LIVE_OWNER,
+        f"REFUSED: {owner} {what}: slot {path} is owned by another live task: {owner}",
+        (f"let {owner} finish, then re-run",),
+    )
 
 
 def step_pool(run: Run, record: Record, d: Decision) -> None:
@@ -210,6 +271,7 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
         if os.path.isdir(project) and not is_within(project, d.slot)
         else str(s.state_dir if s.state_dir.is_dir() else "/")
     )
+    check_pool_before_return(run, record, d)
     result = pool.run_return(bin_, pr.argv, cwd, s.treehouse_timeout)
     retries = 0
     while result.returncode != 0 and gitlock.LOCK_ERROR.search(result.output):
@@ -287,6 +349,32 @@ def _remove(path: str) -> None:
         os.unlink(path)
 
 
+# Sidecars that another tool completes after the teardown: never swept (§10).
+KEPT_SIDECARS = ("backlog-close",)
+
+
+def sidecars(task_id: str, listing: list[str]) -> list[str]:
+    """TASK's `state/<id>.<suffix>` files, judged from this one directory listing (§7a): never
+    a `.meta` (TASK's own goes last, separately), never a file of a longer task id
+    (`<id>.x.meta` in the listing makes every `<id>.x.*` that task's), never a kept sidecar."""
+    prefix = f"{task_id}."
+    longer = {
+        name[: -len(".meta")] + "."
+        for name in listing
+        if name.startswith(prefix) and name.endswith(".meta") and name != f"{task_id}.meta"
+    }
+    out = []
+    for name in sorted(listing):
+        if not name.startswith(prefix) or name.endswith(".meta"):
+            continue
+        if any(name.startswith(p) for p in longer):
+            continue
+        if name[len(prefix) :] in KEPT_SIDECARS:
+            continue
+        out.append(name)
+    return out
+
+
 def step_record(run: Run, record: Record, fleet: Fleet) -> None:
     """tasktmp, then the `state/<id>.*` sidecars, then the meta last."""
     try:
@@ -307,22 +395,15 @@ def step_record(run: Run, record: Record, fleet: Fleet) -> None:
         )
     removed = []
     try:
-        if (
-            record.tasktmp
-            and record.tasktmp == f"/tmp/fm-{record.task_id}"
-            and os.path.lexists(record.tasktmp)
-        ):
-            _remove(record.tasktmp)
-            removed.append(record.tasktmp)
+        if record.tasktmp and record.tasktmp == f"/tmp/fm-{record.task_id}":
+            tmp = task_tmp(record.tasktmp)
+            if tmp.problem:
+                raise run.fail("record", record.meta_path, f"{tmp.problem}; record kept")
+            if tmp.exists:
+                _remove(record.tasktmp)
+                removed.append(record.tasktmp)
         state_dir = os.path.dirname(record.meta_path)
-        prefix = f"{record.task_id}."
-        # Ids may contain dots: `a.b.status` belongs to task `a.b`, not to task `a`.
-        longer = [f"{t}." for t in fleet.task_ids if t != record.task_id and t.startswith(prefix)]
-        for name in sorted(os.listdir(state_dir)):
-            if not name.startswith(prefix) or name == f"{record.task_id}.meta":
-                continue
-            if any(name.startswith(p) for p in longer):
-                continue
+        for name in sidecars(record.task_id, os.listdir(state_dir)):
             _remove(os.path.join(state_dir, name))
             removed.append(name)
         fault("before-meta")
@@ -352,56 +433,79 @@ def _key(d: Decision) -> tuple[Any, ...]:
     )
 
 
+class Interrupted(Exception):
+    """SIGINT or SIGTERM arrived while acting: stop at this step boundary."""
+
+
+def boundary(name: str) -> None:
+    fault(name)
+    if interrupts.requested():
+        raise Interrupted(name)
+
+
 def run(settings: Settings, planned: Planned, flags: Flags, *, json_out: bool) -> int:
     d = planned.decision
-    r = Run(settings, flags, d.task)
+    r = Run(settings, flags, d.task, planned.fleet)
     record = planned.fleet.records[d.task]
     if d.verdict not in (Verdict.PROCEED, Verdict.STALE) or d.slot is None:
         return finish(r, d, d.verdict, json_out)
+    decided_windows = planned.observation.endpoints[d.task].window_ids
     try:
-        fault("before-endpoint")
-        snapshot = step_endpoint(r, record, planned.observation.env.protected)
-        fault("after-endpoint")
-        with slot_lock(settings.state_dir, d.slot, LOCK_TIMEOUT):
-            fault("before-recheck")
-            fleet = load(settings, d.task)
-            from fm_teardown.observe import observe
+        with interrupts.while_acting():
+            boundary("before-endpoint")
+            snapshot = step_endpoint(r, record, decided_windows, planned.observation.env.protected)
+            boundary("after-endpoint")
+            with slot_lock(settings.state_dir, d.slot, LOCK_TIMEOUT):
+                boundary("before-recheck")
+                fleet = load(settings, d.task)
+                from fm_teardown.observe import observe
 
-            obs = observe(settings, fleet)
-            d2 = decide_with_landed(settings, d.task, fleet, obs, flags, fetch=False)
-            if _key(d2) != _key(d):
-                return changed(r, d, d2, json_out)
-            # Report the endpoint as it was before this run ended it.
-            d, record = replace(d2, endpoint=d.endpoint), fleet.records[d.task]
-            assert d.slot is not None
-            if d.end_processes:
-                step_processes(r, record, d.slot, obs, snapshot)
-            elif any(s.step == "processes" for s in d.plan):
-                step_processes(r, record, None, obs, snapshot)
-            else:
-                r.done("processes", d.slot, "skipped", _skip_reason(d))
-            fault("after-processes")
-            if d.save_discarded:
-                step_save(r, record)
-                fault("after-save")
-            if d.pool_return is not None:
-                step_pool(r, record, d)
-            else:
-                r.done("pool", d.slot, "skipped", _skip_reason(d))
-            fault("after-pool")
-            step_record(r, record, fleet)
-            fault("after-record")
+                # TASK's own endpoint processes from the snapshot are still TASK's: a dying
+                # agent must not be taken for an unattributed owner of its own slot.
+                obs = observe(settings, fleet, {d.task: tuple(snapshot)})
+                d2 = decide_with_landed(settings, d.task, fleet, obs, flags, fetch=False)
+                if _key(d2) != _key(d):
+                    return changed(r, d, d2, json_out)
+                # Report the endpoint as it was before this run ended it.
+                d, record = replace(d2, endpoint=d.endpoint), fleet.records[d.task]
+                r.fleet = fleet
+                assert d.slot is not None
+                if d.end_processes:
+                    step_processes(r, record, d.slot, d.discarded_owner)
+                elif any(s.step == "processes" for s in d.plan):
+                    step_processes(r, record, None, d.discarded_owner)
+                else:
+                    r.done("processes", d.slot, "skipped", _skip_reason(d))
+                boundary("after-processes")
+                if d.save_discarded:
+                    step_save(r, record, d.save_as or d.task)
+                    boundary("after-save")
+                if d.pool_return is not None:
+                    step_pool(r, record, d)
+                else:
+                    r.done("pool", d.slot, "skipped", _skip_reason(d))
+                boundary("after-pool")
+                step_record(r, record, fleet)
+                fault("after-record")
+    except Interrupted:
+        r.steps.extend(_left(d, r, "not run: interrupted"))
+        return finish(r, d, Verdict.FAILED, json_out, interrupted=True)
     except StepFailed as exc:
         r.steps.append(exc.step)
-        left = _left(d, r)
-        r.steps.extend(left)
-        return finish(r, d, Verdict.FAILED, json_out)
-    except FmError as err:
-        r.steps.extend(_left(d, r))
-        r.warnings.append(err.message)
-        return finish(
-            r, d, Verdict.FAILED if err.verdict == Verdict.INVALID else err.verdict, json_out
+        interrupted = interrupts.requested()
+        r.steps.extend(
+            _left(
+                d, r, "not run: interrupted" if interrupted else "not run: an earlier step failed"
+            )
         )
+        return finish(r, d, Verdict.FAILED, json_out, interrupted=interrupted)
+    except FmError as err:
+        r.steps.extend(_left(d, r, "not run: refused"))
+        if err.verdict in (Verdict.LIVE_OWNER, Verdict.UNSAFE, Verdict.UNLANDED):
+            d = replace(d, verdict=err.verdict, reasons=(err.message,), hints=err.hints)
+            return finish(r, d, err.verdict, json_out)
+        r.warnings.append(err.message)
+        return finish(r, d, Verdict.FAILED, json_out)
     return finish(r, d, d.verdict, json_out)
 
 
@@ -411,31 +515,31 @@ def _skip_reason(d: Decision) -> str:
     return next((x for x in d.reasons if "skipped" in x), "not needed")
 
 
-def _left(d: Decision, r: Run) -> list[Step]:
+def _left(d: Decision, r: Run, why: str) -> list[Step]:
     done = {s.step for s in r.steps}
-    return [
-        replace(s, outcome="skipped", detail="not run: an earlier step failed")
-        for s in d.plan
-        if s.step not in done
-    ]
+    return [replace(s, outcome="skipped", detail=why) for s in d.plan if s.step not in done]
 
 
-def step_save(run: Run, record: Record) -> None:
+def step_save(run: Run, record: Record, owner: str) -> None:
+    """Save the slot's unlanded work before it is discarded: TASK's own, or the discarded live
+    owner's (`owner`), under `refs/fm/discarded/<owner>/<time>`."""
     from fm_teardown.landed import save_discarded
 
     try:
-        saved = save_discarded(record, datetime.now(UTC))
+        saved = save_discarded(record, datetime.now(UTC), owner)
     except FmError as err:
         raise run.fail(
             "save-discarded", record.project, f"{err.message}; nothing was discarded"
         ) from None
     run.discarded_ref = saved.ref
     run.restore = saved.restore
+    run.saved_for = owner
     run.done(
         "save-discarded",
         saved.ref,
         "done",
-        f"saved {saved.commit[:12]} in {record.project}; to restore: {saved.restore}",
+        f"saved {owner}'s work as {saved.commit[:12]} in {record.project}; "
+        f"to restore: {saved.restore}",
     )
 
 
@@ -450,9 +554,49 @@ def changed(r: Run, before: Decision, after: Decision, json_out: bool) -> int:
     return finish(r, after, after.verdict, json_out)
 
 
-def finish(r: Run, d: Decision, verdict: Verdict, json_out: bool) -> int:
-    code = int(verdict.exit_code)
-    d = replace(d, warnings=(*d.warnings, *r.warnings))
+NOTHING_CHANGED = "; nothing was changed"
+
+
+def what_ran(steps: list[Step]) -> str:
+    """The steps of this run that changed something, e.g. `endpoint (killed window @3)`."""
+    ran = [s for s in steps if s.outcome == "done"]
+    return ", ".join(f"{s.step} ({s.detail})" for s in ran)
+
+
+def _after_steps(d: Decision, steps: list[Step]) -> Decision:
+    """A refusal found after a step ran says which steps ran, never "nothing was changed"."""
+    ran = what_ran(steps)
+    if not ran or not d.reasons:
+        return d
+    first = d.reasons[0]
+    if first.endswith(NOTHING_CHANGED):
+        first = first[: -len(NOTHING_CHANGED)]
+    first += f"; already done by this run: {ran}; nothing else was changed"
+    return replace(d, reasons=(first, *d.reasons[1:]))
+
+
+def finish(
+    r: Run, d: Decision, verdict: Verdict, json_out: bool, *, interrupted: bool = False
+) -> int:
+    code = 130 if interrupted else int(verdict.exit_code)
+    warnings = list(r.warnings)
+    if r.saved_for and r.saved_for != d.task:
+        warnings.append(
+            f"the work saved under {r.discarded_ref} is {r.saved_for}'s (the discarded live "
+            f"owner's), not {d.task}'s"
+        )
+    d = replace(d, warnings=(*d.warnings, *warnings))
+    if verdict not in (Verdict.PROCEED, Verdict.STALE, Verdict.FAILED):
+        d = _after_steps(d, r.steps)
+    if code == 0 and r.saved_for and r.saved_for != d.task:
+        d = replace(
+            d,
+            hints=(
+                *d.hints,
+                f"{r.saved_for}'s record now names a returned slot: clear it with "
+                f"fm teardown {r.saved_for}",
+            ),
+        )
     signalled = [
         {"pid": s.pid, "start_time": s.start_time, "name": s.name, "signals": s.signals}
         for s in r.signalled.values()
@@ -468,6 +612,19 @@ def finish(r: Run, d: Decision, verdict: Verdict, json_out: bool) -> int:
     )
     journal.append(r.settings.data_dir, entry)
     extra = {"signalled": signalled, "discarded_ref": r.discarded_ref, "restore": r.restore}
+    if interrupted:
+        left = [s.step for s in r.steps if s.outcome in ("skipped", "failed")]
+        sys.stderr.write(
+            "fm: interrupted"
+            + (f"; done: {what_ran(r.steps)}" if what_ran(r.steps) else "; nothing was changed")
+            + (
+                f"; left: {', '.join(left)} (the record is kept: re-run `fm teardown {d.task}` "
+                "to finish)"
+                if left
+                else ""
+            )
+            + "\n"
+        )
     if json_out:
         report.emit_json(
             report.decision_json(

@@ -70,7 +70,9 @@ def teardown(
                     int(err.exit_code),
                 ),
             )
-        if json_out:
+        if json_out and task is None and dry_run:
+            report.emit_json(report.audit_error_json(err))
+        elif json_out:
             report.emit_json(report.error_json(task, err, dry_run=dry_run))
         report.render_error(err)
         return int(err.exit_code)

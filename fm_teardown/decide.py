@@ -14,12 +14,22 @@ from fm_teardown.ownership import (
     Owner,
     current_owner,
     invalid_claimants,
+    lease_is_tasks,
+    lease_task,
     other_claimants,
     owners_of,
 )
 from fm_teardown.paths import is_ancestor_or_same
 from fm_teardown.records import Fleet, Record
-from fm_teardown.world import Endpoint, EndpointState, Observation, PoolEntry
+from fm_teardown.sparing import (
+    Blocker,
+    Spared,
+    Why,
+    blocking_the_return,
+    never_signalled,
+    to_signal,
+)
+from fm_teardown.world import Endpoint, EndpointState, Observation, PoolEntry, Proc
 
 
 @dataclass(frozen=True)
@@ -84,6 +94,8 @@ class Decision:
     pool_return: PoolReturn | None = None
     discarded_owner: str | None = None
     save_discarded: bool = False
+    # Whose work the save holds: TASK's own, or the discarded live owner's (§7a).
+    save_as: str | None = None
     # True while rule 5 still has to be checked: the caller gathers TASK's landed facts (only
     # now, so that git never runs on a slot that is somebody else's) and decides again.
     landed_pending: bool = False
@@ -128,6 +140,44 @@ def _pool_return(entry: PoolEntry) -> PoolReturn:
     return PoolReturn(entry.path, entry.lease_id or None, holder)
 
 
+def _procs_named(blocked: list[Blocker]) -> str:
+    return ", ".join(str(b) for b in blocked)
+
+
+def _blocked_hints(blocked: list[Blocker]) -> list[str]:
+    hints = []
+    if any(b.why.kind in (Spared.TMUX_SERVER, Spared.TMUX) for b in blocked):
+        hints.append(
+            "a tmux server keeps the directory it was started in: detach, end that server "
+            "when its windows may go (tmux kill-server), and start it again from outside the "
+            "pool (cd ~ && tmux); then re-run"
+        )
+    return hints
+
+
+def _signal_detail(
+    task: str, obs: Observation, spared: dict[int, Why], slot_procs: tuple[Proc, ...]
+) -> str:
+    """What the processes step would signal now, every process by name and pid (§7a)."""
+    tmp = obs.tasktmp.get(task)
+    procs = {p.pid: p for p in (*slot_procs, *(tmp.procs if tmp else ()))}
+    targets = to_signal(tuple(procs.values()), spared)
+    kept = [p for p in procs.values() if p.pid in spared]
+    text = (
+        "end every process whose cwd is inside (SIGTERM, grace, SIGKILL; by pid and "
+        "start time), then re-scan; "
+    )
+    if targets:
+        text += f"now {len(targets)}: " + ", ".join(f"{p.name} ({p.pid})" for p in targets)
+    else:
+        text += "none there now"
+    if kept:
+        text += "; never signalled: " + ", ".join(
+            f"{p.name} ({p.pid}, {spared[p.pid]})" for p in kept
+        )
+    return text
+
+
 def decide(
     task: str,
     fleet: Fleet,
@@ -160,6 +210,28 @@ def decide(
             Verdict.UNSAFE,
             [f"REFUSED: {lines[0]}; nothing was changed", *lines[1:]],
             ["fix or remove that record (it may belong to a live task), then re-run"],
+            **base,
+        )
+
+    # Rule 1, environment: TASK's tasktmp must be a real directory of ours, never a link.
+    tmp = obs.tasktmp.get(task)
+    if tmp is not None and tmp.problem:
+        return _refuse(
+            task,
+            Verdict.UNSAFE,
+            [f"REFUSED: {tmp.problem}; nothing was changed"],
+            [
+                f"fm never follows or removes a tasktmp that is not its own directory: look "
+                f"at it (ls -ld {tmp.path}), remove it if it is not needed, then re-run"
+            ],
+            **base,
+        )
+    if obs.env.state_dir_problem:
+        return _refuse(
+            task,
+            Verdict.UNSAFE,
+            [f"REFUSED: {obs.env.state_dir_problem}; nothing was changed"],
+            ["run fm as the user that owns the state dir"],
             **base,
         )
 
@@ -243,6 +315,14 @@ def decide(
 
     facts = obs.slots[slot]
     others = other_claimants(task, fleet, obs)
+    entry = facts.pool.entry
+    holder = (
+        lease_task(entry, task, fleet)
+        if entry is not None and not lease_is_tasks(entry, record)
+        else None
+    )
+    if holder is not None and holder not in others:
+        others = [*others, holder]  # a lease held by another task is that task's claim
     stale_others = [o for o in others if o != discarded]
     # Rule 4: other claimants, none live: whose slot is it now?
     if stale_others and discarded is None:
@@ -283,6 +363,8 @@ def decide(
         problem = None
         if obs.env.treehouse_bin is None:
             problem = "the pool's `treehouse` executable was not found (PATH or FM_TREEHOUSE_BIN)"
+        elif obs.env.treehouse_problem:
+            problem = obs.env.treehouse_problem
         elif pool.error:
             problem = f"the pool's state cannot be read: {pool.error}"
         elif pool.entry is None:
@@ -291,16 +373,25 @@ def decide(
             )
         elif pool.entry.destroying:
             problem = f"slot {slot} is being destroyed by the pool"
+        elif facts.git_problem:
+            # Git run there (rule 5, the save, the pool's reset) would act on another tree.
+            problem = facts.git_problem
         if problem:
             return _refuse(
                 task,
                 Verdict.UNSAFE,
                 [f"REFUSED: {problem}; nothing was changed"],
-                ["return the slot by hand, or fix the pool, then re-run"],
+                [
+                    "see whose tree it is (git -C <slot> rev-parse --git-dir --show-toplevel); "
+                    "fix the record's worktree= or the slot by hand, then re-run"
+                    if problem == facts.git_problem
+                    else "return the slot by hand, or fix the pool, then re-run"
+                ],
                 **base,
             )
         assert pool.entry is not None
         entry = pool.entry
+        spared = never_signalled(obs, task, discarded)
         recorded_lease = record.lease_id is not None or record.lease_holder is not None
         if not entry.leased and recorded_lease and discarded is None:
             reasons.append(
@@ -308,34 +399,34 @@ def decide(
                 "already returned; processes and pool steps skipped"
             )
         else:
+            # The pool's return ends every process in the slot: what fm must never end may
+            # not be there (a tmux server would take every window of the fleet with it).
+            blocked = blocking_the_return(facts.procs, spared)
+            if blocked:
+                return _refuse(
+                    task,
+                    Verdict.UNSAFE,
+                    [
+                        f"REFUSED: {_procs_named(blocked)} work in slot {slot}, and the pool's "
+                        "return ends every process there; fm never ends them; nothing was "
+                        "changed"
+                    ],
+                    _blocked_hints(blocked),
+                    **base,
+                )
             end_processes = True
             # A lease that is not TASK's was a live owner above, so here the lease is TASK's
             # or the discarded owner's: the return is conditional on exactly what was seen.
             pool_return = _pool_return(entry)
-            n = len(facts.procs)
-            procs = ", ".join(f"{p.name} ({p.pid})" for p in facts.procs[:5])
             targets = slot + (f" and {record.tasktmp}" if record.tasktmp else "")
-            plan.append(
-                Step(
-                    "processes",
-                    targets,
-                    "end every process whose cwd is inside (SIGTERM, grace, SIGKILL; by pid and "
-                    "start time), then re-scan; "
-                    + (f"now {n}: {procs}{', …' if n > 5 else ''}" if n else "none there now"),
-                )
-            )
+            plan.append(Step("processes", targets, _signal_detail(task, obs, spared, facts.procs)))
 
-    if not end_processes and record.tasktmp and obs.tasktmp_exists.get(task):
+    tmp_exists = tmp is not None and tmp.exists
+    if not end_processes and record.tasktmp and tmp_exists:
         # The slot is gone or already returned, but TASK's temp dir is about to be removed:
         # end what still runs in it first.
-        plan.append(
-            Step(
-                "processes",
-                record.tasktmp,
-                "end every process whose cwd is inside (SIGTERM, grace, SIGKILL; by pid and "
-                "start time), then re-scan",
-            )
-        )
+        spared = never_signalled(obs, task, discarded)
+        plan.append(Step("processes", record.tasktmp, _signal_detail(task, obs, spared, ())))
 
     def proceed(**extra: object) -> Decision:
         return Decision(
@@ -362,7 +453,16 @@ def decide(
             reasons.append(f"own work: {landed.summary}")
         elif flags.force:
             save = record.kind == "ship" and facts.exists
-            warnings.append(f"--force: discarding {task}'s own unlanded work ({landed.summary})")
+            if discarded is not None and discarded in fleet.records:
+                # The slot now holds the discarded live owner's work, not TASK's (§7a).
+                warnings.append(
+                    f"--force --discard-live-owner: discarding {discarded}'s unlanded work in "
+                    f"the slot ({landed.summary})"
+                )
+            else:
+                warnings.append(
+                    f"--force: discarding {task}'s own unlanded work ({landed.summary})"
+                )
         else:
             lines = [
                 f"REFUSED: {task}'s own work is not landed: {landed.summary}; nothing was changed"
@@ -381,12 +481,13 @@ def decide(
                 ],
                 **base,
             )
+    save_as = discarded if discarded is not None and discarded in fleet.records else task
     if save:
         plan.append(
             Step(
                 "save-discarded",
-                f"refs/fm/discarded/{task}/<UTC timestamp>",
-                f"commit the uncommitted and untracked files on HEAD in {record.project}",
+                f"refs/fm/discarded/{save_as}/<UTC timestamp>",
+                f"commit {save_as}'s uncommitted and untracked files on HEAD in {record.project}",
             )
         )
     if pool_return is not None:
@@ -407,6 +508,7 @@ def decide(
         pool_return=pool_return,
         discarded_owner=discarded,
         save_discarded=save,
+        save_as=save_as if save else None,
         end_processes=end_processes,
         notes=tuple(notes),
     )

@@ -39,6 +39,13 @@ def _is_agent_name(name: str) -> bool:
     )
 
 
+def is_tmux(name: str, argv0: str) -> bool:
+    """A tmux server or client (`tmux`, `tmux: server`, `tmux: client`): never signalled.
+
+    Ending a tmux server ends every window of the fleet with it."""
+    return any(b == "tmux" or b.startswith("tmux:") for b in (_base(name), _base(argv0)))
+
+
 def classify(name: str, argv0: str) -> str:
     """`agent`, `shell` or `other`, by process name, then argv[0] and its path components."""
     if _is_agent_name(name) or _is_agent_name(argv0):

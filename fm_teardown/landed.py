@@ -458,9 +458,7 @@ def _committed_landed(
         where.insert(0, f"origin/{branch}")
         usable = True
         if fetch:
-            r = _fetch(
-                project, f"+refs/heads/{branch}:refs/remotes/origin/{branch}", fetch_timeout
-            )
+            r = _fetch(project, f"+refs/heads/{branch}:refs/remotes/origin/{branch}", fetch_timeout)
             if not r.ok:
                 # A stale ref could miss a merge that happened since: do not judge on it.
                 notes.append(f"fetch of origin/{branch} failed, so it is inconclusive: {r.why()}")
@@ -619,14 +617,14 @@ def _utc_stamp(now: datetime) -> str:
     return _utc(now).strftime("%Y%m%dT%H%M%SZ")
 
 
-def restore_dir(record: Record, stamp: str) -> str:
+def restore_dir(record: Record, stamp: str, owner: str | None = None) -> str:
     """Where the restore command checks the saved work out: beside the project, never in
     the slot (which the pool may by then have handed to another task)."""
     project = os.path.normpath(record.project)
-    return f"{project}-fm-restore-{record.task_id}-{stamp}"
+    return f"{project}-fm-restore-{owner or record.task_id}-{stamp}"
 
 
-def save_discarded(record: Record, now: datetime) -> DiscardedRef:
+def save_discarded(record: Record, now: datetime, owner: str | None = None) -> DiscardedRef:
     """Save the slot's work under `refs/fm/discarded/<id>/<UTC stamp>` in the project repo.
 
     The saved commit is parented on the slot's HEAD and its tree is the slot as it is now:
@@ -666,13 +664,15 @@ def save_discarded(record: Record, now: datetime) -> DiscardedRef:
     if commons[0] != commons[1]:
         raise _failed(f"slot {wt} is not a worktree of the project repository {project}")
 
+    # Whose work it is: TASK's own, or the live owner discarded with --discard-live-owner.
+    owner = owner or record.task_id
     stamp = _utc_stamp(now)
-    ref = f"refs/fm/discarded/{record.task_id}/{stamp}"
+    ref = f"refs/fm/discarded/{owner}/{stamp}"
     if not _git(project, "check-ref-format", ref).ok:
         raise _failed(f"{ref} is not a valid ref name")
 
-    commit = _snapshot(record, head, now)
-    reason = f"fm teardown --force: work of task {record.task_id} discarded from {wt}"
+    commit = _snapshot(record, head, now, owner)
+    reason = f"fm teardown --force: work of task {owner} discarded from {wt}"
     r = _git(project, "update-ref", "--create-reflog", "-m", reason, ref, commit, "")
     # Re-read rather than trust the exit code: the same save made twice is fine, and
     # anything else that leaves the ref not naming our commit is a failure.
@@ -680,12 +680,21 @@ def save_discarded(record: Record, now: datetime) -> DiscardedRef:
         why = r.why() if not r.ok else "the ref does not name the saved commit after writing it"
         raise _failed(f"git update-ref {ref} failed: {why}")
     restore = shlex.join(
-        ["git", "-C", project, "worktree", "add", "--detach", restore_dir(record, stamp), ref]
+        [
+            "git",
+            "-C",
+            project,
+            "worktree",
+            "add",
+            "--detach",
+            restore_dir(record, stamp, owner),
+            ref,
+        ]
     )
     return DiscardedRef(ref=ref, commit=commit, restore=restore)
 
 
-def _snapshot(record: Record, head: str, now: datetime) -> str:
+def _snapshot(record: Record, head: str, now: datetime, owner: str) -> str:
     """A commit of the slot's current files on top of HEAD, built in a temporary index."""
     wt = record.worktree
     tmp = tempfile.mkdtemp(prefix="fm-discard-")
@@ -714,7 +723,7 @@ def _snapshot(record: Record, head: str, now: datetime) -> str:
             "GIT_COMMITTER_DATE": when,
         }
         message = (
-            f"fm teardown: unlanded work of task {record.task_id}\n\n"
+            f"fm teardown: unlanded work of task {owner}\n\n"
             f"Saved by `fm teardown {record.task_id} --force` before the slot was discarded.\n"
             f"slot: {wt}\nproject: {record.project}\nhead: {head}\n"
         )

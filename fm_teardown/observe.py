@@ -7,9 +7,13 @@ the process table, plus one small file read per record and per pool.
 from __future__ import annotations
 
 import os
+import stat
+from collections.abc import Mapping
+from dataclasses import replace
 
 from fm_teardown import processes, tmux
 from fm_teardown.endpoint import classify, endpoint_of, panes_by_window
+from fm_teardown.gitdir import common_dir, slot_git_problem
 from fm_teardown.paths import Canonicalizer, ancestors, canonical
 from fm_teardown.pool import PoolReader
 from fm_teardown.records import Fleet
@@ -21,6 +25,7 @@ from fm_teardown.world import (
     Proc,
     ProcessTable,
     SlotFacts,
+    TaskTmp,
     TmuxInventory,
 )
 
@@ -31,7 +36,34 @@ def environment(settings: Settings, table: ProcessTable | None = None) -> Enviro
         fm_home=canonical(str(settings.fm_home)),
         treehouse_bin=settings.treehouse_bin,
         protected=self_and_ancestors(table) if table is not None else frozenset(),
+        treehouse_problem=executable_problem(settings.treehouse_bin),
+        state_dir_problem=writable_problem(str(settings.state_dir)),
     )
+
+
+def executable_problem(path: str | None) -> str | None:
+    """Why the pool executable cannot be run; checked while deciding, so that a run never
+    ends the endpoint and the processes only to fail at the return (issue 10)."""
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return (
+            f"the pool executable {path} (FM_TREEHOUSE_BIN or PATH) cannot be used: {exc.strerror}"
+        )
+    if not stat.S_ISREG(st.st_mode) or not os.access(path, os.X_OK):
+        return f"the pool executable {path} (FM_TREEHOUSE_BIN or PATH) is not an executable file"
+    return None
+
+
+def writable_problem(state_dir: str) -> str | None:
+    if os.path.isdir(state_dir) and not os.access(state_dir, os.W_OK | os.X_OK):
+        return (
+            f"the state dir {state_dir} is not writable: the slot lock cannot be taken and the "
+            "record cannot be removed"
+        )
+    return None
 
 
 def self_and_ancestors(table: ProcessTable) -> frozenset[int]:
@@ -46,16 +78,60 @@ def self_and_ancestors(table: ProcessTable) -> frozenset[int]:
     return frozenset(pids)
 
 
-def observe(settings: Settings, fleet: Fleet) -> Observation:
+def observe(
+    settings: Settings, fleet: Fleet, remembered: Mapping[str, tuple[Proc, ...]] | None = None
+) -> Observation:
     inventory = tmux.list_panes(settings)
     table = processes.scan()
-    return assemble(settings, fleet, inventory, table)
+    return assemble(settings, fleet, inventory, table, remembered)
+
+
+def task_tmp(path: str) -> TaskTmp:
+    """`/tmp/fm-<id>` judged with lstat: absent, or a real directory of ours (or root's).
+
+    /tmp is world-writable: anyone can plant a symlink there (into another task's slot, or
+    to `/`), and following it would make that tree a root of the processes step."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return TaskTmp(path, False)
+    except OSError as exc:
+        return TaskTmp(path, True, f"tasktmp {path} cannot be read ({exc.strerror})")
+    if stat.S_ISLNK(st.st_mode):
+        return TaskTmp(path, True, f"tasktmp {path} is a symlink (to {_link(path)})")
+    if not stat.S_ISDIR(st.st_mode):
+        return TaskTmp(path, True, f"tasktmp {path} is not a directory")
+    if st.st_uid not in (os.geteuid(), 0):
+        return TaskTmp(path, True, f"tasktmp {path} is owned by another user (uid {st.st_uid})")
+    return TaskTmp(path, True)
+
+
+def tmp_root_of(tmp: TaskTmp) -> str:
+    """The canonical spelling of a tasktmp that is a real directory: its parent resolved (/tmp
+    may itself be a link elsewhere), its own name as is, never followed."""
+    parent, name = os.path.split(tmp.path)
+    return os.path.join(canonical(parent), name)
+
+
+def _link(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "?"
 
 
 def assemble(
-    settings: Settings, fleet: Fleet, inventory: TmuxInventory, table: ProcessTable
+    settings: Settings,
+    fleet: Fleet,
+    inventory: TmuxInventory,
+    table: ProcessTable,
+    remembered: Mapping[str, tuple[Proc, ...]] | None = None,
 ) -> Observation:
-    """Everything but the two scans: split out so tests can feed scans of their own."""
+    """Everything but the two scans: split out so tests can feed scans of their own.
+
+    `remembered`: processes of a task's endpoint from a snapshot taken before its window was
+    killed (the re-check under the lock). Those still running with the same start time are
+    still that task's, not unattributed owners of its slot."""
     # Records share projects and pool directories: resolve each directory once.
     canon = Canonicalizer()
 
@@ -69,24 +145,43 @@ def assemble(
     endpoints: dict[str, Endpoint] = {
         tid: endpoint_of(r, inventory, table, index) for tid, r in fleet.records.items()
     }
-    in_slot = procs_by_slot(set(slot_of.values()), table)
+    for tid, procs_seen in (remembered or {}).items():
+        still = {
+            p.pid
+            for p in procs_seen
+            if (now := table.procs.get(p.pid)) is not None
+            and now.start_time == p.start_time
+            and not now.zombie
+        }
+        if tid in endpoints and still:
+            endpoints[tid] = replace(endpoints[tid], pids=endpoints[tid].pids | still)
+    tasktmp = {tid: task_tmp(r.tasktmp) for tid, r in fleet.records.items() if r.tasktmp}
+    tmp_root = {tid: tmp_root_of(t) for tid, t in tasktmp.items() if t.exists and not t.problem}
+    in_slot = procs_by_slot(set(slot_of.values()) | set(tmp_root.values()), table)
+    for tid, root in tmp_root.items():
+        tasktmp[tid] = replace(tasktmp[tid], procs=tuple(in_slot.get(root, ())))
     reader = PoolReader(canon)
+    commons: dict[str, str | None] = {}
     slots: dict[str, SlotFacts] = {}
     for tid, record in fleet.records.items():
         slot = slot_of[tid]
         if slot in slots:
             continue
         procs = tuple(in_slot.get(slot, ()))
+        exists = os.path.isdir(slot)
+        project = project_of[tid]
+        if exists and project not in commons:
+            commons[project] = common_dir(project)
         slots[slot] = SlotFacts(
             canonical=slot,
-            exists=os.path.isdir(slot),
+            exists=exists,
             pool=reader.view(record.worktree, slot),
             agents=tuple(p for p in procs if classify(p.name, p.argv0) == "agent"),
             procs=procs,
+            git_problem=slot_git_problem(slot, record.project, commons[project])
+            if exists
+            else None,
         )
-    tasktmp_exists = {
-        tid: os.path.lexists(r.tasktmp) for tid, r in fleet.records.items() if r.tasktmp
-    }
     return Observation(
         inventory=inventory,
         processes=table,
@@ -96,7 +191,7 @@ def assemble(
         slots=slots,
         invalid_slots=invalid_slots,
         project_of=project_of,
-        tasktmp_exists=tasktmp_exists,
+        tasktmp=tasktmp,
     )
 
 

@@ -1,9 +1,11 @@
-"""Who owns TASK's slot (CONTRACT §4, §5 rules 3-4). Pure.
+"""Who owns TASK's slot (CONTRACT §4, §5 rules 3-4, §7a). Pure.
 
-Owners are the other records whose canonical slot equals TASK's, any pool lease on the slot
-that is not TASK's, and (only when another record also claims the slot) agent processes in
-the slot that belong to no task's endpoint. When none is live, the slot's current owner is
-resolved from the lease, then the launch order.
+Owners are the other records that claim the slot (the same canonical slot, or one nested
+inside it or containing it), any pool lease on the slot that is not TASK's (a lease held by
+another task is that task's claim), another task whose live endpoint has a process working in
+the slot, and (only when another record also claims the slot) agent processes in the slot that
+belong to no task's endpoint. When none is live, the slot's current owner is resolved from the
+lease, then the launch order.
 """
 
 from __future__ import annotations
@@ -37,8 +39,37 @@ def lease_is_tasks(entry: PoolEntry, record: Record) -> bool:
     )
 
 
+def lease_task(entry: PoolEntry, task_id: str, fleet: Fleet) -> str | None:
+    """The other task whose record the lease belongs to (its holder, or its lease id, is that
+    record's), or None: then the lease is an owner of its own, `lease:<holder>`."""
+    if not entry.leased:
+        return None
+    holder = entry.lease_holder
+    if holder and holder != task_id and holder in fleet.records:
+        return holder
+    matches = sorted(
+        tid
+        for tid, r in fleet.records.items()
+        if tid != task_id
+        and (
+            (entry.lease_id and r.lease_id == entry.lease_id)
+            or (holder and not r.lease_id and r.lease_holder == holder)
+        )
+    )
+    # Two records claiming one lease cannot both be its owner: leave it a lease owner.
+    return matches[0] if len(matches) == 1 else None
+
+
+def lease_name(entry: PoolEntry) -> str:
+    return f"lease:{entry.lease_holder}" if entry.lease_holder else f"lease:{entry.lease_id}"
+
+
 def other_claimants(task_id: str, fleet: Fleet, obs: Observation) -> list[str]:
-    return [t for t in obs.claimants.get(obs.slot_of[task_id], ()) if t != task_id]
+    """Other records claiming TASK's slot: the same canonical slot, or a nested one."""
+    slot = obs.slot_of[task_id]
+    same = obs.claimants.get(slot, ())
+    nested = obs.nested.get(slot, ())
+    return sorted({t for t in (*same, *nested) if t != task_id})
 
 
 def invalid_claimants(task_id: str, fleet: Fleet, obs: Observation) -> list[str]:
@@ -51,6 +82,11 @@ def invalid_claimants(task_id: str, fleet: Fleet, obs: Observation) -> list[str]
     )
 
 
+def _pool_entry(task_id: str, obs: Observation) -> PoolEntry | None:
+    facts = obs.slots.get(obs.slot_of[task_id])
+    return facts.pool.entry if facts else None
+
+
 def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> list[Owner]:
     record = fleet.records[task_id]
     slot = obs.slot_of[task_id]
@@ -58,30 +94,41 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> list[Owner]:
     others = other_claimants(task_id, fleet, obs)
     for other in others:
         ep = obs.endpoints[other]
-        why = f"its record names this slot; endpoint {ep.state}: {ep.detail}"
+        where = "names this slot" if obs.slot_of[other] == slot else "names a slot nested with it"
+        why = f"its record {where} ({obs.slot_of[other]}); endpoint {ep.state}: {ep.detail}"
         owners[other] = Owner(other, "record", ep.state, ep.state.live, slot, why)
     facts = obs.slots.get(slot)
     entry = facts.pool.entry if facts else None
     if entry is not None and entry.leased and not lease_is_tasks(entry, record):
-        holder = entry.lease_holder
         lease_why = (
             f"holds the pool lease on this slot (lease id {entry.lease_id or 'none'}, "
-            f"holder '{holder}'); a lease counts as live"
+            f"holder '{entry.lease_holder}')"
         )
-        if holder and holder != task_id and holder in fleet.records:
+        holder = lease_task(entry, task_id, fleet)
+        if holder is not None:
+            # The lease is another task's claim; its liveness is that task's endpoint (§7a).
             ep = obs.endpoints[holder]
-            # The lease names another task: that task is the owner, not a second one.
+            why = f"{lease_why}: its lease; endpoint {ep.state}: {ep.detail}"
+            if holder in owners:
+                why = f"{owners[holder].why}; and {why}"
             owners[holder] = Owner(
                 holder,
-                "record" if holder in owners else "lease",
+                "record" if holder in others else "lease",
                 ep.state,
-                True,
+                ep.state.live,
                 slot,
-                f"{lease_why}; endpoint {ep.state}",
+                why,
             )
         else:
-            lease_id = f"lease:{holder}" if holder else f"lease:{entry.lease_id}"
-            owners[lease_id] = Owner(lease_id, "lease", EndpointState.ALIVE, True, slot, lease_why)
+            name = lease_name(entry)
+            owners[name] = Owner(
+                name,
+                "lease",
+                EndpointState.ALIVE,
+                True,
+                slot,
+                f"{lease_why}; no record holds it, and a lease counts as live",
+            )
     if entry is not None and not entry.leased and entry.owner_pid > 0:
         proc = obs.processes.procs.get(entry.owner_pid)
         # gopsutil's create time in ms, from whole seconds on Linux: compare within a second.
@@ -89,7 +136,7 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> list[Owner]:
             proc is not None
             and not proc.zombie
             and abs(proc.start_time * 1000 - entry.owner_started_at) < 1000
-            and proc.pid not in obs.endpoints[task_id].pids
+            and obs.endpoint_owner.get(proc.pid) != task_id
         ):
             _add_process_owner(
                 owners,
@@ -98,9 +145,27 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> list[Owner]:
                 f"{_name(proc)} holds the pool's owner reservation on this "
                 "slot (an interactive treehouse get)",
             )
+    if facts is not None:
+        # Another task's live endpoint working in the slot owns it: ending its process would
+        # end that task's work (§7a). A dead endpoint's shell there is no owner.
+        for proc in facts.procs:
+            tid = obs.endpoint_owner.get(proc.pid)
+            if tid is None or tid == task_id:
+                continue
+            ep = obs.endpoints[tid]
+            if not ep.state.live:
+                continue
+            why = f"its endpoint ({ep.state}) has {_name(proc)} working in this slot"
+            if tid in owners:
+                if owners[tid].live:
+                    continue
+                why = f"{owners[tid].why}; and {why}"
+            owners[tid] = Owner(
+                tid, owners[tid].kind if tid in owners else "record", ep.state, True, slot, why
+            )
     if others and facts is not None:
         for proc in facts.agents:
-            if proc.pid not in obs.attributed:
+            if proc.pid not in obs.endpoint_owner:
                 _add_process_owner(
                     owners,
                     proc,
@@ -165,10 +230,13 @@ class CurrentOwner:
 
 def current_owner(task_id: str, fleet: Fleet, obs: Observation, others: list[str]) -> CurrentOwner:
     record = fleet.records[task_id]
-    facts = obs.slots.get(obs.slot_of[task_id])
-    entry = facts.pool.entry if facts else None
+    entry = _pool_entry(task_id, obs)
     if entry is not None and entry.leased and lease_is_tasks(entry, record):
         return CurrentOwner(True, None, "the pool lease on the slot is this task's")
+    holder = lease_task(entry, task_id, fleet) if entry is not None else None
+    if holder is not None:
+        # The pool says the slot is that task's, whatever the launch order (§7a).
+        return CurrentOwner(False, holder, f"the pool lease on the slot is {holder}'s")
     newest = task_id
     for other in others:
         verdict, by = newer_launch(fleet.records[other], fleet.records[newest])

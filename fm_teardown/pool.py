@@ -136,6 +136,9 @@ def run_return(treehouse_bin: str, argv: list[str], cwd: str, timeout: float) ->
             timeout=timeout,
             env=env,
             check=False,
+            # Its own session: a Ctrl-C at the terminal must not kill the pool halfway through a
+            # return; fm lets it finish and stops at the next step boundary.
+            start_new_session=True,
         )
     except subprocess.TimeoutExpired:
         return ReturnResult(None, f"treehouse did not finish within {timeout:g}s")

@@ -11,6 +11,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 
+from fm_teardown import interrupts
 from fm_teardown.world import Proc, ProcessTable
 
 
@@ -175,11 +176,12 @@ class Signalled:
 
 
 def _poll_gone(targets: list[Proc], seconds: float) -> list[Proc]:
-    """Wait up to `seconds` (polling, ending early) for targets to be gone; the survivors."""
+    """Wait up to `seconds` (polling, ending early when they are gone or on an interrupt) for
+    targets to be gone; the survivors."""
     deadline = time.monotonic() + seconds
     while True:
         alive = [t for t in targets if same_process(t.pid, t.start_time)]
-        if not alive or time.monotonic() >= deadline:
+        if not alive or time.monotonic() >= deadline or interrupts.requested():
             return alive
         time.sleep(0.02)
 
@@ -197,8 +199,8 @@ def terminate(
         (signal.SIGKILL, "SIGKILL", kill_wait),
     ):
         live = [t for t in targets if same_process(t.pid, t.start_time)]
-        if not live:
-            return []
+        if not live or (sig == signal.SIGKILL and interrupts.requested()):
+            return live
         for t in live:
             entry = log.setdefault(t.pid, Signalled(t.pid, t.start_time, t.name))
             outcome = send(t, sig)

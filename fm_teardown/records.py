@@ -239,7 +239,13 @@ def load_record(state_dir: Path, task_id: str) -> Record:
             )
         return record
     except FileNotFoundError:
-        raise invalid(f"no such task '{task_id}': no record at {meta_path}") from None
+        if not os.path.isdir(state_dir):
+            raise invalid(
+                f"no such task '{task_id}': the state dir {state_dir} does not exist"
+            ) from None
+        raise invalid(
+            f"no such task '{task_id}' in the state dir {state_dir} (no {meta_path})"
+        ) from None
     except RecordProblem as exc:
         raise unsafe(
             f"REFUSED: record {meta_path} {exc.problem}; nothing was changed",
@@ -272,7 +278,8 @@ def load_fleet(state_dir: Path) -> Fleet:
         with os.scandir(state_dir) as it:
             names = sorted(e.name for e in it if e.name.endswith(".meta"))
     except FileNotFoundError:
-        return Fleet({}, {})
+        # A state dir that does not exist is a wrong setting, not an empty fleet (§7a).
+        raise unsafe(f"REFUSED: the state dir {state_dir} does not exist") from None
     except OSError as exc:
         raise unsafe(f"REFUSED: cannot read the state dir {state_dir}: {exc.strerror}") from None
     records: dict[str, Record] = {}

@@ -81,6 +81,21 @@ def error_json(task: str | None, err: FmError, *, dry_run: bool) -> dict[str, An
     }
 
 
+def audit_error_json(err: FmError) -> dict[str, Any]:
+    """The audit's own shape when it cannot run (CONTRACT §8)."""
+    return {
+        "schema": SCHEMA,
+        "audit": True,
+        "exit_code": int(err.exit_code),
+        "verdict": str(err.verdict),
+        "reasons": [err.message],
+        "hints": list(err.hints),
+        "tasks": [],
+        "shared_slots": [],
+        "orphans": [],
+    }
+
+
 def audit_json(a: Audit) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
@@ -163,8 +178,10 @@ def render_decision(
     if code == 1:
         # A run that stopped partway: the cause first, on one line.
         failed = next((s for s in shown_steps if s.outcome == "failed"), None)
-        cause = f"{failed.step}: {failed.detail}" if failed else (
-            d.warnings[-1] if d.warnings else "see the steps below"
+        cause = (
+            f"{failed.step}: {failed.detail}"
+            if failed
+            else (d.warnings[-1] if d.warnings else "see the steps below")
         )
         err_p.line(f"fm: teardown {d.task} stopped: {cause}; the record is kept", "red")
         err_p.line(f"hint: re-run `fm teardown {d.task}` to finish")

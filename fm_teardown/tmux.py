@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import threading
 from dataclasses import dataclass
 
@@ -26,6 +27,7 @@ PANE_FORMAT = SEP.join(
         "#{pane_dead}",
         "#{window_id}",
         "#{pane_id}",
+        "#{pid}",
         "#{session_name}",
         "#{window_name}",
     ]
@@ -110,8 +112,32 @@ def _absent(stderr: list[str]) -> bool:
     return any(marker in text for marker in _ABSENT)
 
 
+def socket_problem(settings: Settings) -> str | None:
+    """Why FM_TMUX_SOCKET cannot name a server, or None.
+
+    A socket path that does not exist, or is not a socket, is a wrong setting, not "no server":
+    reading it as `missing` would make every other task look not live (CONTRACT §7a). A
+    socket that exists but where no server answers is a server that is gone (`missing`).
+    """
+    path = settings.tmux_socket_path
+    if not path:
+        return None
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return f"FM_TMUX_SOCKET names {path}, which does not exist"
+    except OSError as exc:
+        return f"FM_TMUX_SOCKET names {path}, which cannot be read: {exc.strerror}"
+    if not stat.S_ISSOCK(st.st_mode):
+        return f"FM_TMUX_SOCKET names {path}, which is not a socket"
+    return None
+
+
 def list_panes(settings: Settings) -> TmuxInventory:
     """Every pane of the server in one call (no subprocess per task)."""
+    problem = socket_problem(settings)
+    if problem:
+        return TmuxInventory("error", error=problem)
     result = run(settings, "list-panes", "-a", "-F", PANE_FORMAT)
     if result.timed_out:
         return TmuxInventory("error", error=" ".join(result.stderr))
@@ -123,11 +149,13 @@ def list_panes(settings: Settings) -> TmuxInventory:
     for line in result.stdout:
         if line == "":
             continue
-        fields = line.split(SEP)
-        if len(fields) != 6 or not fields[0].isdigit():
+        fields = line.split(SEP, 6)
+        if len(fields) != 7 or not fields[0].isdigit() or not fields[4].isdigit():
             return TmuxInventory("error", error=f"unparseable tmux pane line: {line[:80]!r}")
-        pid, dead, window_id, pane_id, session, window_name = fields
-        panes.append(Pane(session, window_name, window_id, pane_id, int(pid), dead == "1"))
+        pid, dead, window_id, pane_id, server, session, window_name = fields
+        panes.append(
+            Pane(session, window_name, window_id, pane_id, int(pid), dead == "1", int(server))
+        )
     return TmuxInventory("ok", tuple(panes))
 
 

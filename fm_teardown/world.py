@@ -33,6 +33,8 @@ class Pane:
     pane_id: str
     pane_pid: int
     dead: bool
+    # The pid of the tmux server that owns the pane (`#{pid}`): never signalled.
+    server_pid: int = 0
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,10 @@ class TmuxInventory:
     status: str
     panes: tuple[Pane, ...] = ()
     error: str | None = None
+
+    @property
+    def server_pids(self) -> frozenset[int]:
+        return frozenset(p.server_pid for p in self.panes if p.server_pid > 0)
 
 
 @dataclass(frozen=True)
@@ -117,13 +123,6 @@ class PoolView:
     entry: PoolEntry | None
     error: str | None = None
 
-    @property
-    def lease_owner_id(self) -> str | None:
-        e = self.entry
-        if e is None or not e.leased:
-            return None
-        return f"lease:{e.lease_holder}" if e.lease_holder else f"lease:{e.lease_id}"
-
 
 @dataclass(frozen=True)
 class Environment:
@@ -135,6 +134,11 @@ class Environment:
     # The tool itself and its ancestors: never signalled, and a window holding one of them is
     # never killed (the teardown would kill itself halfway).
     protected: frozenset[int] = frozenset()
+    # Why the pool executable cannot be run (it does not exist, is not executable), else None.
+    treehouse_problem: str | None = None
+    # Why the state dir cannot take the slot lock and lose the record, else None: a real run
+    # would find out only after it killed the endpoint.
+    state_dir_problem: str | None = None
 
 
 @dataclass(frozen=True)
@@ -144,6 +148,20 @@ class SlotFacts:
     pool: PoolView
     agents: tuple[Proc, ...] = ()  # agent processes whose cwd is inside the slot
     procs: tuple[Proc, ...] = ()  # every process whose cwd is inside the slot
+    # Why the slot's `.git` is not its own linked worktree of the project (None: it is). Git
+    # run in such a slot, and the pool's reset, would act on another tree (CONTRACT §7a).
+    git_problem: str | None = None
+
+
+@dataclass(frozen=True)
+class TaskTmp:
+    """TASK's `/tmp/fm-<id>` as found on disk, judged without following a link (§7a)."""
+
+    path: str
+    exists: bool
+    # Why it may not be used (a symlink, not a directory, someone else's), else None.
+    problem: str | None = None
+    procs: tuple[Proc, ...] = ()  # every process whose cwd is inside it
 
 
 @dataclass(frozen=True)
@@ -158,7 +176,7 @@ class Observation:
     slots: Mapping[str, SlotFacts]  # canonical slot -> facts
     invalid_slots: Mapping[str, tuple[str, ...] | None]  # invalid record id -> canonical slots
     project_of: Mapping[str, str]  # task id -> canonical project
-    tasktmp_exists: Mapping[str, bool] = field(default_factory=dict)
+    tasktmp: Mapping[str, TaskTmp] = field(default_factory=dict)  # task id -> its tasktmp
 
     # Derived indexes, computed once per observation, so that deciding for every task of a
     # fleet stays linear.
@@ -171,6 +189,30 @@ class Observation:
         return {slot: tuple(tids) for slot, tids in out.items()}
 
     @cached_property
-    def attributed(self) -> frozenset[int]:
-        """Every pid in some task's endpoint process trees."""
-        return frozenset(pid for ep in self.endpoints.values() for pid in ep.pids)
+    def nested(self) -> Mapping[str, tuple[str, ...]]:
+        """Canonical slot -> the task ids whose slot lies strictly inside it or strictly
+        contains it: resetting one resets part of the other (CONTRACT §7a). Each slot's
+        ancestors are looked up, so this costs slots x path depth."""
+        out: dict[str, set[str]] = {}
+        claimed = self.claimants
+        for slot in claimed:
+            parent = slot
+            while parent != "/":
+                parent = parent.rsplit("/", 1)[0] or "/"
+                if parent in claimed:
+                    out.setdefault(parent, set()).update(claimed[slot])
+                    out.setdefault(slot, set()).update(claimed[parent])
+        return {slot: tuple(sorted(tids)) for slot, tids in out.items()}
+
+    @cached_property
+    def tmux_pids(self) -> frozenset[int]:
+        """Every tmux server (the listing's `#{pid}`) and every process named tmux."""
+        from fm_teardown.endpoint import is_tmux
+
+        named = {p.pid for p in self.processes.procs.values() if is_tmux(p.name, p.argv0)}
+        return frozenset(named | self.inventory.server_pids)
+
+    @cached_property
+    def endpoint_owner(self) -> Mapping[int, str]:
+        """pid -> the task whose endpoint process trees hold it."""
+        return {pid: tid for tid, ep in self.endpoints.items() for pid in ep.pids}

@@ -77,8 +77,16 @@ class Tmux:
             raise AssertionError(f"tmux {' '.join(args)} failed: {r.stderr}")
         return r
 
-    def start(self, session: str = SESSION) -> None:
-        self.run("new-session", "-d", "-s", session, "-n", "keep", "bash --norc --noprofile")
+    def start(self, session: str = SESSION, cwd: Path | None = None) -> None:
+        """Start the server; `cwd`: where it starts (a server keeps that cwd for good)."""
+        subprocess.run(
+            ["tmux", "-u", "-S", self.socket, "-f", "/dev/null", "new-session", "-d", "-s",
+             session, "-n", "keep", "bash --norc --noprofile"],
+            capture_output=True, env=self.env, cwd=cwd, check=True,
+        )  # fmt: skip
+
+    def server_pid(self) -> int:
+        return int(self.run("display-message", "-p", "#{pid}").stdout.strip())
 
     def has_session(self, session: str) -> bool:
         return self.run("has-session", "-t", f"={session}", check=False).returncode == 0
@@ -113,8 +121,12 @@ class Tmux:
         r = self.run("list-panes", "-t", target, "-F", "#{pane_pid}")
         return [int(x) for x in r.stdout.split()]
 
-    def kill(self) -> None:
+    def stop(self) -> None:
+        """End the server; tmux leaves its socket file behind."""
         self.run("kill-server", check=False)
+
+    def kill(self) -> None:
+        self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -165,6 +177,7 @@ class Fleet:
         # compares which of these are still alive.
         self.tracked: set[int] = set()
         self.treehouse = REPO / "tests" / "standin" / "treehouse"
+        self.other_servers: list[Tmux] = []
 
     # -- the pool -------------------------------------------------------------------------
     def slot(
@@ -347,11 +360,21 @@ class Fleet:
             "live": sorted(pid for pid in self.tracked if not gone(pid)),
         }
 
+    def tmux_server_in(self, cwd: Path) -> Tmux:
+        """Another tmux server, started by someone cd'd into `cwd` (it keeps that cwd)."""
+        server = Tmux(self.home)
+        server.start("elsewhere", cwd=cwd)
+        self.other_servers.append(server)
+        self.tracked.add(server.server_pid())
+        return server
+
     def close(self) -> None:
         for p in self.procs:
             if p.poll() is None:
                 p.kill()
             p.wait()
+        for server in self.other_servers:
+            server.kill()
         self.tmux.kill()
 
 

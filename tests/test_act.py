@@ -166,8 +166,8 @@ def test_processes_that_keep_coming_back_stop_the_run(fleet: Fleet) -> None:
 
 
 def test_lease_changed_after_deciding_is_not_returned(fleet: Fleet) -> None:
-    """The return is conditional on the lease seen; a precondition failure is never retried
-    unconditionally."""
+    """The pool's state is read again right before the return (§7a): a lease that is not
+    TASK's stops the run there (4, naming it); the return is never even tried."""
     slot = fleet.slot(1, holder="t1")
     fleet.task("t1", slot, "dead")
     proc, pause = fleet.fm_paused("after-processes", "t1")
@@ -175,10 +175,12 @@ def test_lease_changed_after_deciding_is_not_returned(fleet: Fleet) -> None:
     pause.unlink()
     out, _ = proc.communicate(timeout=60)
     doc = json.loads(out)
-    assert (proc.returncode, doc["verdict"]) == (1, "failed")
-    assert ("pool", "failed") in outcomes(doc)
-    calls = fleet.treehouse_calls()
-    assert len(calls) == 1 and "--if-lease-id" in calls[0]["argv"]  # type: ignore[operator]
+    assert (proc.returncode, doc["verdict"]) == (4, "live-owner")
+    reason = doc["reasons"][0]  # type: ignore[index]
+    assert "lease:intruder" in reason and "already done by this run: endpoint" in reason
+    assert "nothing was changed" not in reason
+    assert ("pool", "skipped") in outcomes(doc) and ("record", "skipped") in outcomes(doc)
+    assert fleet.treehouse_calls() == []
     assert pool_entry(fleet, slot)["lease_holder"] == "intruder"
     assert (fleet.state / "t1.meta").exists()
 

@@ -24,8 +24,10 @@ def make_tree(root: Path) -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(NAMES), min_size=0, max_size=6), min_size=1,
-                max_size=8), st.booleans())
+@given(
+    st.lists(st.lists(st.sampled_from(NAMES), min_size=0, max_size=6), min_size=1, max_size=8),
+    st.booleans(),
+)
 def test_agrees_with_realpath(paths: list[list[str]], trailing: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(os.path.realpath(tmp))

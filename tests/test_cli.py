@@ -15,8 +15,13 @@ REPO = Path(__file__).resolve().parent.parent
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, *args], capture_output=True, text=True, env=env, check=False,
-        cwd=REPO, timeout=60,
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        cwd=REPO,
+        timeout=60,
     )
 
 
@@ -41,8 +46,13 @@ def test_task_ids_complete_from_the_state_dir(tmp_path: Path) -> None:
     state.mkdir()
     for name in ("alpha.meta", "alps.meta", "beta.meta", "alpha.status"):
         (state / name).write_text("")
-    env = {**os.environ, "FM_HOME": str(tmp_path), "_FM_COMPLETE": "complete_bash",
-           "COMP_WORDS": "fm teardown al", "COMP_CWORD": "2"}
+    env = {
+        **os.environ,
+        "FM_HOME": str(tmp_path),
+        "_FM_COMPLETE": "complete_bash",
+        "COMP_WORDS": "fm teardown al",
+        "COMP_CWORD": "2",
+    }
     r = run("-m", "fm_teardown", env=env)
     assert r.stdout.split() == ["alpha", "alps"]
 

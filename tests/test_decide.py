@@ -18,6 +18,7 @@ import pytest
 from fm_teardown.decide import Decision, Flags, decide
 from fm_teardown.errors import ExitCode, Verdict
 from fm_teardown.observe import assemble
+from fm_teardown.paths import is_within
 from fm_teardown.records import Fleet, InvalidRecord, Record, load_fleet
 from fm_teardown.settings import Settings
 from fm_teardown.world import (
@@ -31,6 +32,7 @@ from fm_teardown.world import (
     Proc,
     ProcessTable,
     SlotFacts,
+    TaskTmp,
     TmuxInventory,
 )
 
@@ -41,6 +43,7 @@ POOL = "/pool/proj-abc"
 S1 = f"{POOL}/1/proj"
 S2 = f"{POOL}/2/proj"
 TREEHOUSE = "/usr/local/bin/treehouse"
+STANDIN = str(Path(__file__).resolve().parent / "standin" / "treehouse")
 STATE_FILE = f"{POOL}/treehouse-state.json"
 
 
@@ -78,6 +81,8 @@ class World:
     agents: dict[str, list[Proc]] = field(default_factory=dict)
     others: dict[str, list[Proc]] = field(default_factory=dict)
     gone_slots: set[str] = field(default_factory=set)
+    git_problems: dict[str, str] = field(default_factory=dict)
+    tmp_problems: dict[str, str] = field(default_factory=dict)
 
     def task(
         self,
@@ -158,6 +163,27 @@ class World:
         self.others.setdefault(slot, []).append(Proc(pid, 1, "sleep", "sleep", slot, 1.0))
         return self
 
+    def shell(self, pid: int, slot: str = S1, *, of: str) -> World:
+        """A shell of task `of`'s endpoint whose cwd is in `slot`."""
+        self.others.setdefault(slot, []).append(Proc(pid, 1, "bash", "bash", slot, 2.0))
+        self.endpoint_pids[of].add(pid)
+        return self
+
+    def tmux_server(self, pid: int, slot: str = S1) -> World:
+        """A tmux server started from inside `slot` (it keeps that cwd)."""
+        self.others.setdefault(slot, []).append(Proc(pid, 1, "tmux: server", "tmux", slot, 3.0))
+        return self
+
+    def foreign_git(self, slot: str = S1) -> World:
+        """The slot's `.git` names another worktree's git dir (a `cp -a` of a live slot)."""
+        self.git_problems[slot] = f"slot {slot}: .git names another worktree's git dir"
+        return self
+
+    def bad_tmp(self, task_id: str) -> World:
+        """TASK's /tmp/fm-<id> is a symlink planted by someone."""
+        self.tmp_problems[task_id] = f"tasktmp /tmp/fm-{task_id} is a symlink (to /)"
+        return self
+
     def invalid(self, task_id: str, claimed: tuple[str, ...] | None) -> World:
         self.bad[task_id] = InvalidRecord(
             task_id, f"{FM_HOME}/state/{task_id}.meta", "is not a regular file", claimed
@@ -179,26 +205,35 @@ class World:
             )
             for i, (t, state) in enumerate(self.states.items())
         }
+        # Processes are in every slot that contains their cwd (slots may be nested).
+        all_agents = [p for ps in self.agents.values() for p in ps]
+        all_procs = all_agents + [p for ps in self.others.values() for p in ps]
         slots = {}
         for r in self.records.values():
             s = r.worktree
-            agents = tuple(self.agents.get(s, ()))
             slots[s] = SlotFacts(
                 canonical=s,
                 exists=s not in self.gone_slots,
                 pool=self.pools.get(s) or PoolView(STATE_FILE, _entry(s)),
-                agents=agents,
-                procs=agents + tuple(self.others.get(s, ())),
+                agents=tuple(p for p in all_agents if is_within(p.cwd or "", s)),
+                procs=tuple(p for p in all_procs if is_within(p.cwd or "", s)),
+                git_problem=self.git_problems.get(s),
             )
+        tasktmp = {
+            t: TaskTmp(f"/tmp/fm-{t}", True, self.tmp_problems.get(t))
+            for t, r in self.records.items()
+            if r.tasktmp or t in self.tmp_problems
+        }
         obs = Observation(
             inventory=TmuxInventory("ok"),
-            processes=ProcessTable({}),
+            processes=ProcessTable({p.pid: p for p in all_procs}),
             env=Environment(self.home, self.fm_home, self.treehouse_bin),
             slot_of={t: r.worktree for t, r in self.records.items()},
             endpoints=endpoints,
             slots=slots,
             invalid_slots={t: b.claimed for t, b in self.bad.items()},
             project_of={t: r.project for t, r in self.records.items()},
+            tasktmp=tasktmp,
         )
         return fleet, obs
 
@@ -412,17 +447,42 @@ CASES: dict[str, Case] = {
         EMPTY,
         ["lease:recovered: state file was corrupt"],
     ),
+    # §7a: a lease held by another task is that task's claim; its liveness is its endpoint's,
+    # and when it is not live the pool says the slot is its: stale for TASK.
     "lease-holder-is-other-task-on-same-slot": Case(
         lambda: World().task("a").task("b", endpoint="dead").lease(holder="b", lease_id="L2"),
+        Verdict.STALE,
+        STALE,
+        mentions=("b",),
+    ),
+    "lease-holder-is-other-task-elsewhere": Case(
+        lambda: World().task("a").task("b", S2, "missing").lease(holder="b", lease_id="L2"),
+        Verdict.STALE,
+        STALE,
+        mentions=("b",),
+    ),
+    "lease-held-by-dead-task-beats-launch-order": Case(
+        lambda: (
+            World()
+            .task("a", spawn_gen="s900.1.x")
+            .task("b", endpoint="dead", spawn_gen="s100.1.x")
+            .lease(holder="b", lease_id="L2")
+        ),
+        Verdict.STALE,
+        STALE,
+        mentions=("lease", "b"),
+    ),
+    "lease-id-is-other-tasks-record": Case(
+        lambda: World().task("a").task("b", S2, "alive", lease_id="L2").lease(lease_id="L2"),
         Verdict.LIVE_OWNER,
         EMPTY,
         ["b"],
     ),
-    "lease-holder-is-other-task-elsewhere": Case(
-        lambda: World().task("a").task("b", S2, "missing").lease(holder="b", lease_id="L2"),
+    "lease-holder-names-no-record": Case(
+        lambda: World().task("a").lease(holder="ci-bot", lease_id="L2"),
         Verdict.LIVE_OWNER,
         EMPTY,
-        ["b"],
+        ["lease:ci-bot"],
     ),
     "lease-holder-is-other-task-and-it-is-alive": Case(
         lambda: World().task("a").task("b", endpoint="alive").lease(holder="b"),
@@ -484,6 +544,7 @@ CASES: dict[str, Case] = {
         Verdict.PROCEED,
         FULL,
     ),
+    # §7a: another task's live endpoint working in the slot owns it.
     "agent-in-tree-of-task-elsewhere": Case(
         lambda: (
             World()
@@ -492,8 +553,130 @@ CASES: dict[str, Case] = {
             .task("c", S2, "alive")
             .agent(11, of="c")
         ),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["c"],
+    ),
+    # -- §7a: nested slots claim each other -------------------------------------------------
+    "nested-live-slot-inside": Case(
+        lambda: World().task("a").task("b", S1 + "/sub", "alive"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["b"],
+    ),
+    "nested-live-slot-containing": Case(
+        lambda: World().task("a").task("b", f"{POOL}/1", "ambiguous"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["b"],
+    ),
+    "nested-dead-older-slot-inside-proceeds": Case(
+        lambda: (
+            World()
+            .task("a", spawn_gen="s200.1.1")
+            .task("b", S1 + "/sub", "dead", spawn_gen="s100.1.1")
+        ),
         Verdict.PROCEED,
         FULL,
+    ),
+    "nested-dead-newer-slot-inside-is-stale": Case(
+        lambda: (
+            World()
+            .task("a", spawn_gen="s100.1.1")
+            .task("b", S1 + "/sub", "missing", spawn_gen="s200.1.1")
+        ),
+        Verdict.STALE,
+        STALE,
+        mentions=("b",),
+    ),
+    "nested-live-agent-in-inner-slot": Case(
+        lambda: (
+            World()
+            .task("a")
+            .task("b", S1 + "/sub", "alive", spawn_gen="s1.1.1")
+            .agent(21, S1 + "/sub", of="b")
+        ),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["b"],
+    ),
+    # -- §7a: what fm never signals may not be in a slot the pool will reset -------------------
+    "tmux-server-in-slot-refuses": Case(
+        lambda: World().task("a").tmux_server(31),
+        Verdict.UNSAFE,
+        EMPTY,
+        mentions=("tmux server", "31", "outside the pool"),
+    ),
+    "tmux-server-in-stale-slot-is-left-alone": Case(
+        lambda: (
+            World().task("a", spawn_gen="s100.1.1").task("b", spawn_gen="s200.1.1").tmux_server(31)
+        ),
+        Verdict.STALE,
+        STALE,
+    ),
+    "dead-endpoint-shell-of-other-task-in-slot-is-spared-not-an-owner": Case(
+        lambda: (
+            World()
+            .task("a", spawn_gen="s200.1.1")
+            .task("b", spawn_gen="s100.1.1", endpoint="dead")
+            .shell(41, of="b")
+        ),
+        Verdict.PROCEED,
+        FULL,
+    ),
+    "live-endpoint-process-of-task-elsewhere-owns-the-slot": Case(
+        lambda: World().task("a").task("c", S2, "ambiguous").shell(42, of="c"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["c"],
+    ),
+    "discarded-owners-own-processes-do-not-block": Case(
+        lambda: World().task("a").task("b", endpoint="alive").shell(43, of="b").agent(44, of="b"),
+        Verdict.PROCEED,
+        ["endpoint", "processes", "save-discarded", "pool", "record"],
+        ["b"],
+        force=True,
+        discard="b",
+        landed=UNLANDED,
+        mentions=("b's unlanded work",),
+    ),
+    # -- §7a: the slot's git dir must be its own ----------------------------------------------
+    "foreign-git-dir-refuses": Case(
+        lambda: World().task("a").foreign_git(),
+        Verdict.UNSAFE,
+        EMPTY,
+        mentions=("another worktree",),
+    ),
+    "foreign-git-dir-force-still-refuses": Case(
+        lambda: World().task("a").foreign_git(),
+        Verdict.UNSAFE,
+        EMPTY,
+        force=True,
+        landed=UNLANDED,
+    ),
+    "foreign-git-dir-on-stale-slot-is-left-alone": Case(
+        lambda: (
+            World().task("a", spawn_gen="s100.1.1").task("b", spawn_gen="s200.1.1").foreign_git()
+        ),
+        Verdict.STALE,
+        STALE,
+    ),
+    # -- §7a: tasktmp on disk ------------------------------------------------------------------
+    "symlinked-tasktmp-refuses": Case(
+        lambda: World().task("a", tasktmp="/tmp/fm-a").bad_tmp("a"),
+        Verdict.UNSAFE,
+        EMPTY,
+        mentions=("/tmp/fm-a", "symlink"),
+    ),
+    "symlinked-tasktmp-refuses-a-stale-slot-too": Case(
+        lambda: (
+            World()
+            .task("a", spawn_gen="s100.1.1", tasktmp="/tmp/fm-a")
+            .task("b", spawn_gen="s200.1.1")
+            .bad_tmp("a")
+        ),
+        Verdict.UNSAFE,
+        EMPTY,
     ),
     # -- rule 1: invalid other records ----------------------------------------------------
     "invalid-other-claims-slot": Case(
@@ -988,10 +1171,18 @@ class RealWorld:
     def slot(self, n: int, *, create: bool = True, **lease: object) -> Path:
         path = self.pool / str(n) / "proj"
         if create:
-            path.mkdir(parents=True, exist_ok=True)
+            self.worktree(path, n)
         self.entries.append({"name": str(n), "path": str(path), **lease})
         self.write_pool()
         return path
+
+    def worktree(self, path: Path, n: int) -> None:
+        """A linked worktree's git layout, as `git worktree add` leaves it (files only)."""
+        path.mkdir(parents=True, exist_ok=True)
+        gitdir = self.project / ".git" / "worktrees" / f"proj{n}"
+        gitdir.mkdir(parents=True, exist_ok=True)
+        (gitdir / "gitdir").write_text(f"{path}/.git\n")
+        (path / ".git").write_text(f"gitdir: {gitdir}\n")
 
     def write_pool(self, text: str | None = None) -> None:
         self.pool.mkdir(parents=True, exist_ok=True)
@@ -1015,7 +1206,7 @@ class RealWorld:
         for pid, name in programs:
             self.proc(pid, name, cwd, parent=pane_pid)
 
-    def settings(self, treehouse_bin: str | None = "/usr/local/bin/treehouse") -> Settings:
+    def settings(self, treehouse_bin: str | None = STANDIN) -> Settings:
         fm_home = self.root / "fleet"
         return Settings(
             fm_home=fm_home,
@@ -1076,7 +1267,7 @@ def test_assembled_other_live_record_through_a_symlinked_alias(real: RealWorld) 
 
 def test_assembled_pool_return_uses_the_stored_alias_path(real: RealWorld) -> None:
     s1 = real.pool / "1" / "proj"
-    s1.mkdir(parents=True)
+    real.worktree(s1, 1)
     alias = real.root / "alias"
     alias.symlink_to(real.pool)
     stored = f"{alias}/1/proj"
@@ -1216,3 +1407,30 @@ def test_assembled_other_record_with_unsupported_backend_elsewhere_is_no_owner(
     real.record("b", s2, "backend=herdr")
     d = real.decide("a")
     assert (d.verdict, steps(d)) == (Verdict.PROCEED, FULL)
+
+
+def test_the_processes_step_lists_every_target_and_what_it_spares() -> None:
+    """§7a: a dry run lists every process the processes step would signal, by pid and name,
+    and never lists a tmux process or another task's endpoint among them."""
+    w = World().task("a", spawn_gen="s200.1.1").task("b", spawn_gen="s100.1.1")
+    for pid in range(50, 58):
+        w.worker(pid)
+    d = w.shell(41, of="b").agent(60, of="a").decide("a")
+    [detail] = [s.detail for s in d.plan if s.step == "processes"]
+    targets, spared = detail.split("; never signalled: ")
+    assert all(f"sleep ({pid})" in targets for pid in range(50, 58)) and "claude (60)" in targets
+    assert "(41)" not in targets and spared == "bash (41, b's endpoint)"
+
+
+def test_discarding_a_live_task_saves_its_work_under_its_own_name() -> None:
+    """§7a: what is saved before the return is the discarded owner's work, named for it."""
+    w = World().task("a").task("b", endpoint="alive")
+    d = w.decide("a", force=True, discard="b", landed=UNLANDED)
+    assert (d.verdict, d.save_discarded, d.save_as) == (Verdict.PROCEED, True, "b")
+    [save] = [s for s in d.plan if s.step == "save-discarded"]
+    assert save.target == "refs/fm/discarded/b/<UTC timestamp>"
+    d = World().task("a").decide("a", force=True, landed=UNLANDED)
+    assert (d.save_as, [s.target for s in d.plan if s.step == "save-discarded"]) == (
+        "a",
+        ["refs/fm/discarded/a/<UTC timestamp>"],
+    )

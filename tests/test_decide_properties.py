@@ -35,6 +35,8 @@ from tests.test_decide import (
 )
 
 SLOTS = [f"{POOL}/1/proj", f"{POOL}/2/proj", f"{POOL}/10/proj"]
+# Slots nested with slot 1: one inside it, one containing it (§7a: they claim each other).
+NESTED = [f"{POOL}/1/proj/sub", f"{POOL}/1"]
 ROOT_SLOTS = [PROJECT, "/src", HOME, "/home", FM_HOME, "/"]  # roots and their ancestors
 IDS = ["t0", "t1", "t2", "t3", "t4", "t5"]
 LIVE = {EndpointState.ALIVE, EndpointState.AMBIGUOUS, EndpointState.UNREADABLE}
@@ -82,6 +84,12 @@ class Scenario:
     force: bool
     discard: str | None
     landed: Landed = field(default=LANDED)
+    # §7a evidence: shells of (any) task's endpoint working in a slot, tmux servers started in
+    # a slot, slots whose .git names another worktree's git dir, TASK's tasktmp a symlink.
+    shells: tuple[tuple[int, str, str], ...] = ()  # (pid, slot, task whose pane holds it)
+    tmux: tuple[str, ...] = ()  # slots with a tmux server in them
+    foreign_git: frozenset[str] = frozenset()
+    bad_tmp: bool = False
 
     def world(self) -> World:
         w = World(treehouse_bin=self.treehouse_bin)
@@ -114,6 +122,14 @@ class Scenario:
             w.gone(slot)
         for pid, slot, of in self.agents:
             w.agent(pid, slot, of=of)
+        for pid, slot, of in self.shells:
+            w.shell(pid, slot, of=of)
+        for i, slot in enumerate(self.tmux):
+            w.tmux_server(8000 + i, slot)
+        for slot in self.foreign_git:
+            w.foreign_git(slot)
+        if self.bad_tmp:
+            w.bad_tmp(self.task)
         for tid, claimed in self.invalid.items():
             w.invalid(tid, claimed)
         return w
@@ -152,8 +168,9 @@ HOLDERS = ["", "ci-bot", RECOVERED, *IDS]
 ENDPOINTS = [*EndpointState, *[EndpointState.DEAD, EndpointState.MISSING] * 3]
 NOT_LIVE = [EndpointState.DEAD, EndpointState.MISSING]
 CROWDED = [*EndpointState, EndpointState.ALIVE]
-# Mostly two shared pool slots; sometimes a sibling with a prefix name (`10` vs `1`), or a root.
-POOL_SLOTS = SLOTS[:2] * 20 + SLOTS[2:] * 6
+# Mostly two shared pool slots; sometimes a sibling with a prefix name (`10` vs `1`), a slot
+# nested with slot 1, or a root.
+POOL_SLOTS = SLOTS[:2] * 20 + SLOTS[2:] * 6 + NESTED * 3
 CLAIMS: list[tuple[str, ...] | None] = [None, *((s,) for s in SLOTS), (SLOTS[2],)]
 RARELY = [False] * 9 + [True]
 
@@ -225,6 +242,16 @@ def scenarios(draw: st.DrawFn, mode: str = "any") -> Scenario:
     invalid = {
         f"bad{i}": one(draw, CLAIMS) for i in range(0 if quiet else one(draw, [0] * 6 + [1, 2]))
     }
+    # §7a: shells of any task's endpoint working in some slot (quiet: only TASK's own, and
+    # those of tasks on other slots), tmux servers in slots, foreign git dirs, a bad tasktmp.
+    shell_owners = [task] if quiet else ids
+    shells = tuple(
+        (7000 + i, one(draw, used), one(draw, shell_owners))
+        for i in range(one(draw, [0, 0, 0, 1, 2]))
+    )
+    tmux = tuple(s for s in used if one(draw, RARELY))
+    foreign_git = frozenset(s for s in used if one(draw, RARELY))
+    bad_tmp = one(draw, RARELY)
     sc = Scenario(
         task=task,
         records=records,
@@ -236,6 +263,10 @@ def scenarios(draw: st.DrawFn, mode: str = "any") -> Scenario:
         force=one(draw, [False, True]),
         discard=None,
         landed=one(draw, [LANDED, UNLANDED]),
+        shells=shells,
+        tmux=tmux,
+        foreign_git=foreign_git,
+        bad_tmp=bad_tmp,
     )
     # --discard-live-owner: often one of the slot's live owners (as the model sees them),
     # else any owner-like id of the fleet, junk, or nothing.
@@ -265,9 +296,37 @@ def lease_is_tasks(sc: Scenario) -> bool:
     return pool.holder != "" and pool.holder in (rec.lease_holder, sc.task)
 
 
+def within(child: str, parent: str) -> bool:
+    return child == parent or child.startswith(parent.rstrip("/") + "/")
+
+
 def other_claimants(sc: Scenario) -> list[str]:
+    """Records on TASK's slot, or on one nested with it (inside it, or containing it)."""
     slot = sc.records[sc.task].slot
-    return [t for t, r in sc.records.items() if t != sc.task and r.slot == slot]
+    return [
+        t
+        for t, r in sc.records.items()
+        if t != sc.task and (within(r.slot, slot) or within(slot, r.slot))
+    ]
+
+
+def lease_task(sc: Scenario) -> str | None:
+    """The other task whose record holds the lease on TASK's slot (§7a), if any."""
+    pool = sc.pools[sc.records[sc.task].slot]
+    if pool.status != "managed" or not pool.leased or lease_is_tasks(sc):
+        return None
+    if pool.holder and pool.holder != sc.task and pool.holder in sc.records:
+        return pool.holder
+    matches = [
+        t
+        for t, r in sc.records.items()
+        if t != sc.task
+        and (
+            (pool.lease_id and r.lease_id == pool.lease_id)
+            or (pool.holder and not r.lease_id and r.lease_holder == pool.holder)
+        )
+    ]
+    return matches[0] if len(matches) == 1 else None
 
 
 def model_live_owners(sc: Scenario) -> set[str]:
@@ -276,18 +335,36 @@ def model_live_owners(sc: Scenario) -> set[str]:
     live = {t for t in others if sc.records[t].endpoint in LIVE}
     pool = sc.pools[slot]
     if pool.status == "managed" and pool.leased and not lease_is_tasks(sc):
-        if pool.holder in sc.records and pool.holder != sc.task:
-            live.add(pool.holder)  # a lease held by another task is that task
+        holder = lease_task(sc)
+        if holder is not None:
+            if sc.records[holder].endpoint in LIVE:
+                live.add(holder)  # a lease held by another task is that task's claim
         else:
             live.add(f"lease:{pool.holder or pool.lease_id}")
+    # Another task's live endpoint working in the slot (agents sit in `<slot>/src`).
+    for _, s, of in sc.agents:
+        if (
+            of not in (None, sc.task)
+            and within(s + "/src", slot)
+            and sc.records[of].endpoint in LIVE
+        ):
+            live.add(of)
+    for _, s, of in sc.shells:
+        if of != sc.task and within(s, slot) and sc.records[of].endpoint in LIVE:
+            live.add(of)
     if others:
-        live |= {f"pid:{pid}" for pid, s, of in sc.agents if s == slot and of is None}
+        live |= {
+            f"pid:{pid}" for pid, s, of in sc.agents if within(s + "/src", slot) and of is None
+        }
     return live
 
 
 def unsafe_before_owners(sc: Scenario) -> bool:
-    """Rules 1 and 2: an invalid record that might claim the slot; a root as the slot."""
+    """Rules 1 and 2: an invalid record that might claim the slot; a root as the slot; TASK's
+    tasktmp not its own directory."""
     slot = sc.records[sc.task].slot
+    if sc.bad_tmp:
+        return True
     if any(claimed is None or slot in claimed for claimed in sc.invalid.values()):
         return True
     roots = [PROJECT, "/", HOME, FM_HOME]
@@ -307,6 +384,12 @@ def newer(a: Rec, b: Rec) -> bool | None:
     return None
 
 
+def blocked(sc: Scenario, discarded: str | None) -> bool:
+    """What fm never ends and the pool's reset would end works in the slot: a tmux server."""
+    slot = sc.records[sc.task].slot
+    return any(within(s, slot) for s in sc.tmux)
+
+
 def model_verdict(sc: Scenario) -> Verdict:
     rec = sc.records[sc.task]
     slot = rec.slot
@@ -319,12 +402,24 @@ def model_verdict(sc: Scenario) -> Verdict:
             return Verdict.LIVE_OWNER
         discarded = sc.discard
     others = other_claimants(sc)
+    holder = lease_task(sc)
+    if holder is not None and holder not in others:
+        others.append(holder)
+    others = [o for o in others if o != discarded]
     task_is_newest = all(newer(rec, sc.records[o]) is True for o in others)
-    if others and discarded is None and not lease_is_tasks(sc) and not task_is_newest:
+    current = not lease_is_tasks(sc) and (holder is not None or not task_is_newest)
+    if others and discarded is None and current:
         return Verdict.STALE
     exists = slot not in sc.gone
     pool = sc.pools[slot]
-    if exists and (sc.treehouse_bin is None or pool.status != "managed" or pool.destroying):
+    if exists and (
+        sc.treehouse_bin is None
+        or pool.status != "managed"
+        or pool.destroying
+        or slot in sc.foreign_git
+    ):
+        return Verdict.UNSAFE
+    if model_returns_slot(sc) and blocked(sc, discarded):
         return Verdict.UNSAFE
     needs_check = exists or rec.kind != "ship"
     if needs_check and not sc.landed.landed and not sc.force:

@@ -12,8 +12,10 @@ import pytest
 from tests.fleet import Fleet
 
 
-def dry(fleet: Fleet, task: str, *flags: str) -> tuple[int, dict[str, object]]:
-    return fleet.fm_json("teardown", task, "--dry-run", *flags)
+def dry(
+    fleet: Fleet, task: str, *flags: str, env: dict[str, str] | None = None
+) -> tuple[int, dict[str, object]]:
+    return fleet.fm_json("teardown", task, "--dry-run", *flags, env=env)
 
 
 def owner_ids(doc: dict[str, object]) -> list[str]:
@@ -176,7 +178,7 @@ def test_no_tmux_server_means_missing(fleet: Fleet) -> None:
     slot = fleet.slot(1, holder="t1")
     fleet.task("t1", slot, "dead")
     fleet.task("t2", slot, "dead", extra={"spawn_gen": "s9.1.a"})
-    fleet.tmux.kill()
+    fleet.tmux.stop()  # the socket file stays behind: no server answers there
     code, doc = dry(fleet, "t1")
     # t2 is newer by spawn_gen, but the pool lease is t1's: t1 is the slot's current owner.
     assert (code, doc["verdict"], doc["endpoint"]) == (0, "proceed", "missing")
@@ -185,15 +187,32 @@ def test_no_tmux_server_means_missing(fleet: Fleet) -> None:
     ]
 
 
-def test_lease_of_a_dead_other_task_is_live(fleet: Fleet) -> None:
-    """A lease counts as live: the task holding it owns the slot even with a dead pane."""
+def test_lease_of_a_dead_other_task_makes_the_slot_stale(fleet: Fleet) -> None:
+    """§7a: a lease held by another task is its claim; that task is not live (dead pane), so
+    the pool says the slot is its: stale for `older`, whatever the launch order."""
     slot = fleet.slot(1, holder="newer")
-    fleet.task("older", slot, "dead")
-    fleet.task("newer", slot, "dead")
+    fleet.task("older", slot, "dead", extra={"spawn_gen": "s900.1.a"})
+    fleet.task("newer", slot, "dead", extra={"spawn_gen": "s100.1.a"})
     code, doc = dry(fleet, "older")
-    assert (code, owner_ids(doc)) == (4, ["newer"])
+    assert (code, doc["verdict"], owner_ids(doc)) == (0, "stale", [])
+    assert any("newer" in w for w in doc["warnings"])  # type: ignore[union-attr]
+    # older's dead shell in the slot is no owner, and fm never signals it.
     code, doc = dry(fleet, "newer")
     assert (code, doc["verdict"]) == (0, "proceed")
+    processes = next(s for s in doc["steps"] if s["step"] == "processes")  # type: ignore[union-attr]
+    assert "older's endpoint" in processes["detail"]  # type: ignore[index]
+
+
+def test_socket_path_that_does_not_exist_is_unreadable(fleet: Fleet) -> None:
+    """§7a: a wrong FM_TMUX_SOCKET must not make every other task look not live."""
+    slot = fleet.slot(1, leased=False)
+    fleet.task("t1", slot, "dead", extra={"spawn_gen": "s1.1.a"})
+    fleet.task("t2", slot, "alive", extra={"spawn_gen": "s2.1.a"})
+    for wrong in (str(fleet.root / "no-such-socket"), "/etc/passwd"):
+        code, doc = dry(fleet, "t1", env=fleet.env(FM_TMUX_SOCKET=wrong))
+        assert (code, doc["verdict"]) == (4, "live-owner"), doc
+        [t2] = [o for o in doc["owners"] if o["id"] == "t2"]  # type: ignore[union-attr]
+        assert t2["endpoint"] == "unreadable" and wrong in t2["why"]
 
 
 def test_invalid_other_record_claiming_the_slot_refuses(fleet: Fleet) -> None:

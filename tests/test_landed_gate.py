@@ -99,10 +99,7 @@ def test_merged_pr_via_gh(fleet: Fleet, slot: Path) -> None:
     commit(slot, "feature.txt", "pr\n", "feature")
     head = git(slot, "rev-parse", "HEAD")
     fake = fleet.root / "gh"
-    fake.write_text(
-        "#!/bin/sh\n"
-        f"echo '{json.dumps({'state': 'MERGED', 'headRefOid': head})}'\n"
-    )
+    fake.write_text(f"#!/bin/sh\necho '{json.dumps({'state': 'MERGED', 'headRefOid': head})}'\n")
     fake.chmod(0o755)
     fleet.record("t1", slot, extra={"pr": "https://example.invalid/o/r/pull/7"})
     code, doc = teardown(fleet, "t1", FM_GH_BIN=str(fake))
@@ -150,12 +147,18 @@ def test_force_saves_the_work_and_it_comes_back_byte_identical(fleet: Fleet, slo
     (slot / "tool.sh").write_text("#!/bin/sh\n")
     os.chmod(slot / "tool.sh", 0o755)
     (slot / "out.cache").write_text("ignored: not saved\n")
-    files = {p: (slot / p).read_bytes() for p in ("feature.txt", "README", "new/untracked.txt",
-                                                  "tool.sh")}
+    files = {
+        p: (slot / p).read_bytes()
+        for p in ("feature.txt", "README", "new/untracked.txt", "tool.sh")
+    }
     code, doc = teardown(fleet, "t1", "--dry-run", "--force")
     assert code == 0
     assert [s["step"] for s in doc["steps"]] == [  # type: ignore[union-attr]
-        "endpoint", "processes", "save-discarded", "pool", "record"
+        "endpoint",
+        "processes",
+        "save-discarded",
+        "pool",
+        "record",
     ]
     r = fleet.fm("teardown", "t1", "--force")
     assert r.returncode == 0, r.stderr
@@ -180,8 +183,13 @@ def test_old_lock_without_holder_is_removed_and_the_return_goes_on(
     lock = Path(git(slot, "rev-parse", "--path-format=absolute", "--git-path", "index.lock"))
     lock.write_text("")
     os.utime(lock, (946684800, 946684800))  # the year 2000
-    r = fleet.fm("teardown", "t1", env=fleet.env(FM_TREEHOUSE_RETURN_LOCK_RETRIES="1",
-                                                  FM_TREEHOUSE_RETURN_LOCK_RETRY_WAIT_SECS="0"))
+    r = fleet.fm(
+        "teardown",
+        "t1",
+        env=fleet.env(
+            FM_TREEHOUSE_RETURN_LOCK_RETRIES="1", FM_TREEHOUSE_RETURN_LOCK_RETRY_WAIT_SECS="0"
+        ),
+    )
     assert r.returncode == 0, r.stderr
     assert "removed provably-stale git lock" in r.stderr
     assert not lock.exists()
@@ -194,16 +202,24 @@ def test_old_lock_with_a_live_holder_is_kept(fleet: Fleet, slot: Path) -> None:
     os.utime(lock, (946684800, 946684800))
     ready = fleet.root / "holder-ready"
     holder = fleet.spawn(
-        ["python3", "-c", f"import time; f=open({str(lock)!r}); "
-         f"open({str(ready)!r},'w').close(); time.sleep(100000)"],
+        [
+            "python3",
+            "-c",
+            f"import time; f=open({str(lock)!r}); "
+            f"open({str(ready)!r},'w').close(); time.sleep(100000)",
+        ],
         fleet.root,
     )
     from tests.fleet import wait_for
 
     wait_for(ready.exists, what="lock holder ready")
     tree = tree_hash(slot)
-    code, doc = teardown(fleet, "t1", FM_TREEHOUSE_RETURN_LOCK_RETRIES="1",
-                         FM_TREEHOUSE_RETURN_LOCK_RETRY_WAIT_SECS="0")
+    code, doc = teardown(
+        fleet,
+        "t1",
+        FM_TREEHOUSE_RETURN_LOCK_RETRIES="1",
+        FM_TREEHOUSE_RETURN_LOCK_RETRY_WAIT_SECS="0",
+    )
     assert (code, doc["verdict"]) == (1, "failed")
     assert lock.exists() and holder.poll() is None
     assert (fleet.state / "t1.meta").exists()
@@ -217,11 +233,16 @@ def test_fresh_lock_that_clears_on_retry(fleet: Fleet, slot: Path) -> None:
 
     lock = Path(git(slot, "rev-parse", "--path-format=absolute", "--git-path", "index.lock"))
     lock.write_text("")
-    env = fleet.env(FM_TREEHOUSE_RETURN_LOCK_RETRIES="3",
-                    FM_TREEHOUSE_RETURN_LOCK_RETRY_WAIT_SECS="1")
+    env = fleet.env(
+        FM_TREEHOUSE_RETURN_LOCK_RETRIES="3", FM_TREEHOUSE_RETURN_LOCK_RETRY_WAIT_SECS="1"
+    )
     proc = subprocess.Popen(
-        ["python3", "-m", "fm_teardown", "teardown", "t1"], cwd=fleet.fm_home, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        ["python3", "-m", "fm_teardown", "teardown", "t1"],
+        cwd=fleet.fm_home,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     wait_for(lambda: len(fleet.treehouse_calls()) >= 1, timeout=30, what="the first return")
     first = int(fleet.treehouse_calls()[0]["pid"])  # type: ignore[call-overload]

@@ -384,9 +384,9 @@ def test_unreadable_meta_is_refused(tmp_path: Path) -> None:
 # -- the fleet -----------------------------------------------------------------------------
 
 
-def test_fleet_absent_state_dir_is_empty(tmp_path: Path) -> None:
-    fleet = load_fleet(tmp_path / "absent")
-    assert (dict(fleet.records), dict(fleet.invalid)) == ({}, {})
+def test_fleet_absent_state_dir_is_exit_5_not_an_empty_fleet(tmp_path: Path) -> None:
+    """§7a: a state dir that does not exist is a wrong setting, never an empty fleet."""
+    assert exit_code_of(lambda: load_fleet(tmp_path / "absent")) == ExitCode.UNSAFE
 
 
 def test_fleet_state_dir_that_is_a_file_is_exit_5(tmp_path: Path) -> None:

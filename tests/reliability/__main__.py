@@ -41,9 +41,19 @@ def main() -> int:
         env = {**os.environ, "FM_RELIABILITY_FIGURES": counts_file, "FM_SOAK": str(args.soak)}
         started = time.monotonic()
         r = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-             f"--junitxml={junit}", *[t for t in TESTS if (REPO / t).exists()]],
-            cwd=REPO, env=env, check=False,
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                f"--junitxml={junit}",
+                *[t for t in TESTS if (REPO / t).exists()],
+            ],
+            cwd=REPO,
+            env=env,
+            check=False,
         )
         elapsed = time.monotonic() - started
         counts = dict.fromkeys(("examples", "pipeline_examples", "crashes", "races", "hostile"), 0)
@@ -66,8 +76,13 @@ def main() -> int:
     ]
     stamp = time.strftime("%Y-%m-%d", time.gmtime())
     table = "\n".join(
-        [f"Last run: {stamp}, `python3 -m tests.reliability --soak {args.soak}`, "
-         f"{elapsed:.0f} s on a 2-core machine.", "", "| figure | count |", "|---|---|"]
+        [
+            f"Last run: {stamp}, `python3 -m tests.reliability --soak {args.soak}`, "
+            f"{elapsed:.0f} s on a 2-core machine.",
+            "",
+            "| figure | count |",
+            "|---|---|",
+        ]
         + [f"| {k} | {v} |" for k, v in rows]
     )
     print(table)
@@ -75,8 +90,9 @@ def main() -> int:
         doc = REPO / "docs" / "reliability.md"
         text = doc.read_text()
         block = f"{BEGIN}\n{table}\n{END}"
-        text = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), lambda _m: block, text,
-                      flags=re.S)
+        text = re.sub(
+            re.escape(BEGIN) + r".*?" + re.escape(END), lambda _m: block, text, flags=re.S
+        )
         doc.write_text(text)
     return r.returncode
 

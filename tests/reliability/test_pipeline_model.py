@@ -17,7 +17,13 @@ exit code each flag set gets) and the invariants are checked on the real outcome
 - a live other owner's tree and processes are never touched unless it is discarded by name;
   another slot's tree and processes never are;
 - a stale verdict leaves the slot tree, its processes and the pool alone;
-- after a real exit 0, TASK's record is gone and no other record changed.
+- after a real exit 0, TASK's record is gone and no other record changed;
+- §7a: no process of another task's endpoint (but a discarded owner's in the slot), no tmux
+  server, and nothing outside TASK's own slot and tasktmp is ever signalled.
+
+The §7a evidence is drawn too: records nested inside a slot, another task's endpoint working
+in TASK's slot, a tmux server started from inside a slot, a slot whose `.git` is a copy of
+another slot's, TASK's tasktmp planted as a symlink into a slot, leases held by dead tasks.
 
 Few examples (each costs seconds): `FM_SOAK` multiplies them.
 """
@@ -34,7 +40,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from tests.fleet import Fleet, git, gone, tree_hash
+from tests.fleet import Fleet, Task, git, gone, tree_hash
 from tests.reliability.figures import count, soak
 
 IDS = ("pm-a", "pm-b", "pm-c", "pm-d")
@@ -68,6 +74,8 @@ class Rec:
     started: int | None  # rank of started_at, if the record carries one
     mtime: int  # rank of the record's modification time (equal ranks: equal mtimes)
     names_lease: bool  # the record carries treehouse_lease_holder=<its own id>
+    nested: bool = False  # its worktree is `<slot>/nest`, a directory inside the slot
+    cross: bool = False  # (another task) its window works in TASK's slot, not its own
 
 
 @dataclass(frozen=True)
@@ -76,12 +84,15 @@ class Slot:
     lease: str | None  # None: unleased; "": empty holder; else the holder
     work: str  # clean | dirty | unpushed
     stray: bool  # an agent process runs in the slot, in no task's endpoint
+    tmux: bool = False  # a tmux server was started from inside the slot
+    foreign: bool = False  # its .git is a copy of another worktree's (a `cp -a` of a slot)
 
 
 @dataclass(frozen=True)
 class World:
     records: tuple[Rec, ...]  # records[i] is IDS[i]; records[0] is TASK
     slots: tuple[Slot, ...]
+    bad_tmp: bool = False  # TASK's /tmp/fm-<id> is a symlink into another slot
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -96,10 +107,35 @@ class World:
         return self.slots[self.task.slot]
 
     def others_on_slot(self) -> list[str]:
+        """Other records claiming TASK's slot: on the same slot, or nested in it (§7a)."""
         return [
             t
             for t, r in zip(self.ids, self.records, strict=True)
             if t != TASK and r.slot == self.task.slot
+        ]
+
+    def by_id(self) -> dict[str, Rec]:
+        return dict(zip(self.ids, self.records, strict=True))
+
+    def pool_slot(self) -> Slot | None:
+        """The pool's slot TASK's record names (a nested TASK names no pool slot at all)."""
+        return None if self.task.nested else self.task_slot
+
+    def lease_task(self) -> str | None:
+        """The other task whose record holds the lease on TASK's slot (§7a)."""
+        slot = self.pool_slot()
+        if slot is None:
+            return None
+        if slot.managed and slot.lease not in (None, "", TASK) and slot.lease in self.ids:
+            return slot.lease
+        return None
+
+    def cross_on_task_slot(self) -> list[str]:
+        """Other tasks whose window works in TASK's slot although their record is elsewhere."""
+        return [
+            t
+            for t, r in self.by_id().items()
+            if t != TASK and r.cross and r.slot != self.task.slot
         ]
 
 
@@ -118,33 +154,43 @@ def worlds(draw: st.DrawFn) -> World:
     # TASK's own), so that the stale, unlanded, unsafe and proceed verdicts get their share.
     quiet = draw(st.booleans())
     records = []
+    rarely = [False] * 7 + [True]
     for i in range(n):
         states = ["alive", "dead", "missing", "ambiguous"]
         if i and quiet:
             states = ["dead", "missing"]
         elif i:
             states += ["dead", "missing", "unreadable"]
+        endpoint = draw(st.sampled_from(states))
         records.append(
             Rec(
                 slot=draw(st.integers(0, n_slots - 1)),
-                endpoint=draw(st.sampled_from(states)),
+                endpoint=endpoint,
                 epoch=draw(st.sampled_from([None, 100, 200, 300])),
                 started=draw(st.sampled_from([None, None, 1, 2])),
                 mtime=draw(st.integers(1, 3)),
                 names_lease=draw(st.booleans()),
+                nested=draw(st.sampled_from(rarely)),
+                # Only a window can work elsewhere (an unreadable backend has none here).
+                cross=i > 0
+                and endpoint in ("alive", "dead", "ambiguous")
+                and draw(st.sampled_from(rarely * 2 if quiet else rarely)),
             )
         )
-    leases = [None, TASK] if quiet else [None, TASK, "", "bot", *IDS[1:]]
+    # Quiet worlds may hold a lease by a dead task: it is that task's claim (§7a), not live.
+    leases = [None, TASK, *IDS[1:]] if quiet else [None, TASK, "", "bot", *IDS[1:]]
     slots = tuple(
         Slot(
             managed=draw(st.sampled_from([True, True, True, True, True, False])),
             lease=draw(st.sampled_from(leases)),
             work=draw(st.sampled_from(["clean", "clean", "dirty", "unpushed"])),
             stray=not quiet and draw(st.sampled_from([False, False, True])),
+            tmux=draw(st.sampled_from(rarely)),
+            foreign=draw(st.sampled_from(rarely)),
         )
         for _ in range(n_slots)
     )
-    return World(tuple(records), slots)
+    return World(tuple(records), slots, bad_tmp=draw(st.sampled_from(rarely)))
 
 
 flagsets = st.builds(
@@ -165,26 +211,31 @@ class Built:
     slots: list[Path]
     pids: dict[str, list[int]]  # task id -> its endpoint's pids
     strays: dict[int, int] = field(default_factory=dict)  # slot index -> stray agent's pid
+    servers: list[int] = field(default_factory=list)  # tmux servers' pids (never signalled)
+    tmp_link: Path | None = None  # TASK's tasktmp planted as a symlink
 
 
 def live_owners(world: World, built: Built) -> set[str]:
-    """CONTRACT §4: the live owners of TASK's slot, by id."""
-    owners = {
-        t
-        for t, r in zip(world.ids, world.records, strict=True)
-        if t != TASK and r.slot == world.task.slot and r.endpoint in LIVE
-    }
+    """CONTRACT §4, §7a: the live owners of TASK's slot, by id."""
+    by_id = world.by_id()
+    owners = {t for t in world.others_on_slot() if by_id[t].endpoint in LIVE}
+    # Another task's live endpoint working in TASK's slot owns it (§7a).
+    owners |= {t for t in world.cross_on_task_slot() if by_id[t].endpoint in LIVE}
     slot = world.task_slot
-    # A lease is TASK's when its holder is TASK's id (the record names no lease id); any
-    # other lease is a live owner: the task it names, else `lease:<holder or lease id>`.
-    if slot.managed and slot.lease is not None and slot.lease != TASK:
+    # A lease is TASK's when its holder is TASK's id (the record names no lease id). A lease
+    # held by another task is that task's claim, live when its endpoint is (§7a); any other
+    # lease is a live owner `lease:<holder or lease id>`.
+    pool_slot = world.pool_slot()
+    if pool_slot is not None and pool_slot.managed and slot.lease not in (None, TASK):
         if slot.lease in world.ids:
-            owners.add(slot.lease)
+            if by_id[slot.lease].endpoint in LIVE:
+                owners.add(slot.lease)
         elif slot.lease:
             owners.add(f"lease:{slot.lease}")
         else:
             owners.add(f"lease:{world.task.slot + 1:032x}")
-    if world.others_on_slot() and slot.stray:
+    # A stray agent works at the slot's root: inside TASK's slot unless TASK's is nested.
+    if world.others_on_slot() and slot.stray and not world.task.nested:
         owners.add(f"pid:{built.strays[world.task.slot]}")
     return owners
 
@@ -202,31 +253,49 @@ def newer(a: Rec, b: Rec) -> bool | None:
 
 
 def task_is_current(world: World) -> bool:
-    """CONTRACT §5 rule 4: TASK's lease, else TASK is a more recent launch than every other."""
-    slot = world.task_slot
-    if slot.managed and slot.lease == TASK:
+    """CONTRACT §5 rule 4, §7a: TASK's lease; a lease held by another (not live) task makes
+    the slot that task's; else TASK is a more recent launch than every other claimant."""
+    slot = world.pool_slot()
+    if slot is not None and slot.managed and slot.lease == TASK:
         return True
-    by_id = dict(zip(world.ids, world.records, strict=True))
+    if world.lease_task() is not None:
+        return False
+    by_id = world.by_id()
     return all(newer(world.task, by_id[o]) is True for o in world.others_on_slot())
+
+
+def returns_slot(world: World, discarded: bool) -> bool:
+    """The plan ends the slot's processes and returns it, unless the pool shows TASK's recorded
+    lease already returned (an earlier run did it)."""
+    slot = world.task_slot
+    return discarded or not (world.task.names_lease and slot.lease is None)
 
 
 def expected(world: World, owners: set[str], force: bool, discard: str | None) -> set[str]:
     """The verdicts the contract allows for these flags (one, except where it is silent)."""
+    if world.bad_tmp:
+        return {"unsafe"}  # a tasktmp that is a link is refused before anything (§7a)
     discarded = False
     if owners:
         if not (force and discard is not None and owners == {discard}):
             return {"live-owner"}
         discarded = True
     allowed = set()
-    if world.others_on_slot() and not task_is_current(world):
+    claimed = world.others_on_slot() or world.lease_task() is not None
+    if claimed and not task_is_current(world):
         if not discarded:
             return {"stale"}
         # The contract does not say whether rule 4 still applies once the single live owner
         # is discarded and other (non-live) records remain: either reading is accepted.
         allowed.add("stale")
-    if not world.task_slot.managed:
+    slot = world.task_slot
+    # A nested TASK slot is no pool slot (and has no .git of its own); a foreign .git names
+    # another tree; a tmux server in the slot would be ended by the pool's return (§7a).
+    if not slot.managed or world.task.nested or slot.foreign:
         return allowed | {"unsafe"}
-    if world.task_slot.work != "clean" and not force:
+    if slot.tmux and returns_slot(world, discarded):
+        return allowed | {"unsafe"}
+    if slot.work != "clean" and not force:
         return allowed | {"unlanded"}
     return allowed | {"proceed"}
 
@@ -264,7 +333,13 @@ def build(fleet: Fleet, world: World) -> Built:
             (slots[i] / "notes.txt").write_text(f"work in slot {i + 1}\n")
         elif s.work == "unpushed":
             commit(slots[i], "feature.txt", f"slot {i + 1}\n", f"feature in slot {i + 1}")
+        (slots[i] / "nest").mkdir()  # empty: git does not see it
+    spare = fleet.slot(9, managed=False)  # a worktree whose .git a foreign slot copies
+    for s, path in zip(world.slots, slots, strict=True):
+        if s.foreign:
+            shutil.copy(spare / ".git", path / ".git")
     built = Built(slots, {})
+    task_slot = slots[world.task.slot] / ("nest" if world.task.nested else "")
     for i, (t, r) in enumerate(zip(world.ids, world.records, strict=True)):
         extra = {}
         if r.endpoint == "unreadable":
@@ -276,14 +351,34 @@ def build(fleet: Fleet, world: World) -> Built:
         if r.names_lease:
             extra["treehouse_lease_holder"] = t
         state = "missing" if r.endpoint == "unreadable" else r.endpoint
-        task = fleet.task(t, slots[r.slot], state, extra=extra)
+        worktree = slots[r.slot] / "nest" if r.nested else slots[r.slot]
+        fleet.record(t, worktree, extra=extra)
+        pane_cwd = task_slot if r.cross and r.slot != world.task.slot else worktree
+        pids = fleet.endpoint(t, pane_cwd, state)
+        fleet.tracked.update(pids)
+        task = Task(t, worktree, fleet.state / f"{t}.meta", f"firstmate:fm-{t}", pids)
         built.pids[t] = task.pids
         ns = (MTIME_BASE + 100 * r.mtime) * 10**9
         os.utime(task.meta, ns=(ns, ns))
     for i, s in enumerate(world.slots):
         if s.stray:
             built.strays[i] = fleet.agent_in(slots[i]).pid
+        if s.tmux:
+            built.servers.append(fleet.tmux_server_in(slots[i]).server_pid())
+    built.servers.append(fleet.tmux.server_pid())
+    if world.bad_tmp:
+        # Planted in world-writable /tmp: a link into another slot (the attack of §7a).
+        target = slots[(world.task.slot + 1) % len(slots)]
+        built.tmp_link = plant_tmp_link(target)
     return built
+
+
+def plant_tmp_link(target: Path) -> Path:
+    link = Path(f"/tmp/fm-{TASK}")
+    if os.path.lexists(link):
+        raise AssertionError(f"{link} exists: refusing to run over it")
+    link.symlink_to(target)
+    return link
 
 
 # -- observing what changed -------------------------------------------------------------------
@@ -382,7 +477,8 @@ def check(fleet: Fleet, world: World, fs: Flagset) -> None:
 
     # The plain dry run, and the forced one (with the same discard flag, if any).
     p_code, p_doc = dry(fleet, before, built, [], expected(world, owners, False, None))
-    assert live_ids(p_doc) == owners, (owners, p_doc)
+    if not world.bad_tmp:  # that refusal comes before the owners are looked at
+        assert live_ids(p_doc) == owners, (owners, p_doc)
     f_args = ["--force"] + ([f"--discard-live-owner={wanted}"] if wanted else [])
     f_code, f_doc = dry(fleet, before, built, f_args, expected(world, owners, True, wanted))
     if p_code in (4, 5) and not single:
@@ -415,6 +511,21 @@ def check(fleet: Fleet, world: World, fs: Flagset) -> None:
 
     task_slot = built.slots[world.task.slot]
     others = [t for t in world.ids if t != TASK]
+    discarded = force and single and code == 0
+    # §7a: fm never signals a tmux server, another task's endpoint (but the discarded owner's
+    # in the slot), or anything outside TASK's slot and tasktmp.
+    sent = {int(x["pid"]) for x in lines[0]["signalled"]}  # type: ignore[union-attr,index]
+    assert not sent & set(built.servers), ("a tmux server was signalled", lines[0])
+    assert not any(gone(p) for p in built.servers), "a tmux server ended"
+    for t in others:
+        if discarded and t == wanted:
+            continue
+        assert not sent & set(built.pids[t]), (f"{t}'s endpoint was signalled", lines[0])
+    for i, pid in built.strays.items():
+        if built.slots[i] != task_slot:
+            assert pid not in sent, f"the stray agent of slot {i + 1} was signalled"
+    if built.tmp_link is not None:
+        assert built.tmp_link.is_symlink(), "the planted tasktmp link was removed"
     # Other records are never changed, whatever the outcome.
     for t in others:
         assert (fleet.state / f"{t}.meta").read_bytes() == before.records[t], t
@@ -428,10 +539,12 @@ def check(fleet: Fleet, world: World, fs: Flagset) -> None:
         if i in built.strays:
             assert not gone(built.strays[i]), f"stray agent in slot {i + 1} ended"
     for t, r in zip(world.ids, world.records, strict=True):
-        if t != TASK and r.slot != world.task.slot:
+        # A dead endpoint working in TASK's slot is only shells: fm spares them (checked
+        # above), the pool's return ends them like any process in the slot.
+        in_task_slot = r.cross and r.endpoint not in LIVE
+        if t != TASK and r.slot != world.task.slot and not in_task_slot:
             assert not any(gone(p) for p in built.pids[t]), f"{t}'s processes ended"
     # A live other owner is never touched unless it was discarded by name with --force.
-    discarded = force and single and code == 0
     for o in owners:
         if discarded and o == wanted:
             continue
@@ -459,8 +572,10 @@ def check(fleet: Fleet, world: World, fs: Flagset) -> None:
         if discarded and wanted in world.ids:
             warnings = doc.get("warnings", [])
             assert any(wanted in w for w in warnings), ("no word on the kept record", doc)  # type: ignore[union-attr]
+        # Discarding a live task saves its work, under its own name (§7a).
+        owner = wanted if discarded and wanted in world.ids else TASK
         saved = git(
-            fleet.project, "for-each-ref", "--format=%(refname)", f"refs/fm/discarded/{TASK}"
+            fleet.project, "for-each-ref", "--format=%(refname)", f"refs/fm/discarded/{owner}"
         )
         if force and world.task_slot.work != "clean":
             # Unlanded work discarded by --force is saved first, and the journal names it.
@@ -484,3 +599,5 @@ def test_pipeline_model(world: World, fs: Flagset) -> None:
     finally:
         fleet.close()
         shutil.rmtree(root, ignore_errors=True)
+        if world.bad_tmp and os.path.islink(f"/tmp/fm-{TASK}"):
+            os.unlink(f"/tmp/fm-{TASK}")

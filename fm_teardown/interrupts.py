@@ -1,0 +1,64 @@
+"""Ctrl-C and SIGTERM during a real run (CONTRACT §7a): stop at the next step boundary.
+
+While deciding, nothing has changed yet, so an interrupt ends the run at once (as
+KeyboardInterrupt). Once acting has begun, a signal only raises a flag: the step under way
+finishes (a grace wait ends early), no later step runs, the record is kept when steps are
+left, and the run exits 130 with its journal line.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+_flag = threading.Event()
+
+
+def requested() -> bool:
+    return _flag.is_set()
+
+
+def _raise(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _note(signum: int, frame: FrameType | None) -> None:
+    _flag.set()
+
+
+@contextmanager
+def while_deciding() -> Iterator[None]:
+    """SIGTERM behaves like Ctrl-C (KeyboardInterrupt): nothing has been changed yet."""
+    old = signal.signal(signal.SIGTERM, _raise)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+@contextmanager
+def while_acting() -> Iterator[None]:
+    """SIGINT and SIGTERM only raise the flag; steps check it at their boundaries."""
+    _flag.clear()
+    old_int = signal.signal(signal.SIGINT, _note)
+    old_term = signal.signal(signal.SIGTERM, _note)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)
+
+
+def sleep(seconds: float) -> bool:
+    """Sleep up to `seconds`, ending early on an interrupt; True if interrupted."""
+    deadline = time.monotonic() + seconds
+    while not _flag.is_set():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(left, 0.02))
+    return True

@@ -1,0 +1,88 @@
+"""What fm never signals, whatever its cwd (CONTRACT §7a). Pure.
+
+- a tmux server (the listing's `#{pid}`, a pane's parent) and any process named tmux: ending
+  the server ends every window of the fleet;
+- the processes of ANOTHER task's endpoint (its panes' process trees), except, under
+  `--force --discard-live-owner=ID`, ID's;
+- fm itself, its ancestors, and the processes of the pane fm runs in.
+
+The processes step spares them. A plan that returns the slot must not meet a tmux process in
+the slot at all, because the pool's return ends every process whose cwd is in the slot (only
+its own ancestors are spared, and fm is one of them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from fm_teardown.world import Observation, Proc
+
+
+class Spared(StrEnum):
+    TMUX_SERVER = "tmux server"
+    TMUX = "tmux"
+    OTHER_ENDPOINT = "another task's endpoint"
+    OWN_PANE = "fm's own pane"
+    FM = "fm itself or its ancestor"
+
+
+@dataclass(frozen=True)
+class Why:
+    kind: Spared
+    task: str | None = None  # the task whose endpoint it is (OTHER_ENDPOINT)
+
+    def __str__(self) -> str:
+        return f"{self.task}'s endpoint" if self.task else str(self.kind)
+
+
+def never_signalled(obs: Observation, task: str, discarded: str | None) -> dict[int, Why]:
+    """pid -> why fm never signals it."""
+    out: dict[int, Why] = {}
+    for pid, tid in obs.endpoint_owner.items():
+        if tid not in (task, discarded):
+            out[pid] = Why(Spared.OTHER_ENDPOINT, tid)
+    for pid in obs.tmux_pids:
+        proc = obs.processes.procs.get(pid)
+        server = pid in obs.inventory.server_pids or (proc is not None and "server" in proc.name)
+        out[pid] = Why(Spared.TMUX_SERVER if server else Spared.TMUX)
+    protected = obs.env.protected
+    for pane in obs.inventory.panes:
+        if pane.pane_pid in protected:
+            for proc in obs.processes.tree(pane.pane_pid):
+                out[proc.pid] = Why(Spared.OWN_PANE)
+    for pid in protected:
+        out[pid] = Why(Spared.FM)
+    return out
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """A process in the slot that fm never ends and that the pool's return would end."""
+
+    proc: Proc
+    why: Why
+
+    def __str__(self) -> str:
+        name = f"{self.proc.name or self.proc.argv0} ({self.proc.pid})"
+        if self.why.task:
+            return f"{name} of {self.why.task}'s endpoint"
+        return f"{self.why.kind} {name}"
+
+
+def blocking_the_return(procs: tuple[Proc, ...], spared: dict[int, Why]) -> list[Blocker]:
+    """tmux processes in the slot (CONTRACT §7a: the return would end a server, and every
+    window of the fleet with it).
+
+    Another task's endpoint in the slot does not block: a live one made that task a live
+    owner already (rule 3); a dead one is only shells, which fm does not signal but the pool's
+    return ends like any process in the slot. fm's own ancestry is spared by the pool too."""
+    return [
+        Blocker(p, spared[p.pid])
+        for p in procs
+        if p.pid in spared and spared[p.pid].kind in (Spared.TMUX_SERVER, Spared.TMUX)
+    ]
+
+
+def to_signal(procs: tuple[Proc, ...], spared: dict[int, Why]) -> list[Proc]:
+    return [p for p in procs if p.pid not in spared and not p.zombie]
