@@ -1,39 +1,64 @@
-"""Acting on a plan (CONTRACT §5 "Then act"): endpoint → processes → pool → record.
+"""Acting on a plan (CONTRACT §5 "Then act", §7a): endpoint → processes → save → pool → record.
 
-Each step returns an outcome (done, absent, skipped, failed); a failed step stops the run
-before the next destructive step, keeps the record and exits 1, so that running the same
+`run` carries out a decided plan and returns an `Outcome`; it prints, journals and renders
+nothing. Each step returns an outcome (done, absent, skipped, failed); a failed step stops the
+run before the next destructive step, keeps the record and exits 1, so that running the same
 command again finishes the job. Just before the first step that touches the slot, the slot
-lock is taken and the world is observed and decided again: if the decision changed, nothing
-more is done and the new verdict is reported.
+lock is taken and the world is observed and decided again (through the `replan` seam): if the
+decision changed, nothing more is done and the new verdict is reported. Just before each
+destructive call the world is checked again (the window, the pool's lease).
+
+The order, and why:
+1. endpoint: TASK's own window first, whatever the slot: its agent must stop writing before
+   the slot is judged again, and it is TASK's, so it never needs the slot lock;
+2. (lock, re-observe, re-decide): late writes count, new claimants are seen;
+3. processes: nothing may run in the slot when it is saved and reset;
+4. save-discarded (--force): after the processes are ended, so nothing writes to it any more;
+   before the pool's reset destroys it;
+5. pool: the return resets the tree and clears the lease, verified in the pool's state;
+6. record: tasktmp, sidecars, the meta last, so that a crash anywhere before leaves the
+   record, and the same command re-checks ownership and finishes the job.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
 import stat
-import sys
-import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from fm_teardown import interrupts, journal, pool, processes, report, tmux
-from fm_teardown.decide import Decision, Flags, Step
-from fm_teardown.errors import FmError, Verdict
+from fm_teardown import faults, gitlock, interrupts, pool, processes, tmux
+from fm_teardown.errors import ExitCode, FmError, Verdict
 from fm_teardown.lock import slot_lock
-from fm_teardown.observe import assemble, task_tmp, tmp_root_of
+from fm_teardown.outcome import Outcome, Signal
 from fm_teardown.ownership import lease_name, lease_task
 from fm_teardown.paths import canonical, is_within
-from fm_teardown.pipeline import Planned, decide_with_landed, load
+from fm_teardown.plan import Decision, Flags, LandedLike, Planned, Step, StepName, StepOutcome
 from fm_teardown.records import Fleet, Record, RecordProblem, parse_record, read_meta
 from fm_teardown.settings import Settings
 from fm_teardown.sparing import never_signalled
-from fm_teardown.world import Proc
+from fm_teardown.tasktmp import task_tmp, tmp_root_of
+from fm_teardown.world import InventoryStatus, Observation, Proc, ProcessTable, TmuxInventory
 
-LOCK_TIMEOUT = 300.0
+
+@dataclass(frozen=True)
+class Seams:
+    """What acting needs from the other stages, as plain callables (the-loop's `cleanup.py`).
+
+    - `replan(remembered)`: load, observe and decide again (under the slot lock, no fetch);
+      `remembered` are TASK's own endpoint processes from the snapshot taken before its window
+      was killed, still TASK's at the re-check;
+    - `observe(fleet, inventory, table)`: an observation from fresh scans, for judging which
+      processes are never signalled;
+    - `landed(record)`: rule 5's facts again, after a stale git lock was removed.
+    """
+
+    replan: Callable[[tuple[Proc, ...]], Planned]
+    observe: Callable[[Fleet, TmuxInventory, ProcessTable], Observation]
+    landed: Callable[[Record], LandedLike]
 
 
 class StepFailed(Exception):
@@ -42,50 +67,137 @@ class StepFailed(Exception):
         self.step = step
 
 
+class Interrupted(Exception):
+    """SIGINT or SIGTERM arrived while acting: stop at this step boundary."""
+
+
 @dataclass
 class Run:
     settings: Settings
     flags: Flags
     task: str
     fleet: Fleet
+    seams: Seams
     steps: list[Step] = field(default_factory=list)
-    saved_for: str | None = None
     signalled: dict[int, processes.Signalled] = field(default_factory=dict)
     discarded_ref: str | None = None
     restore: str | None = None
+    saved_for: str | None = None
     warnings: list[str] = field(default_factory=list)
 
-    def done(self, step: str, target: str, outcome: str, detail: str) -> Step:
+    def done(self, step: StepName, target: str, outcome: StepOutcome, detail: str) -> Step:
         s = Step(step, target, detail, outcome)
         self.steps.append(s)
         return s
 
-    def fail(self, step: str, target: str, detail: str) -> StepFailed:
-        return StepFailed(Step(step, target, detail, "failed"))
+    def fail(self, step: StepName, target: str, detail: str) -> StepFailed:
+        return StepFailed(Step(step, target, detail, StepOutcome.FAILED))
 
 
-def fault(boundary: str) -> None:
-    """Test-only fault hooks at step boundaries (FM_TEST_FAULT, comma-separated):
-    `crash:<boundary>` SIGKILLs the tool there; `pause:<boundary>:<file>` creates
-    `<file>.reached` and waits (up to 120 s) until `<file>` is removed."""
-    spec = os.environ.get("FM_TEST_FAULT")
-    if not spec:
-        return
-    for item in spec.split(","):
-        kind, _, rest = item.partition(":")
-        where, _, arg = rest.partition(":")
-        if where != boundary:
-            continue
-        if kind == "crash":
-            os.kill(os.getpid(), signal.SIGKILL)
-        elif kind == "pause" and arg:
-            Path(arg + ".reached").touch()
-            deadline = time.monotonic() + 120
-            while os.path.exists(arg) and time.monotonic() < deadline:
-                time.sleep(0.02)
+def boundary(name: str) -> None:
+    faults.at(name)
+    if interrupts.requested():
+        raise Interrupted(name)
 
 
-# -- the steps --------------------------------------------------------------------------------
+# -- the run ------------------------------------------------------------------------------------
+
+
+def run(settings: Settings, planned: Planned, flags: Flags, seams: Seams) -> Outcome:
+    d = planned.decision
+    r = Run(settings, flags, d.task, planned.fleet, seams)
+    record = planned.fleet.records[d.task]
+    if d.verdict not in (Verdict.PROCEED, Verdict.STALE) or d.slot is None:
+        return Outcome.of_decision(d, dry_run=False)
+    decided_windows = planned.observation.endpoints[d.task].window_ids
+    try:
+        with interrupts.while_acting():
+            boundary("before-endpoint")
+            snapshot = step_endpoint(r, record, decided_windows, planned.observation.env.protected)
+            boundary("after-endpoint")
+            with slot_lock(settings.state_dir, d.slot, settings.lock_timeout):
+                boundary("before-recheck")
+                again = seams.replan(tuple(snapshot))
+                d2 = again.decision
+                if _key(d2) != _key(d):
+                    return changed(r, d, d2)
+                # Report the endpoint as it was before this run ended it.
+                d, record = replace(d2, endpoint=d.endpoint), again.fleet.records[d.task]
+                r.fleet = again.fleet
+                assert d.slot is not None
+                if d.end_processes:
+                    step_processes(r, record, d.slot, d.discarded_owner)
+                elif any(s.step == StepName.PROCESSES for s in d.plan):
+                    step_processes(r, record, None, d.discarded_owner)
+                else:
+                    r.done(StepName.PROCESSES, d.slot, StepOutcome.SKIPPED, _skip_reason(d))
+                boundary("after-processes")
+                if d.save_discarded:
+                    step_save(r, record, d.save_as or d.task)
+                    boundary("after-save")
+                if d.pool_return is not None:
+                    step_pool(r, record, d)
+                else:
+                    r.done(StepName.POOL, d.slot, StepOutcome.SKIPPED, _skip_reason(d))
+                boundary("after-pool")
+                step_record(r, record)
+                faults.at("after-record")
+    except Interrupted:
+        r.steps.extend(_left(d, r, "not run: interrupted"))
+        return outcome(r, d, Verdict.FAILED, interrupted=True)
+    except StepFailed as exc:
+        r.steps.append(exc.step)
+        interrupted = interrupts.requested()
+        why = "not run: interrupted" if interrupted else "not run: an earlier step failed"
+        r.steps.extend(_left(d, r, why))
+        return outcome(r, d, Verdict.FAILED, interrupted=interrupted)
+    except FmError as err:
+        r.steps.extend(_left(d, r, "not run: refused"))
+        if err.verdict in (Verdict.LIVE_OWNER, Verdict.UNSAFE, Verdict.UNLANDED):
+            d = replace(d, verdict=err.verdict, reasons=(err.message,), hints=err.hints)
+            return outcome(r, d, err.verdict)
+        r.warnings.append(err.message)
+        return outcome(r, d, Verdict.FAILED)
+    return outcome(r, d, d.verdict)
+
+
+def _key(d: Decision) -> tuple[Any, ...]:
+    """What must not change between deciding and acting (the endpoint state may: it is ours)."""
+    live = tuple(sorted(o.id for o in d.owners if o.live))
+    return (
+        d.verdict,
+        d.slot,
+        live,
+        d.pool_return,
+        d.discarded_owner,
+        d.save_discarded,
+        tuple(s.step for s in d.plan),
+    )
+
+
+def _skip_reason(d: Decision) -> str:
+    return d.skip_reason or "not needed"
+
+
+def _left(d: Decision, r: Run, why: str) -> list[Step]:
+    done = {s.step for s in r.steps}
+    return [
+        replace(s, outcome=StepOutcome.SKIPPED, detail=why) for s in d.plan if s.step not in done
+    ]
+
+
+def changed(r: Run, before: Decision, after: Decision) -> Outcome:
+    r.warnings.append(
+        f"the decision changed while acting (was {before.verdict}, now {after.verdict}): "
+        "nothing more was changed"
+    )
+    if after.verdict in (Verdict.PROCEED, Verdict.STALE):
+        r.warnings.append("re-run the same command to act on the new decision")
+        return outcome(r, after, Verdict.FAILED)
+    return outcome(r, after, after.verdict)
+
+
+# -- the steps ----------------------------------------------------------------------------------
 
 
 def step_endpoint(
@@ -100,11 +212,11 @@ def step_endpoint(
     s = run.settings
     target = record.target
     inv = tmux.list_panes(s)
-    if inv.status == "no-server":
-        run.done("endpoint", target, "absent", "no tmux server is running")
+    if inv.status == InventoryStatus.NO_SERVER:
+        run.done(StepName.ENDPOINT, target, StepOutcome.ABSENT, "no tmux server is running")
         return []
-    if inv.status != "ok":
-        raise run.fail("endpoint", target, f"the tmux inventory cannot be read: {inv.error}")
+    if inv.status != InventoryStatus.OK:
+        raise run.fail(StepName.ENDPOINT, target, f"the tmux inventory cannot be read: {inv.error}")
     named = [
         p for p in inv.panes if p.session == record.session and p.window_name == record.window_name
     ]
@@ -112,13 +224,13 @@ def step_endpoint(
     newcomers = sorted({p.window_id for p in named if p.window_id not in decided})
     if newcomers:
         raise run.fail(
-            "endpoint",
+            StepName.ENDPOINT,
             target,
             f"window {', '.join(newcomers)} named {record.window} appeared since deciding "
             "(a relaunch?); it was not killed; record kept",
         )
     if not panes:
-        run.done("endpoint", target, "absent", f"no window {record.window}")
+        run.done(StepName.ENDPOINT, target, StepOutcome.ABSENT, f"no window {record.window}")
         return []
     table = processes.scan()
     snapshot = [
@@ -131,40 +243,44 @@ def step_endpoint(
     for wid in window_ids:
         tmux.kill_window(s, wid)
     after = tmux.list_panes(s)
-    if after.status == "no-server":
+    if after.status == InventoryStatus.NO_SERVER:
         still: list[str] = []
-    elif after.status != "ok":
-        raise run.fail("endpoint", target, f"could not confirm the window is gone: {after.error}")
+    elif after.status != InventoryStatus.OK:
+        raise run.fail(
+            StepName.ENDPOINT, target, f"could not confirm the window is gone: {after.error}"
+        )
     else:
         still = sorted({p.window_id for p in after.panes if p.window_id in window_ids})
     if still:
         detail = f"window {', '.join(still)} is still present after kill-window"
         if not run.flags.force:
-            raise run.fail("endpoint", target, detail + "; record kept")
+            raise run.fail(StepName.ENDPOINT, target, detail + "; record kept")
         run.warnings.append(f"tmux: {detail} (target {target}); continuing because of --force")
-        run.done("endpoint", target, "done", detail + " (continuing: --force)")
+        run.done(StepName.ENDPOINT, target, StepOutcome.DONE, detail + " (continuing: --force)")
         return snapshot
-    run.done("endpoint", target, "done", f"killed window {', '.join(window_ids)}; confirmed gone")
+    run.done(
+        StepName.ENDPOINT,
+        target,
+        StepOutcome.DONE,
+        f"killed window {', '.join(window_ids)}; confirmed gone",
+    )
     return snapshot
 
 
-def step_processes(
-    run: Run,
-    record: Record,
-    slot: str | None,
-    discarded: str | None,
-) -> None:
+def step_processes(run: Run, record: Record, slot: str | None, discarded: str | None) -> None:
     """End every process whose cwd is in the slot (when `slot` is given) or in tasktmp, except
     what is never signalled (§7a), judged afresh from each scan."""
     roots = [slot] if slot else []
     if record.tasktmp:
         tmp = task_tmp(record.tasktmp)
         if tmp.problem:
-            raise run.fail("processes", record.tasktmp, f"{tmp.problem}; never followed")
+            raise run.fail(StepName.PROCESSES, record.tasktmp, f"{tmp.problem}; never followed")
         if tmp.exists:
             roots.append(tmp_root_of(tmp))  # the directory itself, never through a link
     if not roots:
-        run.done("processes", record.tasktmp or "-", "absent", "nothing left to end")
+        run.done(
+            StepName.PROCESSES, record.tasktmp or "-", StepOutcome.ABSENT, "nothing left to end"
+        )
         return
     target = " and ".join(roots)
 
@@ -174,24 +290,29 @@ def step_processes(
     def wanted() -> list[Proc]:
         table = processes.scan()
         if table.error:
-            raise run.fail("processes", target, table.error)
+            raise run.fail(StepName.PROCESSES, target, table.error)
         inventory = tmux.list_panes(run.settings)
-        if inventory.status == "error":
+        if inventory.status == InventoryStatus.ERROR:
             # Which processes belong to other endpoints cannot be told: end nothing.
-            raise run.fail("processes", target, f"tmux inventory unreadable: {inventory.error}")
-        obs = assemble(run.settings, run.fleet, inventory, table)
-        spared = never_signalled(obs, record.task_id, discarded)
+            raise run.fail(
+                StepName.PROCESSES, target, f"tmux inventory unreadable: {inventory.error}"
+            )
+        spared = never_signalled(
+            run.seams.observe(run.fleet, inventory, table), record.task_id, discarded
+        )
         return [
             p for p in table.procs.values() if inside(p) and p.pid not in spared and not p.zombie
         ]
 
     targets = wanted()
     if not targets:
-        run.done("processes", target, "absent", "no process runs there")
+        run.done(StepName.PROCESSES, target, StepOutcome.ABSENT, "no process runs there")
         return
     processes.terminate(targets, run.settings.term_grace, run.settings.kill_wait, run.signalled)
     if interrupts.requested():
-        raise run.fail("processes", target, "interrupted while waiting for the processes to end")
+        raise run.fail(
+            StepName.PROCESSES, target, "interrupted while waiting for the processes to end"
+        )
     left = wanted()
     if left:
         signalled = {p.pid for p in targets}
@@ -202,9 +323,32 @@ def step_processes(
             parts.append(f"still running after SIGTERM and SIGKILL: {survivors}")
         if newcomers:
             parts.append(f"started there during the teardown: {newcomers}")
-        raise run.fail("processes", target, "; ".join(parts) + "; slot kept")
+        raise run.fail(StepName.PROCESSES, target, "; ".join(parts) + "; slot kept")
     names = ", ".join(f"{p.name} ({p.pid})" for p in targets)
-    run.done("processes", target, "done", f"ended {len(targets)}: {names}")
+    run.done(StepName.PROCESSES, target, StepOutcome.DONE, f"ended {len(targets)}: {names}")
+
+
+def step_save(run: Run, record: Record, owner: str) -> None:
+    """Save the slot's unlanded work before it is discarded: TASK's own, or the discarded live
+    owner's (`owner`), under `refs/fm/discarded/<owner>/<time>`."""
+    from fm_teardown.discard import save_discarded
+
+    try:
+        saved = save_discarded(record, datetime.now(UTC), owner)
+    except FmError as err:
+        raise run.fail(
+            StepName.SAVE_DISCARDED, record.project, f"{err.message}; nothing was discarded"
+        ) from None
+    run.discarded_ref = saved.ref
+    run.restore = saved.restore
+    run.saved_for = owner
+    run.done(
+        StepName.SAVE_DISCARDED,
+        saved.ref,
+        StepOutcome.DONE,
+        f"saved {owner}'s work as {saved.commit[:12]} in {record.project}; "
+        f"to restore: {saved.restore}",
+    )
 
 
 def check_pool_before_return(run: Run, record: Record, d: Decision) -> None:
@@ -215,7 +359,7 @@ def check_pool_before_return(run: Run, record: Record, d: Decision) -> None:
     assert pr is not None and d.slot is not None
     if canonical(record.worktree) != d.slot or canonical(pr.path) != d.slot:
         raise run.fail(
-            "pool",
+            StepName.POOL,
             pr.path,
             f"the slot path no longer resolves to {d.slot} (now {canonical(pr.path)}); slot kept",
         )
@@ -223,32 +367,28 @@ def check_pool_before_return(run: Run, record: Record, d: Decision) -> None:
     entry = view.entry
     if view.error or entry is None:
         raise run.fail(
-            "pool",
+            StepName.POOL,
             pr.path,
             f"the pool's state changed: {view.error or 'the slot is no longer managed'}",
         )
     if entry.destroying:
-        raise run.fail("pool", pr.path, "the pool is destroying the slot; slot kept")
+        raise run.fail(StepName.POOL, pr.path, "the pool is destroying the slot; slot kept")
     seen = (pr.lease_id, pr.lease_holder)
-    now_leased = entry.leased
-    if not now_leased and (pr.lease_id or pr.lease_holder is not None):
+    if not entry.leased and (pr.lease_id or pr.lease_holder is not None):
         return  # returned meanwhile: the conditional return will say so
-    if now_leased and seen == (None, None):
+    if entry.leased and seen == (None, None):
         owner = lease_task(entry, record.task_id, run.fleet) or lease_name(entry)
-        _refused_at_pool(run, pr.path, owner, "took a lease on the slot since deciding")
-    if now_leased and pr.lease_id and entry.lease_id != pr.lease_id:
+        _refused_at_pool(pr.path, owner, "took a lease on the slot since deciding")
+    if entry.leased and pr.lease_id and entry.lease_id != pr.lease_id:
         owner = lease_task(entry, record.task_id, run.fleet) or lease_name(entry)
-        _refused_at_pool(run, pr.path, owner, "holds a new lease on the slot since deciding")
-    if entry.owner_pid > 0 and not now_leased:
-        table = processes.scan()
-        proc = table.procs.get(entry.owner_pid)
+        _refused_at_pool(pr.path, owner, "holds a new lease on the slot since deciding")
+    if entry.owner_pid > 0 and not entry.leased:
+        proc = processes.scan().procs.get(entry.owner_pid)
         if proc is not None and abs(proc.start_time * 1000 - entry.owner_started_at) < 1000:
-            _refused_at_pool(
-                run, pr.path, f"pid:{proc.pid}", "reserved the slot (an interactive get)"
-            )
+            _refused_at_pool(pr.path, f"pid:{proc.pid}", "reserved the slot (an interactive get)")
 
 
-def _refused_at_pool(run: Run, path: str, owner: str, what: str) -> None:
+def _refused_at_pool(path: str, owner: str, what: str) -> None:
     raise FmError(
         Verdict.LIVE_OWNER,
         f"REFUSED: {owner} {what}: slot {path} is owned by another live task: {owner}",
@@ -257,14 +397,12 @@ def _refused_at_pool(run: Run, path: str, owner: str, what: str) -> None:
 
 
 def step_pool(run: Run, record: Record, d: Decision) -> None:
-    from fm_teardown import gitlock
-
     pr = d.pool_return
     assert pr is not None and d.slot is not None
     s = run.settings
     bin_ = s.treehouse_bin
     if bin_ is None:
-        raise run.fail("pool", pr.path, "treehouse is not available")
+        raise run.fail(StepName.POOL, pr.path, "treehouse is not available")
     project = canonical(record.project)
     cwd = (
         project
@@ -277,7 +415,7 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
     while result.returncode != 0 and gitlock.LOCK_ERROR.search(result.output):
         if retries < s.lock_retries:
             retries += 1
-            time.sleep(s.lock_retry_wait)
+            interrupts.sleep(s.lock_retry_wait)
             result = pool.run_return(bin_, pr.argv, cwd, s.treehouse_timeout)
             if result.returncode == 0:
                 run.warnings.append(f"treehouse return succeeded on retry {retries}; lock cleared")
@@ -288,7 +426,7 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
         verdict = gitlock.remove_if_provably_stale(lock, d.slot, s.stale_lock_age)
         if not verdict.stale:
             raise run.fail(
-                "pool",
+                StepName.POOL,
                 pr.path,
                 f"git lock {lock} persisted across {retries} retries (waiting "
                 f"{s.lock_retry_wait:g}s each) and is not provably stale: {verdict.reason}; "
@@ -304,10 +442,15 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
     argv = "treehouse " + " ".join(pr.argv)
     if entry is None:
         raise run.fail(
-            "pool", pr.path, f"{argv}: the slot is no longer in the pool's state ({last})"
+            StepName.POOL, pr.path, f"{argv}: the slot is no longer in the pool's state ({last})"
         )
     if result.returncode == 0 and not result.aborted and not entry.leased:
-        run.done("pool", pr.path, "done", f"{argv}: returned; the pool's state shows it unleased")
+        run.done(
+            StepName.POOL,
+            pr.path,
+            StepOutcome.DONE,
+            f"{argv}: returned; the pool's state shows it unleased",
+        )
         return
     if (
         result.returncode == 0
@@ -316,25 +459,32 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
         and entry.leased
         and entry.lease_id != pr.lease_id
     ):
-        run.done("pool", pr.path, "done", f"{argv}: returned (the slot was leased again since)")
+        run.done(
+            StepName.POOL,
+            pr.path,
+            StepOutcome.DONE,
+            f"{argv}: returned (the slot was leased again since)",
+        )
         return
     if "is not leased" in result.output and (pr.lease_id or pr.lease_holder is not None):
-        run.done("pool", pr.path, "absent", f"{argv}: the slot was already returned")
+        run.done(
+            StepName.POOL, pr.path, StepOutcome.ABSENT, f"{argv}: the slot was already returned"
+        )
         return
     why = "exit 0 with 'Aborted.'" if result.aborted else (last or "no output")
-    raise run.fail("pool", pr.path, f"{argv} did not return the slot: {why}; slot and lease kept")
+    raise run.fail(
+        StepName.POOL, pr.path, f"{argv} did not return the slot: {why}; slot and lease kept"
+    )
 
 
 def recheck_landed(run: Run, record: Record) -> None:
     """After removing a stale lock, the safety checks run again before the return."""
     if run.flags.force or record.kind != "ship":
         return
-    from fm_teardown.pipeline import landed_facts
-
-    facts = landed_facts(run.settings, record, fetch=False)
+    facts = run.seams.landed(record)
     if not facts.landed:
         raise run.fail(
-            "pool",
+            StepName.POOL,
             record.worktree,
             f"after removing the stale lock: own work not landed: {facts.summary}; slot kept",
         )
@@ -375,21 +525,23 @@ def sidecars(task_id: str, listing: list[str]) -> list[str]:
     return out
 
 
-def step_record(run: Run, record: Record, fleet: Fleet) -> None:
+def step_record(run: Run, record: Record) -> None:
     """tasktmp, then the `state/<id>.*` sidecars, then the meta last."""
     try:
         text, mtime = read_meta(record.meta_path)
         now = parse_record(record.task_id, record.meta_path, text, mtime)
     except FileNotFoundError:
-        run.done("record", record.meta_path, "absent", "the record is already gone")
+        run.done(
+            StepName.RECORD, record.meta_path, StepOutcome.ABSENT, "the record is already gone"
+        )
         return
     except RecordProblem as exc:
         raise run.fail(
-            "record", record.meta_path, f"the record changed: it {exc.problem}"
+            StepName.RECORD, record.meta_path, f"the record changed: it {exc.problem}"
         ) from None
     if now != record:
         raise run.fail(
-            "record",
+            StepName.RECORD,
             record.meta_path,
             "the record was rewritten during the teardown (a relaunch?); kept",
         )
@@ -398,7 +550,7 @@ def step_record(run: Run, record: Record, fleet: Fleet) -> None:
         if record.tasktmp and record.tasktmp == f"/tmp/fm-{record.task_id}":
             tmp = task_tmp(record.tasktmp)
             if tmp.problem:
-                raise run.fail("record", record.meta_path, f"{tmp.problem}; record kept")
+                raise run.fail(StepName.RECORD, record.meta_path, f"{tmp.problem}; record kept")
             if tmp.exists:
                 _remove(record.tasktmp)
                 removed.append(record.tasktmp)
@@ -406,239 +558,70 @@ def step_record(run: Run, record: Record, fleet: Fleet) -> None:
         for name in sidecars(record.task_id, os.listdir(state_dir)):
             _remove(os.path.join(state_dir, name))
             removed.append(name)
-        fault("before-meta")
+        faults.at("before-meta")
         os.unlink(record.meta_path)
     except OSError as exc:
         raise run.fail(
-            "record", record.meta_path, f"could not remove {exc.filename}: {exc.strerror}"
+            StepName.RECORD, record.meta_path, f"could not remove {exc.filename}: {exc.strerror}"
         ) from None
     detail = "removed " + ", ".join([*removed, os.path.basename(record.meta_path)])
-    run.done("record", record.meta_path, "done", detail)
+    run.done(StepName.RECORD, record.meta_path, StepOutcome.DONE, detail)
 
 
-# -- the run ----------------------------------------------------------------------------------
-
-
-def _key(d: Decision) -> tuple[Any, ...]:
-    """What must not change between deciding and acting (the endpoint state may: it is ours)."""
-    live = tuple(sorted(o.id for o in d.owners if o.live))
-    return (
-        d.verdict,
-        d.slot,
-        live,
-        d.pool_return,
-        d.discarded_owner,
-        d.save_discarded,
-        tuple(s.step for s in d.plan),
-    )
-
-
-class Interrupted(Exception):
-    """SIGINT or SIGTERM arrived while acting: stop at this step boundary."""
-
-
-def boundary(name: str) -> None:
-    fault(name)
-    if interrupts.requested():
-        raise Interrupted(name)
-
-
-def run(settings: Settings, planned: Planned, flags: Flags, *, json_out: bool) -> int:
-    d = planned.decision
-    r = Run(settings, flags, d.task, planned.fleet)
-    record = planned.fleet.records[d.task]
-    if d.verdict not in (Verdict.PROCEED, Verdict.STALE) or d.slot is None:
-        return finish(r, d, d.verdict, json_out)
-    decided_windows = planned.observation.endpoints[d.task].window_ids
-    try:
-        with interrupts.while_acting():
-            boundary("before-endpoint")
-            snapshot = step_endpoint(r, record, decided_windows, planned.observation.env.protected)
-            boundary("after-endpoint")
-            with slot_lock(settings.state_dir, d.slot, LOCK_TIMEOUT):
-                boundary("before-recheck")
-                fleet = load(settings, d.task)
-                from fm_teardown.observe import observe
-
-                # TASK's own endpoint processes from the snapshot are still TASK's: a dying
-                # agent must not be taken for an unattributed owner of its own slot.
-                obs = observe(settings, fleet, {d.task: tuple(snapshot)})
-                d2 = decide_with_landed(settings, d.task, fleet, obs, flags, fetch=False)
-                if _key(d2) != _key(d):
-                    return changed(r, d, d2, json_out)
-                # Report the endpoint as it was before this run ended it.
-                d, record = replace(d2, endpoint=d.endpoint), fleet.records[d.task]
-                r.fleet = fleet
-                assert d.slot is not None
-                if d.end_processes:
-                    step_processes(r, record, d.slot, d.discarded_owner)
-                elif any(s.step == "processes" for s in d.plan):
-                    step_processes(r, record, None, d.discarded_owner)
-                else:
-                    r.done("processes", d.slot, "skipped", _skip_reason(d))
-                boundary("after-processes")
-                if d.save_discarded:
-                    step_save(r, record, d.save_as or d.task)
-                    boundary("after-save")
-                if d.pool_return is not None:
-                    step_pool(r, record, d)
-                else:
-                    r.done("pool", d.slot, "skipped", _skip_reason(d))
-                boundary("after-pool")
-                step_record(r, record, fleet)
-                fault("after-record")
-    except Interrupted:
-        r.steps.extend(_left(d, r, "not run: interrupted"))
-        return finish(r, d, Verdict.FAILED, json_out, interrupted=True)
-    except StepFailed as exc:
-        r.steps.append(exc.step)
-        interrupted = interrupts.requested()
-        r.steps.extend(
-            _left(
-                d, r, "not run: interrupted" if interrupted else "not run: an earlier step failed"
-            )
-        )
-        return finish(r, d, Verdict.FAILED, json_out, interrupted=interrupted)
-    except FmError as err:
-        r.steps.extend(_left(d, r, "not run: refused"))
-        if err.verdict in (Verdict.LIVE_OWNER, Verdict.UNSAFE, Verdict.UNLANDED):
-            d = replace(d, verdict=err.verdict, reasons=(err.message,), hints=err.hints)
-            return finish(r, d, err.verdict, json_out)
-        r.warnings.append(err.message)
-        return finish(r, d, Verdict.FAILED, json_out)
-    return finish(r, d, d.verdict, json_out)
-
-
-def _skip_reason(d: Decision) -> str:
-    if d.verdict == Verdict.STALE:
-        return "stale slot: left to its current owner"
-    return next((x for x in d.reasons if "skipped" in x), "not needed")
-
-
-def _left(d: Decision, r: Run, why: str) -> list[Step]:
-    done = {s.step for s in r.steps}
-    return [replace(s, outcome="skipped", detail=why) for s in d.plan if s.step not in done]
-
-
-def step_save(run: Run, record: Record, owner: str) -> None:
-    """Save the slot's unlanded work before it is discarded: TASK's own, or the discarded live
-    owner's (`owner`), under `refs/fm/discarded/<owner>/<time>`."""
-    from fm_teardown.landed import save_discarded
-
-    try:
-        saved = save_discarded(record, datetime.now(UTC), owner)
-    except FmError as err:
-        raise run.fail(
-            "save-discarded", record.project, f"{err.message}; nothing was discarded"
-        ) from None
-    run.discarded_ref = saved.ref
-    run.restore = saved.restore
-    run.saved_for = owner
-    run.done(
-        "save-discarded",
-        saved.ref,
-        "done",
-        f"saved {owner}'s work as {saved.commit[:12]} in {record.project}; "
-        f"to restore: {saved.restore}",
-    )
-
-
-def changed(r: Run, before: Decision, after: Decision, json_out: bool) -> int:
-    r.warnings.append(
-        f"the decision changed while acting (was {before.verdict}, now {after.verdict}): "
-        "nothing more was changed"
-    )
-    if after.verdict in (Verdict.PROCEED, Verdict.STALE):
-        r.warnings.append("re-run the same command to act on the new decision")
-        return finish(r, after, Verdict.FAILED, json_out)
-    return finish(r, after, after.verdict, json_out)
-
+# -- the outcome --------------------------------------------------------------------------------
 
 NOTHING_CHANGED = "; nothing was changed"
 
 
 def what_ran(steps: list[Step]) -> str:
     """The steps of this run that changed something, e.g. `endpoint (killed window @3)`."""
-    ran = [s for s in steps if s.outcome == "done"]
-    return ", ".join(f"{s.step} ({s.detail})" for s in ran)
+    return ", ".join(f"{s.step} ({s.detail})" for s in steps if s.outcome == StepOutcome.DONE)
 
 
-def _after_steps(d: Decision, steps: list[Step]) -> Decision:
+def _after_steps(reasons: tuple[str, ...], steps: list[Step]) -> tuple[str, ...]:
     """A refusal found after a step ran says which steps ran, never "nothing was changed"."""
     ran = what_ran(steps)
-    if not ran or not d.reasons:
-        return d
-    first = d.reasons[0]
+    if not ran or not reasons:
+        return reasons
+    first = reasons[0]
     if first.endswith(NOTHING_CHANGED):
         first = first[: -len(NOTHING_CHANGED)]
-    first += f"; already done by this run: {ran}; nothing else was changed"
-    return replace(d, reasons=(first, *d.reasons[1:]))
+    return (f"{first}; already done by this run: {ran}; nothing else was changed", *reasons[1:])
 
 
-def finish(
-    r: Run, d: Decision, verdict: Verdict, json_out: bool, *, interrupted: bool = False
-) -> int:
-    code = 130 if interrupted else int(verdict.exit_code)
-    warnings = list(r.warnings)
+def outcome(r: Run, d: Decision, verdict: Verdict, *, interrupted: bool = False) -> Outcome:
+    code = int(ExitCode.INTERRUPTED) if interrupted else int(verdict.exit_code)
+    warnings = [*d.warnings, *r.warnings]
     if r.saved_for and r.saved_for != d.task:
         warnings.append(
             f"the work saved under {r.discarded_ref} is {r.saved_for}'s (the discarded live "
             f"owner's), not {d.task}'s"
         )
-    d = replace(d, warnings=(*d.warnings, *warnings))
+    reasons = d.reasons
     if verdict not in (Verdict.PROCEED, Verdict.STALE, Verdict.FAILED):
-        d = _after_steps(d, r.steps)
+        reasons = _after_steps(reasons, r.steps)
+    hints = d.hints
     if code == 0 and r.saved_for and r.saved_for != d.task:
-        d = replace(
-            d,
-            hints=(
-                *d.hints,
-                f"{r.saved_for}'s record now names a returned slot: clear it with "
-                f"fm teardown {r.saved_for}",
-            ),
+        hints = (
+            *hints,
+            f"{r.saved_for}'s record now names a returned slot: clear it with "
+            f"fm teardown {r.saved_for}",
         )
-    signalled = [
-        {"pid": s.pid, "start_time": s.start_time, "name": s.name, "signals": s.signals}
-        for s in r.signalled.values()
-    ]
-    entry = journal.entry(
-        d.task,
-        {"force": r.flags.force, "discard_live_owner": r.flags.discard_live_owner},
-        str(verdict),
-        code,
-        [report.step_json(s) for s in r.steps],
-        signalled,
-        r.discarded_ref,
+    return Outcome(
+        task=d.task,
+        dry_run=False,
+        verdict=verdict,
+        exit_code=code,
+        reasons=reasons,
+        decision=d,
+        steps=tuple(r.steps),
+        warnings=tuple(warnings),
+        hints=hints,
+        signalled=tuple(
+            Signal(s.pid, s.start_time, s.name, tuple(s.signals)) for s in r.signalled.values()
+        ),
+        discarded_ref=r.discarded_ref,
+        restore=r.restore,
+        interrupted=interrupted,
+        acted=True,
     )
-    journal.append(r.settings.data_dir, entry)
-    extra = {"signalled": signalled, "discarded_ref": r.discarded_ref, "restore": r.restore}
-    if interrupted:
-        left = [s.step for s in r.steps if s.outcome in ("skipped", "failed")]
-        sys.stderr.write(
-            "fm: interrupted"
-            + (f"; done: {what_ran(r.steps)}" if what_ran(r.steps) else "; nothing was changed")
-            + (
-                f"; left: {', '.join(left)} (the record is kept: re-run `fm teardown {d.task}` "
-                "to finish)"
-                if left
-                else ""
-            )
-            + "\n"
-        )
-    if json_out:
-        report.emit_json(
-            report.decision_json(
-                d, dry_run=False, steps=r.steps, verdict=str(verdict), exit_code=code, extra=extra
-            )
-        )
-    else:
-        report.render_decision(
-            d, dry_run=False, steps=r.steps, verdict=str(verdict), exit_code=code
-        )
-        if code == 0:
-            report.Printer(sys.stdout).line(f"teardown {d.task} complete")
-        if r.discarded_ref:
-            report.Printer(sys.stdout).line(
-                f"discarded work saved under {r.discarded_ref}; to bring it back: {r.restore}"
-            )
-    return code

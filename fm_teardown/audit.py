@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fm_teardown.decide import Flags, decide
+from fm_teardown.decide import decide
 from fm_teardown.errors import Verdict
 from fm_teardown.observe import observe
+from fm_teardown.plan import Flags
 from fm_teardown.records import load_fleet
 from fm_teardown.settings import Settings
 
@@ -63,9 +64,7 @@ def audit(settings: Settings) -> Audit:
             continue
         d = decide(task, fleet, obs, flags, landed=AuditNotChecked())
         rows.append(AuditRow(task, d.slot, str(obs.endpoints[task].state), d.verdict, d.reasons))
-    claims: dict[str, list[str]] = {}
-    for task, slot in obs.slot_of.items():
-        claims.setdefault(slot, []).append(task)
+    claims: dict[str, list[str]] = {slot: list(t) for slot, t in obs.claimants.items()}
     for task, slots in obs.invalid_slots.items():
         for slot in slots or ():
             claims.setdefault(slot, []).append(task)

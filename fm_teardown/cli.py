@@ -97,9 +97,9 @@ def teardown(
 ) -> None:
     """Tear down a finished task: end its endpoint and processes, return its slot, clear its
     record. Without TASK, --dry-run audits the whole fleet."""
-    from fm_teardown import commands
+    from fm_teardown.commands.teardown import teardown as run_teardown
 
-    code = commands.teardown(
+    code = run_teardown(
         task=task,
         dry_run=dry_run,
         force=force,
@@ -110,21 +110,30 @@ def teardown(
     raise typer.Exit(code)
 
 
+def _usage_classes() -> tuple[type[Exception], ...]:
+    """Click's usage-error classes (typer ≥ 0.20 vendors click as `typer._click`)."""
+    try:
+        from typer._click import exceptions as click_exceptions
+    except ImportError:  # an older typer on the real click
+        from click import exceptions as click_exceptions  # type: ignore[no-redef]
+    return (click_exceptions.UsageError, click_exceptions.BadParameter)
+
+
 def _usage_error(exc: Exception) -> str | None:
     """The message of a command-line usage error (typer/click raise these), else None."""
-    if type(exc).__name__ in (
-        "UsageError",
-        "NoSuchOption",
-        "BadParameter",
-        "BadOptionUsage",
-        "BadArgumentUsage",
-        "MissingParameter",
-        "NoArgsIsHelpError",
-    ):
+    if isinstance(exc, _usage_classes()):
         fmt = getattr(exc, "format_message", None)
         message = str(fmt() if callable(fmt) else exc)
         return " ".join(message.split())
     return None
+
+
+def _no_args(exc: Exception) -> bool:
+    try:
+        from typer._click.exceptions import NoArgsIsHelpError
+    except ImportError:
+        return False
+    return isinstance(exc, NoArgsIsHelpError)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -142,7 +151,7 @@ def main(argv: list[str] | None = None) -> None:
         if usage is None:
             sys.stderr.write(f"fm: unexpected error: {type(exc).__name__}: {exc}\n")
             code = 1
-        elif type(exc).__name__ == "NoArgsIsHelpError":
+        elif _no_args(exc):
             with contextlib.suppress(Exception):
                 app(prog_name="fm", args=["--help"], standalone_mode=False)
             code = 2
@@ -153,7 +162,7 @@ def main(argv: list[str] | None = None) -> None:
             if "--json" in args:
                 from fm_teardown import report
 
-                report.emit_json(report.error_json(None, err, dry_run="--dry-run" in args))
+                report.emit_json(report.usage_error_json(None, err, dry_run="--dry-run" in args))
             sys.stderr.write(f"fm: {usage}\nhint: see `fm teardown --help`\n")
             code = 2
     sys.exit(code if isinstance(code, int) else 0)

@@ -1,13 +1,13 @@
-"""The decision: verdict, reasons, owners and the ordered plan (CONTRACT §5, §6). Pure.
+"""The decision: verdict, reasons, owners and the ordered plan (CONTRACT §5, §6, §7a). Pure.
 
-`decide` reads only its arguments: no I/O, no clock, no randomness. The rules are applied in
-the contract's order; the first that refuses ends the decision with an empty plan.
+`decide` reads only its arguments: no I/O, no clock, no randomness. It reads like CONTRACT §5:
+each rule is a helper below, in the contract's order, returning a refusal or nothing; the
+first refusal ends the decision with an empty plan.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from fm_teardown.errors import Verdict
 from fm_teardown.ownership import (
@@ -20,6 +20,14 @@ from fm_teardown.ownership import (
     owners_of,
 )
 from fm_teardown.paths import is_ancestor_or_same
+from fm_teardown.plan import (
+    Decision,
+    Flags,
+    LandedLike,
+    PoolReturn,
+    Step,
+    StepName,
+)
 from fm_teardown.records import Fleet, Record
 from fm_teardown.sparing import (
     Blocker,
@@ -29,88 +37,492 @@ from fm_teardown.sparing import (
     never_signalled,
     to_signal,
 )
-from fm_teardown.world import Endpoint, EndpointState, Observation, PoolEntry, Proc
+from fm_teardown.world import Endpoint, EndpointState, Observation, PoolEntry, Proc, SlotFacts
+
+__all__ = ["Decision", "Flags", "LandedLike", "PoolReturn", "Step", "decide"]
 
 
 @dataclass(frozen=True)
-class Flags:
-    force: bool = False
-    discard_live_owner: str | None = None
-    dry_run: bool = False
-
-
-class LandedLike(Protocol):
-    """The facts rule 5 needs (fm_teardown.landed.LandedFacts)."""
-
-    @property
-    def landed(self) -> bool: ...
-    @property
-    def summary(self) -> str: ...
-    @property
-    def dirty(self) -> tuple[str, ...]: ...
-    @property
-    def unpushed(self) -> tuple[str, ...]: ...
-    @property
-    def notes(self) -> tuple[str, ...]: ...
-
-
-@dataclass(frozen=True)
-class Step:
-    step: str  # endpoint | processes | save-discarded | pool | record
-    target: str
-    detail: str
-    outcome: str = "planned"
-
-
-@dataclass(frozen=True)
-class PoolReturn:
-    """`treehouse return --force [--if-lease-id ID] [--if-lease-holder H] <path>`."""
-
-    path: str  # exactly as the pool's state file stores it
-    lease_id: str | None
-    lease_holder: str | None
-
-    @property
-    def argv(self) -> list[str]:
-        argv = ["return", "--force"]
-        if self.lease_id:
-            argv += ["--if-lease-id", self.lease_id]
-        if self.lease_holder is not None:
-            argv += ["--if-lease-holder", self.lease_holder]
-        return [*argv, self.path]
-
-
-@dataclass(frozen=True)
-class Decision:
-    task: str
+class Refusal:
     verdict: Verdict
     reasons: tuple[str, ...]
-    owners: tuple[Owner, ...] = ()
-    plan: tuple[Step, ...] = ()
-    hints: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = ()
-    slot: str | None = None
-    endpoint: EndpointState | None = None
-    pool_return: PoolReturn | None = None
-    discarded_owner: str | None = None
-    save_discarded: bool = False
-    # Whose work the save holds: TASK's own, or the discarded live owner's (§7a).
-    save_as: str | None = None
-    # True while rule 5 still has to be checked: the caller gathers TASK's landed facts (only
-    # now, so that git never runs on a slot that is somebody else's) and decides again.
-    landed_pending: bool = False
-    end_processes: bool = False
-    notes: tuple[str, ...] = field(default=())
-
-    @property
-    def exit_code(self) -> int:
-        return int(self.verdict.exit_code)
+    hints: tuple[str, ...]
 
 
-def _refuse(
-    task: str, verdict: Verdict, reasons: list[str], hints: list[str], **kw: object
+def _refusal(verdict: Verdict, lines: list[str], hints: list[str]) -> Refusal:
+    return Refusal(verdict, tuple(lines), tuple(hints))
+
+
+@dataclass(frozen=True)
+class Case:
+    """What every rule reads: TASK, its record, slot and endpoint, and the world observed."""
+
+    task: str
+    record: Record
+    fleet: Fleet
+    obs: Observation
+    flags: Flags
+    slot: str
+    endpoint: Endpoint
+    facts: SlotFacts
+
+    @staticmethod
+    def of(task: str, fleet: Fleet, obs: Observation, flags: Flags) -> Case:
+        slot = obs.slot_of[task]
+        return Case(
+            task, fleet.records[task], fleet, obs, flags, slot, obs.endpoints[task], obs.slots[slot]
+        )
+
+
+@dataclass
+class Draft:
+    """What a decision that goes on collects on its way through the rules."""
+
+    reasons: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def decide(
+    task: str,
+    fleet: Fleet,
+    obs: Observation,
+    flags: Flags,
+    landed: LandedLike | None = None,
 ) -> Decision:
-    return Decision(task, verdict, tuple(reasons), hints=tuple(hints), **kw)  # type: ignore[arg-type]
+    c = Case.of(task, fleet, obs, flags)
+    draft = Draft()
+
+    # Rule 1: an unsafe record or environment (TASK's own record was validated on loading).
+    refusal = invalid_claimant(c) or unsafe_tasktmp(c) or unwritable_state_dir(c)
+    # Rule 2: never reset a tree the pool does not own; never kill the window fm runs in.
+    refusal = refusal or protected_root(c) or inside_own_window(c)
+    if refusal:
+        return refuse(c, refusal)
+
+    # Rule 3: another live owner (lifted only by --force --discard-live-owner=<that owner>).
+    owners = tuple(owners_of(task, fleet, obs))
+    refusal, discarded = live_owner(c, owners, draft)
+    if refusal:
+        return refuse(c, refusal, owners)
+    if c.endpoint.state == EndpointState.ALIVE:
+        draft.reasons.append(
+            f"own endpoint is alive ({c.endpoint.detail}); a task's own pane never blocks"
+        )
+
+    # Rule 4: other owners, none live: a slot that is now someone else's is stale for TASK.
+    stale = stale_slot(c, owners, discarded, draft)
+    if stale is not None:
+        return stale
+
+    # The pool must be able to return the slot, and the slot must be a tree of its own.
+    refusal = pool_not_ready(c) or foreign_git_dir(c)
+    if refusal:
+        return refuse(c, refusal, owners)
+    spared = never_signalled(obs, task, discarded)
+    returns_slot, skip = slot_will_be_returned(c, discarded, draft)
+    refusal = never_signalled_in_slot(c, spared) if returns_slot else None
+    if refusal:
+        return refuse(c, refusal, owners)
+
+    # Rule 5: TASK's own work (a slot that no longer exists has nothing left to lose).
+    if not (c.record.kind in ("scout", "secondmate") or c.facts.exists):
+        landed = None
+    elif landed is None:
+        return _proceed(c, draft, owners, (), landed_pending=True)
+    refusal, save = unlanded(c, landed, discarded, draft)
+    if refusal:
+        return refuse(c, refusal, owners)
+
+    pool_return = _pool_return(c.facts.pool.entry) if returns_slot else None
+    save_as = discarded if discarded is not None and discarded in fleet.records else task
+    plan = _plan(c, spared, returns_slot, pool_return, save_as if save else None)
+    if discarded is not None and obs.slot_of.get(discarded) == c.slot:
+        draft.warnings.append(
+            f"{discarded}'s record is kept and its window is not killed by name; "
+            f"it now names a returned slot"
+        )
+    return _proceed(
+        c,
+        draft,
+        owners,
+        plan,
+        pool_return=pool_return,
+        discarded_owner=discarded,
+        save_discarded=save,
+        save_as=save_as if save else None,
+        end_processes=returns_slot,
+        skip_reason=skip,
+        notes=landed.notes if landed is not None else (),
+    )
+
+
+# -- the rules, in contract order ---------------------------------------------------------------
+
+
+def invalid_claimant(c: Case) -> Refusal | None:
+    """Another record that cannot be validated might own this slot: fail closed (§3)."""
+    blockers = invalid_claimants(c.task, c.fleet, c.obs)
+    if not blockers:
+        return None
+    lines = []
+    for b in blockers:
+        bad = c.fleet.invalid[b]
+        claim = (
+            "its slot cannot be told" if c.obs.invalid_slots[b] is None else "it names this slot"
+        )
+        lines.append(
+            f"record {bad.meta_path} of task '{b}' is invalid ({bad.problem}) and {claim}: "
+            "it might be a live owner"
+        )
+    return _refusal(
+        Verdict.UNSAFE,
+        [f"REFUSED: {lines[0]}; nothing was changed", *lines[1:]],
+        ["fix or remove that record (it may belong to a live task), then re-run"],
+    )
+
+
+def unsafe_tasktmp(c: Case) -> Refusal | None:
+    """TASK's tasktmp must be absent or a real directory of ours, never a link (§7a)."""
+    tmp = c.obs.tasktmp.get(c.task)
+    if tmp is None or not tmp.problem:
+        return None
+    return _refusal(
+        Verdict.UNSAFE,
+        [f"REFUSED: {tmp.problem}; nothing was changed"],
+        [
+            f"fm never follows or removes a tasktmp that is not its own directory: look "
+            f"at it (ls -ld {tmp.path}), remove it if it is not needed, then re-run"
+        ],
+    )
+
+
+def unwritable_state_dir(c: Case) -> Refusal | None:
+    """The slot lock and the record's removal need the state dir: checked before acting."""
+    problem = c.obs.env.state_dir_problem
+    if not problem:
+        return None
+    return _refusal(
+        Verdict.UNSAFE,
+        [f"REFUSED: {problem}; nothing was changed"],
+        ["run fm as the user that owns the state dir"],
+    )
+
+
+def protected_root(c: Case) -> Refusal | None:
+    """The slot is the project checkout, `/`, $HOME, FM_HOME, or an ancestor of one."""
+    roots = {
+        "the project checkout": c.obs.project_of[c.task],
+        "/": "/",
+        "$HOME": c.obs.env.home,
+        "FM_HOME": c.obs.env.fm_home,
+    }
+    for label, root in roots.items():
+        if root is not None and is_ancestor_or_same(c.slot, root):
+            what = "is" if c.slot == root else "is an ancestor of"
+            return _refusal(
+                Verdict.UNSAFE,
+                [f"REFUSED: slot {c.slot} {what} {label} ({root}); nothing was changed"],
+                ["a slot must be a pool worktree; fix the record's worktree="],
+            )
+    return None
+
+
+def inside_own_window(c: Case) -> Refusal | None:
+    """Killing the window fm runs in would kill the teardown halfway."""
+    if not c.endpoint.pids & c.obs.env.protected:
+        return None
+    return _refusal(
+        Verdict.UNSAFE,
+        [
+            f"REFUSED: fm is running inside {c.task}'s own window {c.record.window}; "
+            "nothing was changed"
+        ],
+        ["run the teardown from another window"],
+    )
+
+
+def live_owner(
+    c: Case, owners: tuple[Owner, ...], draft: Draft
+) -> tuple[Refusal | None, str | None]:
+    """(the refusal, None), or (None, the live owner discarded by name), or (None, None)."""
+    live = [o for o in owners if o.live]
+    wanted = c.flags.discard_live_owner
+    if not live:
+        if wanted is not None:
+            draft.warnings.append(
+                f"--discard-live-owner={wanted}: the slot has no live owner; the flag has no effect"
+            )
+        return None, None
+    if wanted is not None and c.flags.force and len(live) == 1 and live[0].id == wanted:
+        draft.warnings.append(
+            f"discarding live owner {wanted} as asked (--force --discard-live-owner): its "
+            "processes in the slot will be ended and the slot returned"
+        )
+        return None, wanted
+    names = ", ".join(o.id for o in live)
+    lines = [f"REFUSED: slot {c.slot} is owned by another live task: {names}; nothing was changed"]
+    lines += [f"{o.id} ({o.kind}, endpoint {o.endpoint}): {o.why}" for o in live]
+    hints = []
+    if wanted is not None and not c.flags.force:
+        hints.append("--discard-live-owner takes effect only together with --force")
+    elif wanted is not None and len(live) > 1:
+        hints.append(f"more than one live owner ({names}): one flag cannot discard them all")
+    elif wanted is not None:
+        hints.append(f"--discard-live-owner={wanted} does not name the live owner ({names})")
+    elif c.flags.force:
+        hints.append("--force does not lift this: it discards only this task's own work")
+    hints.append(f"let {names} finish (or end it), then re-run")
+    if len(live) == 1:
+        hints.append(
+            f"to discard {live[0].id}'s live work in this slot: "
+            f"fm teardown {c.task} --force --discard-live-owner={live[0].id}"
+        )
+    return _refusal(Verdict.LIVE_OWNER, lines, hints), None
+
+
+def stale_slot(
+    c: Case, owners: tuple[Owner, ...], discarded: str | None, draft: Draft
+) -> Decision | None:
+    """Other claimants, none live: whose slot is it now? If not TASK's (or it cannot be told),
+    the slot is stale: only TASK's own endpoint and record are cleaned."""
+    others = other_claimants(c.task, c.fleet, c.obs)
+    entry = c.facts.pool.entry
+    holder = (
+        lease_task(entry, c.task, c.fleet)
+        if entry is not None and not lease_is_tasks(entry, c.record)
+        else None
+    )
+    if holder is not None and holder not in others:
+        others = [*others, holder]  # a lease held by another task is that task's claim
+    stale_others = [o for o in others if o != discarded]
+    if not stale_others or discarded is not None:
+        if not others and not any(o.live for o in owners):
+            draft.reasons.append(f"{c.task} is the only claimant of slot {c.slot}")
+        return None
+    cur = current_owner(c.task, c.fleet, c.obs, stale_others)
+    names = ", ".join(stale_others)
+    if cur.is_task:
+        draft.reasons.append(f"{names} also claim the slot but none is live; {cur.why}")
+        draft.warnings.append(f"{names}'s record(s) will name a returned slot")
+        return None
+    who = cur.owner or " / ".join(stale_others)
+    draft.warnings.append(
+        f"slot {c.slot} is stale for {c.task}: it belongs to {who} ({cur.why}); "
+        "the tree, its processes and the pool slot are left alone"
+    )
+    draft.reasons.append(f"stale slot: {names} also claim it, none is live; {cur.why}")
+    return Decision(
+        c.task,
+        Verdict.STALE,
+        tuple(draft.reasons),
+        owners,
+        (_endpoint_step(c.record, c.endpoint), _record_step(c.record)),
+        warnings=tuple(draft.warnings),
+        slot=c.slot,
+        endpoint=c.endpoint.state,
+        skip_reason="stale slot: left to its current owner",
+    )
+
+
+def pool_not_ready(c: Case) -> Refusal | None:
+    """The pool must manage the slot, and be runnable, before anything destructive."""
+    if not c.facts.exists:
+        return None
+    pool = c.facts.pool
+    problem = None
+    if c.obs.env.treehouse_bin is None:
+        problem = "the pool's `treehouse` executable was not found (PATH or FM_TREEHOUSE_BIN)"
+    elif c.obs.env.treehouse_problem:
+        problem = c.obs.env.treehouse_problem
+    elif pool.error:
+        problem = f"the pool's state cannot be read: {pool.error}"
+    elif pool.entry is None:
+        problem = f"slot {c.slot} is not managed by the pool" + (
+            f" (no entry in {pool.state_file})" if pool.state_file else " (no pool state file)"
+        )
+    elif pool.entry.destroying:
+        problem = f"slot {c.slot} is being destroyed by the pool"
+    if problem is None:
+        return None
+    return _refusal(
+        Verdict.UNSAFE,
+        [f"REFUSED: {problem}; nothing was changed"],
+        ["return the slot by hand, or fix the pool, then re-run"],
+    )
+
+
+def foreign_git_dir(c: Case) -> Refusal | None:
+    """Git run in a slot whose .git is not its own (rule 5, the save, the pool's reset) would
+    act on another tree (§7a)."""
+    if not c.facts.exists or not c.facts.git_problem:
+        return None
+    return _refusal(
+        Verdict.UNSAFE,
+        [f"REFUSED: {c.facts.git_problem}; nothing was changed"],
+        [
+            "see whose tree it is (git -C <slot> rev-parse --git-dir --show-toplevel); "
+            "fix the record's worktree= or the slot by hand, then re-run"
+        ],
+    )
+
+
+def slot_will_be_returned(c: Case, discarded: str | None, draft: Draft) -> tuple[bool, str | None]:
+    """(whether the plan ends the slot's processes and returns it, why not if not)."""
+    if not c.facts.exists:
+        reason = f"slot directory {c.slot} no longer exists: processes and pool steps skipped"
+        draft.reasons.append(reason)
+        return False, reason
+    entry = c.facts.pool.entry
+    assert entry is not None  # pool_not_ready refused otherwise
+    recorded_lease = c.record.lease_id is not None or c.record.lease_holder is not None
+    if not entry.leased and recorded_lease and discarded is None:
+        reason = (
+            "the pool shows no lease on the slot although the record names one: it was "
+            "already returned; processes and pool steps skipped"
+        )
+        draft.reasons.append(reason)
+        return False, reason
+    return True, None
+
+
+def never_signalled_in_slot(c: Case, spared: dict[int, Why]) -> Refusal | None:
+    """The pool's return ends every process in the slot: what fm must never end may not be
+    there (a tmux server would take every window of the fleet with it)."""
+    blocked = blocking_the_return(c.facts.procs, spared)
+    if not blocked:
+        return None
+    return _refusal(
+        Verdict.UNSAFE,
+        [
+            f"REFUSED: {_named(blocked)} work in slot {c.slot}, and the pool's return ends "
+            "every process there; fm never ends them; nothing was changed"
+        ],
+        _blocked_hints(blocked),
+    )
+
+
+def unlanded(
+    c: Case, landed: LandedLike | None, discarded: str | None, draft: Draft
+) -> tuple[Refusal | None, bool]:
+    """Rule 5: (the refusal, False), or (None, whether --force saves the work first)."""
+    if landed is None:
+        return None, False  # nothing left to check: the slot is gone
+    if landed.landed:
+        draft.reasons.append(f"own work: {landed.summary}")
+        return None, False
+    if c.flags.force:
+        if discarded is not None and discarded in c.fleet.records:
+            # The slot now holds the discarded live owner's work, not TASK's (§7a).
+            draft.warnings.append(
+                f"--force --discard-live-owner: discarding {discarded}'s unlanded work in "
+                f"the slot ({landed.summary})"
+            )
+        else:
+            draft.warnings.append(
+                f"--force: discarding {c.task}'s own unlanded work ({landed.summary})"
+            )
+        return None, c.record.kind == "ship" and c.facts.exists
+    lines = [f"REFUSED: {c.task}'s own work is not landed: {landed.summary}; nothing was changed"]
+    lines += [f"uncommitted: {p}" for p in landed.dirty]
+    lines += [f"unpushed: {u}" for u in landed.unpushed]
+    lines += [f"could not tell: {n}" for n in landed.notes]
+    return _refusal(
+        Verdict.UNLANDED,
+        lines,
+        [
+            "land it: commit and push the branch, or merge its PR",
+            f"or discard it: fm teardown {c.task} --force "
+            f"(it is saved first under refs/fm/discarded/{c.task}/<time>)",
+        ],
+    ), False
+
+
+# -- building the decision ----------------------------------------------------------------------
+
+
+def refuse(c: Case, refusal: Refusal, owners: tuple[Owner, ...] = ()) -> Decision:
+    """A refusal: its verdict and reasons, an empty plan."""
+    return Decision(
+        c.task,
+        refusal.verdict,
+        refusal.reasons,
+        owners,
+        hints=refusal.hints,
+        slot=c.slot,
+        endpoint=c.endpoint.state,
+    )
+
+
+def _proceed(
+    c: Case,
+    draft: Draft,
+    owners: tuple[Owner, ...],
+    plan: tuple[Step, ...],
+    *,
+    landed_pending: bool = False,
+    pool_return: PoolReturn | None = None,
+    discarded_owner: str | None = None,
+    save_discarded: bool = False,
+    save_as: str | None = None,
+    end_processes: bool = False,
+    skip_reason: str | None = None,
+    notes: tuple[str, ...] = (),
+) -> Decision:
+    return Decision(
+        c.task,
+        Verdict.PROCEED,
+        tuple(draft.reasons),
+        owners,
+        plan,
+        warnings=tuple(draft.warnings),
+        slot=c.slot,
+        endpoint=c.endpoint.state,
+        pool_return=pool_return,
+        discarded_owner=discarded_owner,
+        save_discarded=save_discarded,
+        save_as=save_as,
+        landed_pending=landed_pending,
+        end_processes=end_processes,
+        skip_reason=skip_reason,
+        notes=notes,
+    )
+
+
+def _plan(
+    c: Case,
+    spared: dict[int, Why],
+    returns_slot: bool,
+    pool_return: PoolReturn | None,
+    save_as: str | None,
+) -> tuple[Step, ...]:
+    """The steps in the order they run: endpoint, processes, save, pool, record last."""
+    plan = [_endpoint_step(c.record, c.endpoint)]
+    tmp = c.obs.tasktmp.get(c.task)
+    if returns_slot:
+        targets = c.slot + (f" and {c.record.tasktmp}" if c.record.tasktmp else "")
+        plan.append(Step(StepName.PROCESSES, targets, _signal_detail(c, spared, c.facts.procs)))
+    elif c.record.tasktmp and tmp is not None and tmp.exists:
+        # The slot is gone or already returned, but TASK's temp dir is about to be removed:
+        # end what still runs in it first.
+        plan.append(Step(StepName.PROCESSES, c.record.tasktmp, _signal_detail(c, spared, ())))
+    if save_as is not None:
+        plan.append(
+            Step(
+                StepName.SAVE_DISCARDED,
+                f"refs/fm/discarded/{save_as}/<UTC timestamp>",
+                f"commit {save_as}'s uncommitted and untracked files on HEAD in {c.record.project}",
+            )
+        )
+    if pool_return is not None:
+        plan.append(
+            Step(
+                StepName.POOL,
+                pool_return.path,
+                "treehouse " + " ".join(pool_return.argv) + "; verified in the pool's state",
+            )
+        )
+    plan.append(_record_step(c.record))
+    return tuple(plan)
 
 
 def _endpoint_step(record: Record, ep: Endpoint) -> Step:
@@ -120,7 +532,7 @@ def _endpoint_step(record: Record, ep: Endpoint) -> Step:
         detail = (
             f"kill window {', '.join(ep.window_ids) or record.window} ({ep.state}: {ep.detail})"
         )
-    return Step("endpoint", record.target, detail)
+    return Step(StepName.ENDPOINT, record.target, detail)
 
 
 def _record_step(record: Record) -> Step:
@@ -128,19 +540,21 @@ def _record_step(record: Record) -> Step:
     if record.tasktmp:
         parts.append(f"remove {record.tasktmp}")
     parts.append(f"remove state/{record.task_id}.* sidecars, then {record.meta_path} last")
-    return Step("record", record.meta_path, "; ".join(parts))
+    return Step(StepName.RECORD, record.meta_path, "; ".join(parts))
 
 
-def _pool_return(entry: PoolEntry) -> PoolReturn:
+def _pool_return(entry: PoolEntry | None) -> PoolReturn:
     """Conditional on the lease seen: its id, and its holder when it has one (an empty holder
-    is the only condition left for a lease without an id, e.g. a legacy lease)."""
+    is the only condition left for a lease without an id, e.g. a legacy lease). A lease that is
+    not TASK's was a live owner, so here it is TASK's or the discarded owner's."""
+    assert entry is not None
     if not entry.leased:
         return PoolReturn(entry.path, None, None)
     holder = entry.lease_holder if entry.lease_holder or not entry.lease_id else None
     return PoolReturn(entry.path, entry.lease_id or None, holder)
 
 
-def _procs_named(blocked: list[Blocker]) -> str:
+def _named(blocked: list[Blocker]) -> str:
     return ", ".join(str(b) for b in blocked)
 
 
@@ -155,11 +569,9 @@ def _blocked_hints(blocked: list[Blocker]) -> list[str]:
     return hints
 
 
-def _signal_detail(
-    task: str, obs: Observation, spared: dict[int, Why], slot_procs: tuple[Proc, ...]
-) -> str:
+def _signal_detail(c: Case, spared: dict[int, Why], slot_procs: tuple[Proc, ...]) -> str:
     """What the processes step would signal now, every process by name and pid (§7a)."""
-    tmp = obs.tasktmp.get(task)
+    tmp = c.obs.tasktmp.get(c.task)
     procs = {p.pid: p for p in (*slot_procs, *(tmp.procs if tmp else ()))}
     targets = to_signal(tuple(procs.values()), spared)
     kept = [p for p in procs.values() if p.pid in spared]
@@ -176,339 +588,3 @@ def _signal_detail(
             f"{p.name} ({p.pid}, {spared[p.pid]})" for p in kept
         )
     return text
-
-
-def decide(
-    task: str,
-    fleet: Fleet,
-    obs: Observation,
-    flags: Flags,
-    landed: LandedLike | None = None,
-) -> Decision:
-    record = fleet.records[task]
-    slot = obs.slot_of[task]
-    ep = obs.endpoints[task]
-    base: dict[str, object] = {"slot": slot, "endpoint": ep.state}
-    reasons: list[str] = []
-    warnings: list[str] = []
-
-    # Rule 1: another record that cannot be validated might own this slot.
-    blockers = invalid_claimants(task, fleet, obs)
-    if blockers:
-        lines = []
-        for b in blockers:
-            bad = fleet.invalid[b]
-            claim = (
-                "its slot cannot be told" if obs.invalid_slots[b] is None else "it names this slot"
-            )
-            lines.append(
-                f"record {bad.meta_path} of task '{b}' is invalid ({bad.problem}) and {claim}: "
-                "it might be a live owner"
-            )
-        return _refuse(
-            task,
-            Verdict.UNSAFE,
-            [f"REFUSED: {lines[0]}; nothing was changed", *lines[1:]],
-            ["fix or remove that record (it may belong to a live task), then re-run"],
-            **base,
-        )
-
-    # Rule 1, environment: TASK's tasktmp must be a real directory of ours, never a link.
-    tmp = obs.tasktmp.get(task)
-    if tmp is not None and tmp.problem:
-        return _refuse(
-            task,
-            Verdict.UNSAFE,
-            [f"REFUSED: {tmp.problem}; nothing was changed"],
-            [
-                f"fm never follows or removes a tasktmp that is not its own directory: look "
-                f"at it (ls -ld {tmp.path}), remove it if it is not needed, then re-run"
-            ],
-            **base,
-        )
-    if obs.env.state_dir_problem:
-        return _refuse(
-            task,
-            Verdict.UNSAFE,
-            [f"REFUSED: {obs.env.state_dir_problem}; nothing was changed"],
-            ["run fm as the user that owns the state dir"],
-            **base,
-        )
-
-    # Rule 2: never reset a tree the pool does not own.
-    roots = {
-        "the project checkout": obs.project_of[task],
-        "/": "/",
-        "$HOME": obs.env.home,
-        "FM_HOME": obs.env.fm_home,
-    }
-    for label, root in roots.items():
-        if root is not None and is_ancestor_or_same(slot, root):
-            what = "is" if slot == root else "is an ancestor of"
-            return _refuse(
-                task,
-                Verdict.UNSAFE,
-                [f"REFUSED: slot {slot} {what} {label} ({root}); nothing was changed"],
-                ["a slot must be a pool worktree; fix the record's worktree="],
-                **base,
-            )
-
-    if ep.pids & obs.env.protected:
-        return _refuse(
-            task,
-            Verdict.UNSAFE,
-            [
-                f"REFUSED: fm is running inside {task}'s own window {record.window}; "
-                "nothing was changed"
-            ],
-            ["run the teardown from another window"],
-            **base,
-        )
-
-    # Rule 3: another live owner.
-    owners = owners_of(task, fleet, obs)
-    live = [o for o in owners if o.live]
-    base["owners"] = tuple(owners)
-    discarded: str | None = None
-    if live:
-        wanted = flags.discard_live_owner
-        if wanted is not None and flags.force and len(live) == 1 and live[0].id == wanted:
-            discarded = wanted
-            warnings.append(
-                f"discarding live owner {wanted} as asked (--force --discard-live-owner): its "
-                "processes in the slot will be ended and the slot returned"
-            )
-        else:
-            names = ", ".join(o.id for o in live)
-            lines = [
-                f"REFUSED: slot {slot} is owned by another live task: {names}; nothing was changed"
-            ]
-            lines += [f"{o.id} ({o.kind}, endpoint {o.endpoint}): {o.why}" for o in live]
-            hints = []
-            if wanted is not None and not flags.force:
-                hints.append("--discard-live-owner takes effect only together with --force")
-            elif wanted is not None and len(live) > 1:
-                hints.append(
-                    f"more than one live owner ({names}): one flag cannot discard them all"
-                )
-            elif wanted is not None:
-                hints.append(
-                    f"--discard-live-owner={wanted} does not name the live owner ({names})"
-                )
-            elif flags.force:
-                hints.append("--force does not lift this: it discards only this task's own work")
-            hints.append(f"let {names} finish (or end it), then re-run")
-            if len(live) == 1:
-                hints.append(
-                    f"to discard {live[0].id}'s live work in this slot: "
-                    f"fm teardown {task} --force --discard-live-owner={live[0].id}"
-                )
-            return _refuse(task, Verdict.LIVE_OWNER, lines, hints, **base)
-    elif flags.discard_live_owner is not None:
-        warnings.append(
-            f"--discard-live-owner={flags.discard_live_owner}: the slot has no live owner; "
-            "the flag has no effect"
-        )
-
-    if ep.state == EndpointState.ALIVE:
-        reasons.append(f"own endpoint is alive ({ep.detail}); a task's own pane never blocks")
-
-    facts = obs.slots[slot]
-    others = other_claimants(task, fleet, obs)
-    entry = facts.pool.entry
-    holder = (
-        lease_task(entry, task, fleet)
-        if entry is not None and not lease_is_tasks(entry, record)
-        else None
-    )
-    if holder is not None and holder not in others:
-        others = [*others, holder]  # a lease held by another task is that task's claim
-    stale_others = [o for o in others if o != discarded]
-    # Rule 4: other claimants, none live: whose slot is it now?
-    if stale_others and discarded is None:
-        cur = current_owner(task, fleet, obs, stale_others)
-        if not cur.is_task:
-            who = cur.owner or " / ".join(stale_others)
-            warnings.append(
-                f"slot {slot} is stale for {task}: it belongs to {who} ({cur.why}); "
-                "the tree, its processes and the pool slot are left alone"
-            )
-            reasons.append(
-                f"stale slot: {', '.join(stale_others)} also claim it, none is live; {cur.why}"
-            )
-            return Decision(
-                task,
-                Verdict.STALE,
-                tuple(reasons),
-                tuple(owners),
-                (_endpoint_step(record, ep), _record_step(record)),
-                warnings=tuple(warnings),
-                slot=slot,
-                endpoint=ep.state,
-            )
-        reasons.append(f"{', '.join(stale_others)} also claim the slot but none is live; {cur.why}")
-        warnings.append(f"{', '.join(stale_others)}'s record(s) will name a returned slot")
-    elif not others and not live:
-        reasons.append(f"{task} is the only claimant of slot {slot}")
-
-    plan: list[Step] = [_endpoint_step(record, ep)]
-    pool_return: PoolReturn | None = None
-    end_processes = False
-    kind_checks = record.kind in ("scout", "secondmate")
-    if not facts.exists:
-        reasons.append(f"slot directory {slot} no longer exists: processes and pool steps skipped")
-    else:
-        # The pool must manage the slot before anything destructive (rule 1, environment).
-        pool = facts.pool
-        problem = None
-        if obs.env.treehouse_bin is None:
-            problem = "the pool's `treehouse` executable was not found (PATH or FM_TREEHOUSE_BIN)"
-        elif obs.env.treehouse_problem:
-            problem = obs.env.treehouse_problem
-        elif pool.error:
-            problem = f"the pool's state cannot be read: {pool.error}"
-        elif pool.entry is None:
-            problem = f"slot {slot} is not managed by the pool" + (
-                f" (no entry in {pool.state_file})" if pool.state_file else " (no pool state file)"
-            )
-        elif pool.entry.destroying:
-            problem = f"slot {slot} is being destroyed by the pool"
-        elif facts.git_problem:
-            # Git run there (rule 5, the save, the pool's reset) would act on another tree.
-            problem = facts.git_problem
-        if problem:
-            return _refuse(
-                task,
-                Verdict.UNSAFE,
-                [f"REFUSED: {problem}; nothing was changed"],
-                [
-                    "see whose tree it is (git -C <slot> rev-parse --git-dir --show-toplevel); "
-                    "fix the record's worktree= or the slot by hand, then re-run"
-                    if problem == facts.git_problem
-                    else "return the slot by hand, or fix the pool, then re-run"
-                ],
-                **base,
-            )
-        assert pool.entry is not None
-        entry = pool.entry
-        spared = never_signalled(obs, task, discarded)
-        recorded_lease = record.lease_id is not None or record.lease_holder is not None
-        if not entry.leased and recorded_lease and discarded is None:
-            reasons.append(
-                "the pool shows no lease on the slot although the record names one: it was "
-                "already returned; processes and pool steps skipped"
-            )
-        else:
-            # The pool's return ends every process in the slot: what fm must never end may
-            # not be there (a tmux server would take every window of the fleet with it).
-            blocked = blocking_the_return(facts.procs, spared)
-            if blocked:
-                return _refuse(
-                    task,
-                    Verdict.UNSAFE,
-                    [
-                        f"REFUSED: {_procs_named(blocked)} work in slot {slot}, and the pool's "
-                        "return ends every process there; fm never ends them; nothing was "
-                        "changed"
-                    ],
-                    _blocked_hints(blocked),
-                    **base,
-                )
-            end_processes = True
-            # A lease that is not TASK's was a live owner above, so here the lease is TASK's
-            # or the discarded owner's: the return is conditional on exactly what was seen.
-            pool_return = _pool_return(entry)
-            targets = slot + (f" and {record.tasktmp}" if record.tasktmp else "")
-            plan.append(Step("processes", targets, _signal_detail(task, obs, spared, facts.procs)))
-
-    tmp_exists = tmp is not None and tmp.exists
-    if not end_processes and record.tasktmp and tmp_exists:
-        # The slot is gone or already returned, but TASK's temp dir is about to be removed:
-        # end what still runs in it first.
-        spared = never_signalled(obs, task, discarded)
-        plan.append(Step("processes", record.tasktmp, _signal_detail(task, obs, spared, ())))
-
-    def proceed(**extra: object) -> Decision:
-        return Decision(
-            task,
-            Verdict.PROCEED,
-            tuple(reasons),
-            tuple(owners),
-            tuple(plan),
-            warnings=tuple(warnings),
-            slot=slot,
-            endpoint=ep.state,
-            **extra,  # type: ignore[arg-type]
-        )
-
-    # Rule 5: TASK's own work (a slot that no longer exists has nothing left to lose).
-    needs_check = kind_checks or facts.exists
-    save = False
-    notes: list[str] = []
-    if needs_check:
-        if landed is None:
-            return proceed(landed_pending=True)
-        notes.extend(landed.notes)
-        if landed.landed:
-            reasons.append(f"own work: {landed.summary}")
-        elif flags.force:
-            save = record.kind == "ship" and facts.exists
-            if discarded is not None and discarded in fleet.records:
-                # The slot now holds the discarded live owner's work, not TASK's (§7a).
-                warnings.append(
-                    f"--force --discard-live-owner: discarding {discarded}'s unlanded work in "
-                    f"the slot ({landed.summary})"
-                )
-            else:
-                warnings.append(
-                    f"--force: discarding {task}'s own unlanded work ({landed.summary})"
-                )
-        else:
-            lines = [
-                f"REFUSED: {task}'s own work is not landed: {landed.summary}; nothing was changed"
-            ]
-            lines += [f"uncommitted: {p}" for p in landed.dirty]
-            lines += [f"unpushed: {c}" for c in landed.unpushed]
-            lines += [f"could not tell: {n}" for n in landed.notes]
-            return _refuse(
-                task,
-                Verdict.UNLANDED,
-                lines,
-                [
-                    "land it: commit and push the branch, or merge its PR",
-                    f"or discard it: fm teardown {task} --force "
-                    f"(it is saved first under refs/fm/discarded/{task}/<time>)",
-                ],
-                **base,
-            )
-    save_as = discarded if discarded is not None and discarded in fleet.records else task
-    if save:
-        plan.append(
-            Step(
-                "save-discarded",
-                f"refs/fm/discarded/{save_as}/<UTC timestamp>",
-                f"commit {save_as}'s uncommitted and untracked files on HEAD in {record.project}",
-            )
-        )
-    if pool_return is not None:
-        plan.append(
-            Step(
-                "pool",
-                pool_return.path,
-                "treehouse " + " ".join(pool_return.argv) + "; verified in the pool's state",
-            )
-        )
-    plan.append(_record_step(record))
-    if discarded is not None and obs.slot_of.get(discarded) == slot:
-        warnings.append(
-            f"{discarded}'s record is kept and its window is not killed by name; "
-            f"it now names a returned slot"
-        )
-    return proceed(
-        pool_return=pool_return,
-        discarded_owner=discarded,
-        save_discarded=save,
-        save_as=save_as if save else None,
-        end_processes=end_processes,
-        notes=tuple(notes),
-    )

@@ -9,9 +9,17 @@ else is `ambiguous`. Only `dead` and `missing` count as not live.
 from __future__ import annotations
 
 import os
+from enum import StrEnum
 
 from fm_teardown.records import Record
-from fm_teardown.world import Endpoint, EndpointState, Pane, ProcessTable, TmuxInventory
+from fm_teardown.world import (
+    Endpoint,
+    EndpointState,
+    InventoryStatus,
+    Pane,
+    ProcessTable,
+    TmuxInventory,
+)
 
 SHELLS = frozenset({"zsh", "bash", "sh", "dash", "ash", "ksh", "mksh", "tcsh", "csh", "fish"})
 # Matched anywhere in the name: harness binaries come with suffixes and wrappers.
@@ -46,20 +54,26 @@ def is_tmux(name: str, argv0: str) -> bool:
     return any(b == "tmux" or b.startswith("tmux:") for b in (_base(name), _base(argv0)))
 
 
-def classify(name: str, argv0: str) -> str:
+class ProcessClass(StrEnum):
+    AGENT = "agent"
+    SHELL = "shell"
+    OTHER = "other"
+
+
+def classify(name: str, argv0: str) -> ProcessClass:
     """`agent`, `shell` or `other`, by process name, then argv[0] and its path components."""
     if _is_agent_name(name) or _is_agent_name(argv0):
-        return "agent"
+        return ProcessClass.AGENT
     if _base(name) in SHELLS:
-        return "shell"
+        return ProcessClass.SHELL
     # A harness installed under its own directory (`~/.claude/local/node ...`): the directory
     # names the harness even when the binary is a generic runtime.
     parts = [p.lstrip(".") for p in argv0.split("/") if p]
     if any(p in HARNESS_DIRS for p in parts[:-1]):
-        return "agent"
+        return ProcessClass.AGENT
     if not name and _base(argv0) in SHELLS:
-        return "shell"
-    return "other"
+        return ProcessClass.SHELL
+    return ProcessClass.OTHER
 
 
 def panes_by_window(inventory: TmuxInventory) -> dict[tuple[str, str], list[Pane]]:
@@ -80,9 +94,9 @@ def endpoint_of(
         return Endpoint(
             EndpointState.UNREADABLE, f"backend '{record.backend}' cannot be read by fm"
         )
-    if inventory.status == "no-server":
+    if inventory.status == InventoryStatus.NO_SERVER:
         return Endpoint(EndpointState.MISSING, "no tmux server is running")
-    if inventory.status != "ok":
+    if inventory.status != InventoryStatus.OK:
         return Endpoint(
             EndpointState.UNREADABLE, f"tmux inventory unreadable: {inventory.error or 'unknown'}"
         )
@@ -95,7 +109,7 @@ def endpoint_of(
     if processes.error:
         return Endpoint(EndpointState.UNREADABLE, processes.error, window_ids, frozenset())
     pids: set[int] = set()
-    kinds: set[str] = set()
+    kinds: set[ProcessClass] = set()
     agents: list[str] = []
     for pane in panes:
         if pane.dead:
@@ -114,7 +128,7 @@ def endpoint_of(
                 continue
             kind = classify(proc.name, proc.argv0)
             kinds.add(kind)
-            if kind == "agent":
+            if kind == ProcessClass.AGENT:
                 agents.append(f"{proc.name or _base(proc.argv0)} ({proc.pid})")
     where = f"window {record.window}" + (
         f" ({len(window_ids)} windows)" if len(window_ids) > 1 else ""
@@ -126,7 +140,7 @@ def endpoint_of(
             window_ids,
             frozenset(pids),
         )
-    if kinds <= {"shell"}:
+    if kinds <= {ProcessClass.SHELL}:
         return Endpoint(
             EndpointState.DEAD, f"{where} runs only shells", window_ids, frozenset(pids)
         )

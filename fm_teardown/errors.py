@@ -16,6 +16,7 @@ class ExitCode(IntEnum):
     UNLANDED = 3
     LIVE_OWNER = 4
     UNSAFE = 5
+    INTERRUPTED = 130  # SIGINT or SIGTERM while acting: stopped at a step boundary (§7a)
 
 
 class Verdict(StrEnum):

@@ -21,13 +21,13 @@ from __future__ import annotations
 import os
 import re
 import stat
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import psutil
 
+from fm_teardown import runner
 from fm_teardown.paths import canonical, is_within
 
 # The message git (and treehouse, which passes git's text on) prints for a held index lock.
@@ -51,39 +51,19 @@ def index_lock_path(worktree: str) -> str | None:
     For a linked worktree this is `<common dir>/worktrees/<name>/index.lock`, outside the
     slot, so it is asked of git rather than guessed as `<slot>/.git/index.lock`.
     """
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(LC_ALL="C", GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
-    try:
-        r = subprocess.run(
-            [
-                "git",
-                "-C",
-                worktree,
-                "rev-parse",
-                "--path-format=absolute",
-                "--git-path",
-                "index.lock",
-            ],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            env=env,
-            timeout=_GIT_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    path = r.stdout.decode("utf-8", "surrogateescape").strip()
-    if r.returncode != 0 or not path:
+    r = runner.git(
+        worktree,
+        "rev-parse",
+        "--path-format=absolute",
+        "--git-path",
+        "index.lock",
+        timeout=_GIT_TIMEOUT,
+    )
+    path = r.out.decode("utf-8", "surrogateescape").strip()
+    if not r.ok or not path:
         return None
     # Older gits ignore --path-format and answer relative to the directory they ran in.
     return path if os.path.isabs(path) else os.path.join(canonical(os.path.abspath(worktree)), path)
-
-
-def lock_is_provably_stale(
-    lock: str, slot: str, min_age: float, now: float | None = None
-) -> LockVerdict:
-    """Whether `lock` may be removed: old enough and held by no process (see the module doc)."""
-    return _assess(lock, slot, min_age, now)[0]
 
 
 def remove_if_provably_stale(lock: str, slot: str, min_age: float) -> LockVerdict:
@@ -93,7 +73,7 @@ def remove_if_provably_stale(lock: str, slot: str, min_age: float) -> LockVerdic
     is a symlink is not provably stale anyway). Just before it, the lock is looked at again:
     a lock replaced or touched since it was judged belongs to a new git command and is kept.
     """
-    verdict, seen = _assess(lock, slot, min_age, None)
+    verdict, seen = assess(lock, slot, min_age)
     if not verdict.stale or seen is None:
         return verdict
     try:
@@ -119,9 +99,11 @@ def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
     return st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size
 
 
-def _assess(
-    lock: str, slot: str, min_age: float, now: float | None
+def assess(
+    lock: str, slot: str, min_age: float, now: float | None = None
 ) -> tuple[LockVerdict, os.stat_result | None]:
+    """Whether `lock` may be removed (old enough, held by no process), and the stat it was
+    judged on (None unless stale)."""
     keep = "not provably stale"
     try:
         st = os.lstat(lock)

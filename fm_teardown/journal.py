@@ -12,7 +12,11 @@ import stat
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fm_teardown.outcome import Outcome
+    from fm_teardown.plan import Flags
 
 JOURNAL = "teardown-log.jsonl"
 
@@ -36,6 +40,27 @@ def entry(
         "signalled": signalled or [],
         "discarded_ref": discarded_ref,
     }
+
+
+def entry_of(outcome: Outcome, flags: Flags) -> dict[str, Any]:
+    """The journal line of one real run, from its Outcome."""
+    return entry(
+        outcome.task or "",
+        {"force": flags.force, "discard_live_owner": flags.discard_live_owner},
+        str(outcome.verdict),
+        outcome.exit_code,
+        [
+            {"step": str(s.step), "target": s.target, "outcome": str(s.outcome), "detail": s.detail}
+            for s in outcome.steps
+        ]
+        if outcome.acted
+        else [],
+        [
+            {"pid": s.pid, "start_time": s.start_time, "name": s.name, "signals": list(s.signals)}
+            for s in outcome.signalled
+        ],
+        outcome.discarded_ref,
+    )
 
 
 def append(data_dir: Path, entry: dict[str, Any]) -> bool:

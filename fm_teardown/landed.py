@@ -21,60 +21,22 @@ write, and a lock held by us could block the very pool return we are preparing).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import shlex
 import shutil
-import signal
 import stat
-import subprocess
-import tempfile
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
-from fm_teardown.errors import FmError, Verdict
-from fm_teardown.paths import canonical
+from fm_teardown import runner
 from fm_teardown.records import Record, shown
-
-# Files the fleet itself drops into a slot (harness hooks and turn-end markers). They are not
-# the task's work, so they never make a slot "dirty" (issue #1605). Exact paths, relative to
-# the slot root: a file of the same name elsewhere in the tree is real work.
-SCAFFOLD_PATHS: tuple[str, ...] = (
-    ".claude/settings.local.json",
-    ".fm-grok-turnend",
-    ".fm-kimi-turnend",
-    ".opencode/plugins/fm-turn-end.js",
-    ".opencode/plugins/fm-busy-state.js",
-)
-_SCAFFOLD_BYTES = frozenset(p.encode() for p in SCAFFOLD_PATHS)
+from fm_teardown.scaffold import SCAFFOLD_BYTES
 
 # How many dirty paths, unlanded commits and child records a refusal names.
 MAX_LISTED = 10
 MAX_CHILDREN_NAMED = 5
-# Local git commands (status, log, merge-tree, add) on a big slot can take a while, but
-# never forever: a hung filesystem must not hang the teardown.
-LOCAL_GIT_TIMEOUT = 120.0
-# After a timeout the process group is killed; this bounds the wait for its pipes to close.
-_REAP_TIMEOUT = 5.0
 
-# Variables that would point git at another repository or index than the `-C` directory.
-_REPO_ENV = frozenset(
-    {
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "GIT_COMMON_DIR",
-        "GIT_OBJECT_DIRECTORY",
-        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-        "GIT_NAMESPACE",
-        "GIT_PREFIX",
-        "GIT_QUARANTINE_PATH",
-    }
-)
 _HEX_OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _PR_NUMBER = re.compile(r"(?:^#?|/pull/)(\d+)(?:[/?#].*)?$")
 _SCOUT_REPORT = "report.md"
@@ -89,104 +51,12 @@ class LandedFacts:
     notes: tuple[str, ...] = ()  # what could not be told (inconclusive fetch, gh failure, ...)
 
 
-@dataclass(frozen=True)
-class DiscardedRef:
-    ref: str  # refs/fm/discarded/<id>/<UTC timestamp like 20261201T072550Z>
-    commit: str  # full sha
-    restore: str  # the one shell command that brings the work back
+# --------------------------------------------------------------------------- git
+
+_git = runner.git
 
 
-# --------------------------------------------------------------------------- subprocesses
-
-
-@dataclass(frozen=True)
-class _Run:
-    rc: int | None  # None: it could not be started, or it timed out and was killed
-    out: bytes
-    err: str
-
-    @property
-    def ok(self) -> bool:
-        return self.rc == 0
-
-    @property
-    def text(self) -> str:
-        return self.out.decode("utf-8", "replace").strip()
-
-    def why(self) -> str:
-        """The first line of stderr, bounded: enough to name the failure in one line."""
-        for line in self.err.splitlines():
-            if line.strip():
-                return shown(line.strip(), 160)
-        return "no message" if self.rc is not None else "did not run"
-
-
-def _env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _REPO_ENV}
-    env.update(
-        GIT_TERMINAL_PROMPT="0",
-        GCM_INTERACTIVE="never",
-        GH_PROMPT_DISABLED="1",
-        GIT_OPTIONAL_LOCKS="0",
-        GIT_PAGER="cat",
-        PAGER="cat",
-        LC_ALL="C",
-        LANGUAGE="C",
-    )
-    if extra:
-        env.update(extra)
-    return env
-
-
-def _run(
-    argv: Sequence[str],
-    *,
-    timeout: float,
-    cwd: str | None = None,
-    env: Mapping[str, str] | None = None,
-) -> _Run:
-    """Run one command, stdin closed, in its own session so a timeout kills the whole group.
-
-    A new session also means no controlling terminal: ssh or a credential helper that would
-    ask for a passphrase fails instead of waiting for a human who is not there.
-    """
-    try:
-        proc = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=_env(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        return _Run(None, b"", f"cannot run {argv[0]}: {exc.strerror or exc}")
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(OSError):  # the group may be gone already
-            os.killpg(proc.pid, signal.SIGKILL)
-        try:
-            proc.communicate(timeout=_REAP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            # A descendant escaped the group and holds our pipes; do not wait on it.
-            proc.kill()
-            proc.wait()
-        return _Run(None, b"", f"timed out after {timeout:g}s")
-    return _Run(proc.returncode, out, err.decode("utf-8", "replace"))
-
-
-def _git(
-    repo: str,
-    *args: str,
-    timeout: float = LOCAL_GIT_TIMEOUT,
-    env: Mapping[str, str] | None = None,
-) -> _Run:
-    return _run(["git", "-C", repo, *args], timeout=timeout, env=env)
-
-
-def _fetch(repo: str, refspec: str, timeout: float) -> _Run:
+def _fetch(repo: str, refspec: str, timeout: float) -> runner.Result:
     """One bounded, quiet fetch from origin that touches nothing but the named ref."""
     return _git(
         repo,
@@ -321,9 +191,9 @@ def _dirty(wt: str) -> tuple[list[str], int] | str:
             # the source, so moving real work onto a scaffold name still counts as dirty.
             source = entries[i] if i < len(entries) else b""
             i += 1
-            if path in _SCAFFOLD_BYTES and b"R" in xy and source:
+            if path in SCAFFOLD_BYTES and b"R" in xy and source:
                 path = source
-        if path in _SCAFFOLD_BYTES:
+        if path in SCAFFOLD_BYTES:
             continue
         total += 1
         if len(paths) < MAX_LISTED:
@@ -561,7 +431,9 @@ def _pr_landed(
     if pr.startswith("-") or any(c.isspace() for c in pr):
         notes.append(f"recorded PR {label} is not a PR number or URL")
         return None
-    r = _run([gh, "pr", "view", pr, "--json", "state,headRefOid"], timeout=fetch_timeout, cwd=wt)
+    r = runner.run(
+        [gh, "pr", "view", pr, "--json", "state,headRefOid"], timeout=fetch_timeout, cwd=wt
+    )
     if not r.ok:
         notes.append(f"gh pr view {label} failed: {r.why()}")
         return None
@@ -596,175 +468,3 @@ def _pr_landed(
     if anc.rc != 1:
         notes.append(f"ancestry check against PR {label} head failed: {anc.why()}")
     return None
-
-
-# --------------------------------------------------------------------------- --force save
-
-
-def _failed(message: str) -> FmError:
-    return FmError(
-        Verdict.FAILED,
-        f"could not save the work before discarding it: {message}; nothing was discarded",
-    )
-
-
-def _utc(now: datetime) -> datetime:
-    # A naive datetime is taken as UTC already (the tool's clock is UTC throughout).
-    return now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
-
-
-def _utc_stamp(now: datetime) -> str:
-    return _utc(now).strftime("%Y%m%dT%H%M%SZ")
-
-
-def restore_dir(record: Record, stamp: str, owner: str | None = None) -> str:
-    """Where the restore command checks the saved work out: beside the project, never in
-    the slot (which the pool may by then have handed to another task)."""
-    project = os.path.normpath(record.project)
-    return f"{project}-fm-restore-{owner or record.task_id}-{stamp}"
-
-
-def save_discarded(record: Record, now: datetime, owner: str | None = None) -> DiscardedRef:
-    """Save the slot's work under `refs/fm/discarded/<id>/<UTC stamp>` in the project repo.
-
-    The saved commit is parented on the slot's HEAD and its tree is the slot as it is now:
-    tracked files with their uncommitted edits, plus untracked files, minus ignored ones
-    (`git add -A` semantics; files force-added to the slot's index are kept too). It is built
-    in a private temporary index, so the slot's own index and files are not touched.
-
-    The restore command is
-
-        git -C <project> worktree add --detach <project>-fm-restore-<id>-<stamp> <ref>
-
-    It checks the saved tree out, byte for byte, into a new worktree beside the project. It
-    works after the slot was reset and returned, because it reads only the ref, never the slot.
-    In that worktree, `git reset HEAD^` turns the saved changes back into uncommitted edits
-    on top of the original HEAD.
-
-    Raises FmError(Verdict.FAILED) on any failure (including an unborn HEAD); the caller
-    then discards nothing.
-    """
-    wt, project = record.worktree, record.project
-    if not os.path.isdir(wt):
-        raise _failed(f"slot {wt} is not a directory")
-    if not os.path.isdir(project):
-        raise _failed(f"project {project} is not a directory")
-    head = _rev(wt, "HEAD")
-    if head is None:
-        raise _failed(f"HEAD of {wt} does not name a commit (unborn or unreadable)")
-
-    # The commit is written through the slot but the ref in the project: both must be one
-    # object store, or the ref would name an object the project does not have.
-    commons = []
-    for repo in (wt, project):
-        r = _git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
-        if not r.ok:
-            raise _failed(f"{repo} is not a git repository: {r.why()}")
-        commons.append(canonical(r.text))
-    if commons[0] != commons[1]:
-        raise _failed(f"slot {wt} is not a worktree of the project repository {project}")
-
-    # Whose work it is: TASK's own, or the live owner discarded with --discard-live-owner.
-    owner = owner or record.task_id
-    stamp = _utc_stamp(now)
-    ref = f"refs/fm/discarded/{owner}/{stamp}"
-    if not _git(project, "check-ref-format", ref).ok:
-        raise _failed(f"{ref} is not a valid ref name")
-
-    commit = _snapshot(record, head, now, owner)
-    reason = f"fm teardown --force: work of task {owner} discarded from {wt}"
-    r = _git(project, "update-ref", "--create-reflog", "-m", reason, ref, commit, "")
-    # Re-read rather than trust the exit code: the same save made twice is fine, and
-    # anything else that leaves the ref not naming our commit is a failure.
-    if _rev(project, ref) != commit:
-        why = r.why() if not r.ok else "the ref does not name the saved commit after writing it"
-        raise _failed(f"git update-ref {ref} failed: {why}")
-    restore = shlex.join(
-        [
-            "git",
-            "-C",
-            project,
-            "worktree",
-            "add",
-            "--detach",
-            restore_dir(record, stamp, owner),
-            ref,
-        ]
-    )
-    return DiscardedRef(ref=ref, commit=commit, restore=restore)
-
-
-def _snapshot(record: Record, head: str, now: datetime, owner: str) -> str:
-    """A commit of the slot's current files on top of HEAD, built in a temporary index."""
-    wt = record.worktree
-    tmp = tempfile.mkdtemp(prefix="fm-discard-")
-    try:
-        index = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
-        r = _git(wt, "read-tree", head, env=index)
-        if not r.ok:
-            raise _failed(f"git read-tree HEAD failed: {r.why()}")
-        r = _git(wt, "add", "-A", env=index)
-        if not r.ok:
-            raise _failed(f"git add -A failed: {r.why()}")
-        _add_force_added(wt, index, tmp)
-        r = _git(wt, "write-tree", env=index)
-        tree = r.text
-        if not r.ok or not _HEX_OID.fullmatch(tree):
-            raise _failed(f"git write-tree failed: {r.why()}")
-        when = f"@{int(_utc(now).timestamp())} +0000"
-        # The tool makes this commit, so it signs its own name: that needs no user identity
-        # (which a slot may lack) and says plainly where the commit came from.
-        ident = {
-            "GIT_AUTHOR_NAME": "fm teardown",
-            "GIT_AUTHOR_EMAIL": "fm-teardown@localhost",
-            "GIT_AUTHOR_DATE": when,
-            "GIT_COMMITTER_NAME": "fm teardown",
-            "GIT_COMMITTER_EMAIL": "fm-teardown@localhost",
-            "GIT_COMMITTER_DATE": when,
-        }
-        message = (
-            f"fm teardown: unlanded work of task {owner}\n\n"
-            f"Saved by `fm teardown {record.task_id} --force` before the slot was discarded.\n"
-            f"slot: {wt}\nproject: {record.project}\nhead: {head}\n"
-        )
-        r = _git(wt, "commit-tree", "--no-gpg-sign", tree, "-p", head, "-m", message, env=ident)
-        commit = r.text
-        if not r.ok or not _HEX_OID.fullmatch(commit):
-            raise _failed(f"git commit-tree failed: {r.why()}")
-        return commit
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _add_force_added(wt: str, index: Mapping[str, str], tmp: str) -> None:
-    """Also keep files the slot's own index tracks although they match an ignore rule.
-
-    `git add -A` on a fresh index skips ignored files, but a file someone `git add -f`-ed is
-    the task's work (status shows it as a change), so it must be saved like any other.
-    """
-    real = _git(wt, "ls-files", "-z", "--cached")
-    ours = _git(wt, "ls-files", "-z", "--cached", env=index)
-    if not real.ok or not ours.ok:
-        raise _failed(f"git ls-files failed: {(real if not real.ok else ours).why()}")
-    have = set(ours.out.split(b"\0"))
-    extra = [
-        p
-        for p in dict.fromkeys(real.out.split(b"\0"))
-        if p and p not in have and os.path.lexists(os.path.join(os.fsencode(wt), p))
-    ]
-    if not extra:
-        return
-    spec = os.path.join(tmp, "pathspec")
-    with open(spec, "wb") as fh:
-        fh.write(b"\0".join(extra) + b"\0")
-    r = _git(
-        wt,
-        "--literal-pathspecs",
-        "add",
-        "-f",
-        f"--pathspec-from-file={spec}",
-        "--pathspec-file-nul",
-        env=index,
-    )
-    if not r.ok:
-        raise _failed(f"git add -f of force-added files failed: {r.why()}")

@@ -12,12 +12,13 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from fm_teardown import processes, tmux
-from fm_teardown.endpoint import classify, endpoint_of, panes_by_window
+from fm_teardown.endpoint import ProcessClass, classify, endpoint_of, panes_by_window
 from fm_teardown.gitdir import common_dir, slot_git_problem
 from fm_teardown.paths import Canonicalizer, ancestors, canonical
 from fm_teardown.pool import PoolReader
 from fm_teardown.records import Fleet
 from fm_teardown.settings import Settings
+from fm_teardown.tasktmp import task_tmp, tmp_root_of
 from fm_teardown.world import (
     Endpoint,
     Environment,
@@ -25,7 +26,6 @@ from fm_teardown.world import (
     Proc,
     ProcessTable,
     SlotFacts,
-    TaskTmp,
     TmuxInventory,
 )
 
@@ -86,40 +86,6 @@ def observe(
     return assemble(settings, fleet, inventory, table, remembered)
 
 
-def task_tmp(path: str) -> TaskTmp:
-    """`/tmp/fm-<id>` judged with lstat: absent, or a real directory of ours (or root's).
-
-    /tmp is world-writable: anyone can plant a symlink there (into another task's slot, or
-    to `/`), and following it would make that tree a root of the processes step."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return TaskTmp(path, False)
-    except OSError as exc:
-        return TaskTmp(path, True, f"tasktmp {path} cannot be read ({exc.strerror})")
-    if stat.S_ISLNK(st.st_mode):
-        return TaskTmp(path, True, f"tasktmp {path} is a symlink (to {_link(path)})")
-    if not stat.S_ISDIR(st.st_mode):
-        return TaskTmp(path, True, f"tasktmp {path} is not a directory")
-    if st.st_uid not in (os.geteuid(), 0):
-        return TaskTmp(path, True, f"tasktmp {path} is owned by another user (uid {st.st_uid})")
-    return TaskTmp(path, True)
-
-
-def tmp_root_of(tmp: TaskTmp) -> str:
-    """The canonical spelling of a tasktmp that is a real directory: its parent resolved (/tmp
-    may itself be a link elsewhere), its own name as is, never followed."""
-    parent, name = os.path.split(tmp.path)
-    return os.path.join(canonical(parent), name)
-
-
-def _link(path: str) -> str:
-    try:
-        return os.readlink(path)
-    except OSError:
-        return "?"
-
-
 def assemble(
     settings: Settings,
     fleet: Fleet,
@@ -176,7 +142,7 @@ def assemble(
             canonical=slot,
             exists=exists,
             pool=reader.view(record.worktree, slot),
-            agents=tuple(p for p in procs if classify(p.name, p.argv0) == "agent"),
+            agents=tuple(p for p in procs if classify(p.name, p.argv0) == ProcessClass.AGENT),
             procs=procs,
             git_problem=slot_git_problem(slot, record.project, commons[project])
             if exists

@@ -13,15 +13,22 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import StrEnum
 
 from fm_teardown.records import Fleet, Record
 from fm_teardown.world import EndpointState, Observation, PoolEntry, Proc
 
 
+class OwnerKind(StrEnum):
+    RECORD = "record"  # another task record claims the slot
+    LEASE = "lease"  # a pool lease on the slot
+    PROCESS = "process"  # an agent process of unknown task, `pid:<PID>`
+
+
 @dataclass(frozen=True)
 class Owner:
     id: str
-    kind: str  # record | lease | process
+    kind: OwnerKind
     endpoint: EndpointState
     live: bool
     slot: str
@@ -96,7 +103,7 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> list[Owner]:
         ep = obs.endpoints[other]
         where = "names this slot" if obs.slot_of[other] == slot else "names a slot nested with it"
         why = f"its record {where} ({obs.slot_of[other]}); endpoint {ep.state}: {ep.detail}"
-        owners[other] = Owner(other, "record", ep.state, ep.state.live, slot, why)
+        owners[other] = Owner(other, OwnerKind.RECORD, ep.state, ep.state.live, slot, why)
     facts = obs.slots.get(slot)
     entry = facts.pool.entry if facts else None
     if entry is not None and entry.leased and not lease_is_tasks(entry, record):
@@ -113,7 +120,7 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> list[Owner]:
                 why = f"{owners[holder].why}; and {why}"
             owners[holder] = Owner(
                 holder,
-                "record" if holder in others else "lease",
+                OwnerKind.RECORD if holder in others else OwnerKind.LEASE,
                 ep.state,
                 ep.state.live,
                 slot,
@@ -123,7 +130,7 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> list[Owner]:
             name = lease_name(entry)
             owners[name] = Owner(
                 name,
-                "lease",
+                OwnerKind.LEASE,
                 EndpointState.ALIVE,
                 True,
                 slot,
@@ -161,7 +168,12 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> list[Owner]:
                     continue
                 why = f"{owners[tid].why}; and {why}"
             owners[tid] = Owner(
-                tid, owners[tid].kind if tid in owners else "record", ep.state, True, slot, why
+                tid,
+                owners[tid].kind if tid in owners else OwnerKind.RECORD,
+                ep.state,
+                True,
+                slot,
+                why,
             )
     if others and facts is not None:
         for proc in facts.agents:
@@ -183,7 +195,7 @@ def _name(proc: Proc) -> str:
 def _add_process_owner(owners: dict[str, Owner], proc: Proc, slot: str, why: str) -> None:
     """A live process owner of unknown task, named `pid:<PID>`."""
     pid_id = f"pid:{proc.pid}"
-    owners[pid_id] = Owner(pid_id, "process", EndpointState.ALIVE, True, slot, why)
+    owners[pid_id] = Owner(pid_id, OwnerKind.PROCESS, EndpointState.ALIVE, True, slot, why)
 
 
 _SPAWN_GEN = re.compile(r"s(\d+)\.")

@@ -1,24 +1,22 @@
-"""The pipeline: settings -> records -> observe -> decide (-> act) -> report.
+"""The pipeline: settings -> records -> observe -> decide (-> act) -> an Outcome.
 
-The only module that strings the stages together; the CLI calls it and renders the result.
+The only module that strings the stages together. `act` gets what it needs from the other
+stages through the `Seams` built here (plain callables), so it imports neither `observe` nor
+this module; `commands` journals and renders what `teardown` returns.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
 
-from fm_teardown.decide import Decision, Flags, LandedLike, decide
-from fm_teardown.observe import observe
+from fm_teardown.decide import decide
+from fm_teardown.errors import FmError
+from fm_teardown.observe import assemble, observe
+from fm_teardown.outcome import Outcome
+from fm_teardown.plan import Decision, Flags, LandedLike, Planned
 from fm_teardown.records import Fleet, Record, check_task_id, load_fleet, load_record
 from fm_teardown.settings import Settings
-from fm_teardown.world import Observation
-
-
-@dataclass(frozen=True)
-class Planned:
-    decision: Decision
-    fleet: Fleet
-    observation: Observation
+from fm_teardown.world import Observation, Proc, ProcessTable, TmuxInventory
 
 
 def load(settings: Settings, task: str) -> Fleet:
@@ -33,10 +31,17 @@ def load(settings: Settings, task: str) -> Fleet:
     return fleet
 
 
-def plan(settings: Settings, task: str, flags: Flags) -> Planned:
+def plan(
+    settings: Settings,
+    task: str,
+    flags: Flags,
+    *,
+    remembered: Mapping[str, tuple[Proc, ...]] | None = None,
+    fetch: bool | None = None,
+) -> Planned:
     fleet = load(settings, task)
-    obs = observe(settings, fleet)
-    return Planned(decide_with_landed(settings, task, fleet, obs, flags), fleet, obs)
+    obs = observe(settings, fleet, remembered)
+    return Planned(decide_with_landed(settings, task, fleet, obs, flags, fetch=fetch), fleet, obs)
 
 
 def landed_facts(settings: Settings, record: Record, *, fetch: bool) -> LandedLike:
@@ -72,3 +77,30 @@ def decide_with_landed(
         )
         decision = decide(task, fleet, obs, flags, landed=facts)
     return decision
+
+
+def teardown(settings: Settings, task: str, flags: Flags) -> Outcome:
+    """`fm teardown TASK [--dry-run]`: decide, and for a real run act; never raises FmError."""
+    try:
+        planned = plan(settings, task, flags)
+    except FmError as err:
+        return Outcome.of_error(task, err, dry_run=flags.dry_run)
+    if flags.dry_run:
+        return Outcome.of_decision(planned.decision, dry_run=True)
+    from fm_teardown import act
+
+    def replan(remembered: tuple[Proc, ...]) -> Planned:
+        # Under the slot lock: TASK's endpoint is gone; no fetch (the first decision fetched).
+        return plan(settings, task, flags, remembered={task: remembered}, fetch=False)
+
+    def observe_now(fleet: Fleet, inventory: TmuxInventory, table: ProcessTable) -> Observation:
+        return assemble(settings, fleet, inventory, table)
+
+    def landed_now(record: Record) -> LandedLike:
+        return landed_facts(settings, record, fetch=False)
+
+    seams = act.Seams(replan=replan, observe=observe_now, landed=landed_now)
+    try:
+        return act.run(settings, planned, flags, seams)
+    except FmError as err:  # the re-check found TASK's own record gone or unsafe
+        return Outcome.of_error(task, err, dry_run=False)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fm_teardown import runner
 from fm_teardown.paths import canonical
 from fm_teardown.world import PoolEntry, PoolView
 
@@ -123,28 +123,20 @@ class ReturnResult:
 
 
 def run_return(treehouse_bin: str, argv: list[str], cwd: str, timeout: float) -> ReturnResult:
-    """`treehouse <argv>` with stdin closed, a timeout, no update check, cwd outside the slot."""
-    env = {**os.environ, "TREEHOUSE_NO_UPDATE_CHECK": "1"}
-    try:
-        r = subprocess.run(
-            [treehouse_bin, *argv],
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-            env=env,
-            check=False,
-            # Its own session: a Ctrl-C at the terminal must not kill the pool halfway through a
-            # return; fm lets it finish and stops at the next step boundary.
-            start_new_session=True,
-        )
-    except subprocess.TimeoutExpired:
+    """`treehouse <argv>` through the one subprocess door: stdin closed, its own session (a
+    Ctrl-C at the terminal must not kill the pool halfway through a return), a timeout that
+    kills its whole process group, no update check, cwd outside the slot."""
+    r = runner.run(
+        [treehouse_bin, *argv],
+        timeout=timeout,
+        cwd=cwd,
+        env={"TREEHOUSE_NO_UPDATE_CHECK": "1"},
+    )
+    if r.timed_out:
         return ReturnResult(None, f"treehouse did not finish within {timeout:g}s")
-    except OSError as exc:
-        return ReturnResult(None, f"treehouse could not be run: {exc.strerror}")
-    return ReturnResult(r.returncode, (r.stdout + r.stderr).strip())
+    if r.rc is None:
+        return ReturnResult(None, f"treehouse could not be run: {r.err}")
+    return ReturnResult(r.rc, (r.out.decode("utf-8", "replace") + r.err).strip())
 
 
 def fresh_view(recorded: str, slot: str) -> PoolView:

@@ -1,4 +1,4 @@
-"""Rendering: a Decision, an Outcome or an Audit, for people or for programs (CONTRACT §7).
+"""Rendering, in one place: an Outcome or an Audit, for people or for programs (CONTRACT §7).
 
 JSON goes to stdout as exactly one object. Human output uses rich on a terminal and plain text
 otherwise (or with NO_COLOR); diagnostics go to stderr.
@@ -9,76 +9,63 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Sequence
 from typing import Any, TextIO
 
 from fm_teardown.audit import Audit
-from fm_teardown.decide import Decision, Step
-from fm_teardown.errors import FmError
+from fm_teardown.errors import ExitCode, FmError
+from fm_teardown.outcome import Outcome
+from fm_teardown.plan import Step
 
 SCHEMA = "fm-teardown/1"
 
 
 def step_json(step: Step) -> dict[str, str]:
     return {
-        "step": step.step,
+        "step": str(step.step),
         "target": step.target,
-        "outcome": step.outcome,
+        "outcome": str(step.outcome),
         "detail": step.detail,
     }
 
 
-def decision_json(
-    d: Decision,
-    *,
-    dry_run: bool,
-    steps: Sequence[Step] | None = None,
-    verdict: str | None = None,
-    exit_code: int | None = None,
-    extra: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+def outcome_json(o: Outcome) -> dict[str, Any]:
+    """The one-task document: a dry run, a refusal, a real run, or an error before deciding."""
     doc: dict[str, Any] = {
         "schema": SCHEMA,
-        "task": d.task,
-        "dry_run": dry_run,
-        "verdict": verdict or str(d.verdict),
-        "exit_code": d.exit_code if exit_code is None else exit_code,
-        "reasons": list(d.reasons),
-        "owners": [
-            {
-                "id": o.id,
-                "kind": o.kind,
-                "endpoint": str(o.endpoint),
-                "live": o.live,
-                "slot": o.slot,
-                "why": o.why,
-            }
-            for o in d.owners
-        ],
-        "steps": [step_json(s) for s in (d.plan if steps is None else steps)],
-        "warnings": list(d.warnings),
-        "hints": list(d.hints),
-        "slot": d.slot,
-        "endpoint": str(d.endpoint) if d.endpoint else None,
+        "task": o.task,
+        "dry_run": o.dry_run,
+        "verdict": str(o.verdict),
+        "exit_code": o.exit_code,
+        "reasons": list(o.reasons),
     }
-    if extra:
-        doc.update(extra)
+    d = o.decision
+    doc["owners"] = [
+        {
+            "id": w.id,
+            "kind": str(w.kind),
+            "endpoint": str(w.endpoint),
+            "live": w.live,
+            "slot": w.slot,
+            "why": w.why,
+        }
+        for w in (d.owners if d else ())
+    ]
+    doc["steps"] = [step_json(s) for s in o.steps]
+    doc["warnings"] = list(o.warnings)
+    doc["hints"] = list(o.hints)
+    if d is None:
+        return doc
+    doc["slot"] = d.slot
+    doc["endpoint"] = str(d.endpoint) if d.endpoint else None
+    doc["notes"] = list(d.notes)
+    if o.acted:
+        doc["signalled"] = [
+            {"pid": s.pid, "start_time": s.start_time, "name": s.name, "signals": list(s.signals)}
+            for s in o.signalled
+        ]
+        doc["discarded_ref"] = o.discarded_ref
+        doc["restore"] = o.restore
     return doc
-
-
-def error_json(task: str | None, err: FmError, *, dry_run: bool) -> dict[str, Any]:
-    return {
-        "schema": SCHEMA,
-        "task": task,
-        "dry_run": dry_run,
-        "verdict": str(err.verdict),
-        "exit_code": int(err.exit_code),
-        "reasons": [err.message],
-        "owners": [],
-        "steps": [],
-        "warnings": [],
-        "hints": list(err.hints),
-    }
 
 
 def audit_error_json(err: FmError) -> dict[str, Any]:
@@ -94,6 +81,10 @@ def audit_error_json(err: FmError) -> dict[str, Any]:
         "shared_slots": [],
         "orphans": [],
     }
+
+
+def usage_error_json(task: str | None, err: FmError, *, dry_run: bool) -> dict[str, Any]:
+    return outcome_json(Outcome.of_error(task, err, dry_run=dry_run))
 
 
 def audit_json(a: Audit) -> dict[str, Any]:
@@ -159,54 +150,84 @@ VERDICT_STYLE = {
 }
 
 
-def render_decision(
-    d: Decision,
-    *,
-    dry_run: bool,
-    steps: Sequence[Step] | None = None,
-    verdict: str | None = None,
-    exit_code: int | None = None,
-    out: TextIO | None = None,
-    err: TextIO | None = None,
+def render(
+    o: Outcome, *, json_out: bool, out: TextIO | None = None, err: TextIO | None = None
 ) -> None:
-    out_p = Printer(out or sys.stdout)
-    err_p = Printer(err or sys.stderr)
-    v = verdict or str(d.verdict)
-    code = d.exit_code if exit_code is None else exit_code
-    shown_steps = d.plan if steps is None else steps
+    """Everything `fm teardown TASK` shows, from its Outcome alone."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    if o.interrupted:
+        done = ", ".join(f"{s.step} ({s.detail})" for s in o.steps if s.outcome == "done")
+        left = [str(s.step) for s in o.steps if s.outcome in ("skipped", "failed")]
+        err.write(
+            "fm: interrupted"
+            + (f"; done: {done}" if done else "; nothing was changed")
+            + (
+                f"; left: {', '.join(left)} (the record is kept: re-run `fm teardown {o.task}` "
+                "to finish)"
+                if left
+                else ""
+            )
+            + "\n"
+        )
+    if o.decision is None:
+        if json_out:
+            emit_json(outcome_json(o), out)
+        render_error(FmError(o.verdict, o.reasons[0] if o.reasons else "", o.hints), err)
+        return
+    if json_out:
+        emit_json(outcome_json(o), out)
+        return
+    _render_human(o, out, err)
+
+
+def _render_human(o: Outcome, out: TextIO, err: TextIO) -> None:
+    d = o.decision
+    assert d is not None
+    out_p = Printer(out)
+    err_p = Printer(err)
+    v = str(o.verdict)
+    code = o.exit_code
     refused = code not in (0, 1)
-    if code == 1:
+    if code == ExitCode.FAILED:
         # A run that stopped partway: the cause first, on one line.
-        failed = next((s for s in shown_steps if s.outcome == "failed"), None)
+        failed = next((s for s in o.steps if s.outcome == "failed"), None)
         cause = (
             f"{failed.step}: {failed.detail}"
             if failed
-            else (d.warnings[-1] if d.warnings else "see the steps below")
+            else (o.warnings[-1] if o.warnings else "see the steps below")
         )
-        err_p.line(f"fm: teardown {d.task} stopped: {cause}; the record is kept", "red")
-        err_p.line(f"hint: re-run `fm teardown {d.task}` to finish")
-    title = f"{'dry run: ' if dry_run else ''}teardown {d.task}: {v} (exit {code})"
+        err_p.line(f"fm: teardown {o.task} stopped: {cause}; the record is kept", "red")
+        err_p.line(f"hint: re-run `fm teardown {o.task}` to finish")
+    title = f"{'dry run: ' if o.dry_run else ''}teardown {o.task}: {v} (exit {code})"
     out_p.line(title, f"bold {VERDICT_STYLE.get(v, '')}")
     if d.slot:
         out_p.line(f"  slot: {d.slot}")
     if d.endpoint:
         out_p.line(f"  endpoint: {d.endpoint}")
     reasons_p = err_p if refused else out_p
-    for r in d.reasons:
+    for r in o.reasons:
         reasons_p.line(("" if refused and r.startswith("REFUSED") else "  ") + r)
+    for n in d.notes:
+        if not any(n in r for r in o.reasons):
+            reasons_p.line(f"  could not tell: {n}")
     if d.owners:
         out_p.line("  owners of the slot:")
-        for o in d.owners:
-            live = "live" if o.live else "not live"
-            out_p.line(f"    {o.id} [{o.kind}, {o.endpoint}, {live}]: {o.why}")
-    if shown_steps:
-        out_p.line("  plan:" if dry_run else "  steps:")
-        for i, s in enumerate(shown_steps, 1):
+        for w in d.owners:
+            live = "live" if w.live else "not live"
+            out_p.line(f"    {w.id} [{w.kind}, {w.endpoint}, {live}]: {w.why}")
+    if o.steps:
+        out_p.line("  plan:" if o.dry_run else "  steps:")
+        for i, s in enumerate(o.steps, 1):
             out_p.line(f"    {i}. {s.step} [{s.outcome}] {s.target}: {s.detail}")
-    for w in d.warnings:
-        err_p.line(f"warning: {w}", "yellow")
-    for h in d.hints:
+    for text in o.warnings:
+        err_p.line(f"warning: {text}", "yellow")
+    for h in o.hints:
         err_p.line(f"hint: {h}")
+    if o.completed:
+        out_p.line(f"teardown {o.task} complete")
+    if o.discarded_ref:
+        out_p.line(f"discarded work saved under {o.discarded_ref}; to bring it back: {o.restore}")
 
 
 def render_error(err: FmError, stream: TextIO | None = None) -> None:
@@ -220,6 +241,7 @@ def render_audit(a: Audit, out: TextIO | None = None) -> None:
     p = Printer(out or sys.stdout)
     if not a.rows:
         p.line("no task records")
+        return
     width = max([4, *(len(r.task) for r in a.rows)])
     p.line(f"{'TASK':<{width}}  {'VERDICT':<10}  {'ENDPOINT':<10}  SLOT", "bold")
     for r in a.rows:

@@ -38,6 +38,8 @@ class Settings:
     lock_retries: int = 3
     lock_retry_wait: float = 1.0
     stale_lock_age: float = 30.0
+    # How long a teardown waits for another teardown of the same slot to release its lock.
+    lock_timeout: float = 300.0
 
 
 def _float(env: Mapping[str, str], name: str, default: float) -> float:
@@ -100,16 +102,19 @@ def load(state_dir_flag: str | None = None, env: Mapping[str, str] | None = None
         tmux_socket_name=env.get("FM_TMUX_SOCKET_NAME") or None,
         treehouse_bin=treehouse or None,
         gh_bin=env.get("FM_GH_BIN") or shutil.which("gh", path=env.get("PATH")) or None,
-        tmux_timeout=_float(env, "FM_TMUX_TIMEOUT_SECS", 10.0),
-        treehouse_timeout=_float(env, "FM_TREEHOUSE_TIMEOUT_SECS", 120.0),
-        term_grace=_float(env, "FM_TERM_GRACE_SECS", 3.0),
-        kill_wait=_float(env, "FM_KILL_WAIT_SECS", 3.0),
-        fetch_timeout=_float(env, "FM_GIT_FETCH_TIMEOUT_SECS", 30.0),
-        lock_retries=_lenient_int(env, "FM_TREEHOUSE_RETURN_LOCK_RETRIES", 3),
+        # The defaults live once, on the dataclass.
+        tmux_timeout=_float(env, "FM_TMUX_TIMEOUT_SECS", Settings.tmux_timeout),
+        treehouse_timeout=_float(env, "FM_TREEHOUSE_TIMEOUT_SECS", Settings.treehouse_timeout),
+        term_grace=_float(env, "FM_TERM_GRACE_SECS", Settings.term_grace),
+        kill_wait=_float(env, "FM_KILL_WAIT_SECS", Settings.kill_wait),
+        fetch_timeout=_float(env, "FM_GIT_FETCH_TIMEOUT_SECS", Settings.fetch_timeout),
+        lock_retries=_lenient_int(env, "FM_TREEHOUSE_RETURN_LOCK_RETRIES", Settings.lock_retries),
         lock_retry_wait=_lenient_float(
             env,
             ("FM_TREEHOUSE_RETURN_LOCK_RETRY_WAIT_SECS", "FM_STALE_WORKTREE_LOCK_RETRY_WAIT_SECS"),
-            1.0,
+            Settings.lock_retry_wait,
         ),
-        stale_lock_age=_lenient_float(env, ("FM_STALE_WORKTREE_LOCK_AGE_SECS",), 30.0),
+        stale_lock_age=_lenient_float(
+            env, ("FM_STALE_WORKTREE_LOCK_AGE_SECS",), Settings.stale_lock_age
+        ),
     )

@@ -18,7 +18,7 @@ import threading
 from dataclasses import dataclass
 
 from fm_teardown.settings import Settings
-from fm_teardown.world import Pane, TmuxInventory
+from fm_teardown.world import InventoryStatus, Pane, TmuxInventory
 
 SEP = "\x1f"
 PANE_FORMAT = SEP.join(
@@ -137,26 +137,30 @@ def list_panes(settings: Settings) -> TmuxInventory:
     """Every pane of the server in one call (no subprocess per task)."""
     problem = socket_problem(settings)
     if problem:
-        return TmuxInventory("error", error=problem)
+        return TmuxInventory(InventoryStatus.ERROR, error=problem)
     result = run(settings, "list-panes", "-a", "-F", PANE_FORMAT)
     if result.timed_out:
-        return TmuxInventory("error", error=" ".join(result.stderr))
+        return TmuxInventory(InventoryStatus.ERROR, error=" ".join(result.stderr))
     if result.returncode != 0:
         if _absent(result.stderr):
-            return TmuxInventory("no-server", error=" ".join(result.stderr))
-        return TmuxInventory("error", error=" ".join(result.stderr) or "tmux list-panes failed")
+            return TmuxInventory(InventoryStatus.NO_SERVER, error=" ".join(result.stderr))
+        return TmuxInventory(
+            InventoryStatus.ERROR, error=" ".join(result.stderr) or "tmux list-panes failed"
+        )
     panes = []
     for line in result.stdout:
         if line == "":
             continue
         fields = line.split(SEP, 6)
         if len(fields) != 7 or not fields[0].isdigit() or not fields[4].isdigit():
-            return TmuxInventory("error", error=f"unparseable tmux pane line: {line[:80]!r}")
+            return TmuxInventory(
+                InventoryStatus.ERROR, error=f"unparseable tmux pane line: {line[:80]!r}"
+            )
         pid, dead, window_id, pane_id, server, session, window_name = fields
         panes.append(
             Pane(session, window_name, window_id, pane_id, int(pid), dead == "1", int(server))
         )
-    return TmuxInventory("ok", tuple(panes))
+    return TmuxInventory(InventoryStatus.OK, tuple(panes))
 
 
 def kill_window(settings: Settings, window_id: str) -> TmuxResult:

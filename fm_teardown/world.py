@@ -37,15 +37,17 @@ class Pane:
     server_pid: int = 0
 
 
+class InventoryStatus(StrEnum):
+    OK = "ok"
+    NO_SERVER = "no-server"  # authoritatively nothing there: every endpoint is missing
+    ERROR = "error"  # the listing failed otherwise: every endpoint is unreadable
+
+
 @dataclass(frozen=True)
 class TmuxInventory:
-    """One listing of every pane of the server.
+    """One listing of every pane of the server."""
 
-    `status` is `ok`, `no-server` (authoritatively nothing there: every endpoint is missing),
-    or `error` (the listing failed otherwise: every endpoint is unreadable).
-    """
-
-    status: str
+    status: InventoryStatus
     panes: tuple[Pane, ...] = ()
     error: str | None = None
 

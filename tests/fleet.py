@@ -178,6 +178,9 @@ class Fleet:
         self.tracked: set[int] = set()
         self.treehouse = REPO / "tests" / "standin" / "treehouse"
         self.other_servers: list[Tmux] = []
+        # The global /tmp/fm-<id> of the tasks this fleet records: never one that existed
+        # before (it may be a real task's on this machine), always cleaned up.
+        self.tasktmps: set[Path] = set()
 
     # -- the pool -------------------------------------------------------------------------
     def slot(
@@ -226,6 +229,8 @@ class Fleet:
         lines: list[str] | None = None,
     ) -> Path:
         meta = self.state / f"{task_id}.meta"
+        if lines is None:
+            self.claim_tasktmp(task_id)
         body = (
             lines
             if lines is not None
@@ -242,6 +247,23 @@ class Fleet:
         )
         meta.write_text("\n".join(body) + "\n")
         return meta
+
+    def claim_tasktmp(self, task_id: str) -> Path:
+        """`/tmp/fm-<id>` for this fleet's task: refuse to run over one that exists (a real
+        task's temp dir that a teardown would remove), and remove it when the fleet closes."""
+        path = Path(f"/tmp/fm-{task_id}")
+        if path not in self.tasktmps:
+            if os.path.lexists(path):
+                raise AssertionError(
+                    f"{path} exists: refusing to run over it (remove it if it is a leftover)"
+                )
+            self.tasktmps.add(path)
+        return path
+
+    def make_tasktmp(self, task_id: str) -> Path:
+        path = self.claim_tasktmp(task_id)
+        path.mkdir(exist_ok=True)
+        return path
 
     def endpoint(self, task_id: str, cwd: Path, state: str, session: str = SESSION) -> list[int]:
         """Open the task's window: `alive` runs an agent, `dead` a bare shell, `ambiguous` a
@@ -376,6 +398,11 @@ class Fleet:
         for server in self.other_servers:
             server.kill()
         self.tmux.kill()
+        for path in self.tasktmps:
+            if path.is_symlink() or path.is_file():
+                path.unlink()
+            elif path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
 
 
 def tree_hash(root: Path) -> str:

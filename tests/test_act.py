@@ -38,8 +38,7 @@ def test_happy_path_returns_the_slot_and_clears_the_record(fleet: Fleet) -> None
     (slot / "build.cache").write_text("ignored\n")
     task = fleet.task("t1", slot, "alive", extra={"treehouse_lease_holder": "t1"})
     worker = fleet.spawn(["sleep", "100000"], slot)
-    tmp = Path("/tmp/fm-t1")
-    tmp.mkdir(exist_ok=True)
+    tmp = fleet.make_tasktmp("t1")
     (fleet.state / "t1.status").write_text("done\n")
     (fleet.state / "t1.inbox").mkdir()
     code, doc = fleet.fm_json("teardown", "t1")
@@ -391,8 +390,7 @@ def test_teardown_run_from_a_pane_inside_the_slot_spares_itself(fleet: Fleet) ->
 def test_processes_in_tasktmp_end_even_when_the_slot_is_gone(fleet: Fleet) -> None:
     gone_slot = fleet.root / "pool" / "vanished" / "4" / "project"
     fleet.task("t1", gone_slot, "dead")
-    tmp = Path("/tmp/fm-t1")
-    tmp.mkdir(exist_ok=True)
+    tmp = fleet.make_tasktmp("t1")
     worker = fleet.spawn(["sleep", "100000"], tmp)
     code, doc = fleet.fm_json("teardown", "t1")
     assert code == 0, doc

@@ -39,18 +39,9 @@ def pool_entry(fleet: Fleet, slot: Path) -> dict[str, object]:
 
 
 @pytest.fixture
-def tasktmp() -> object:
+def tasktmp(fleet: Fleet) -> Path:
     """TASK `t1`'s global /tmp/fm-t1: never run over one that exists, always removed."""
-    path = Path("/tmp/fm-t1")
-    if os.path.lexists(path):
-        pytest.fail(f"{path} exists: refusing to run over it (remove it if it is stale)")
-    yield path
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    elif path.is_dir():
-        import shutil
-
-        shutil.rmtree(path)
+    return fleet.claim_tasktmp("t1")
 
 
 # -- 1. a tmux server started from inside a slot --------------------------------------------

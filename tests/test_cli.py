@@ -63,3 +63,11 @@ def test_static_completion_scripts_are_current(shell: str) -> None:
 
     want = get_completion_script(prog_name="fm", complete_var="_FM_COMPLETE", shell=shell)
     assert (REPO / "completions" / f"fm.{shell}").read_text() == want.rstrip() + "\n"
+
+
+def test_an_empty_fleet_audit_says_so_and_prints_no_table(tmp_path: Path) -> None:
+    (tmp_path / "state").mkdir()
+    env = {**os.environ, "FM_HOME": str(tmp_path), "NO_COLOR": "1"}
+    r = run("-m", "fm_teardown", "teardown", "--dry-run", env=env)
+    assert r.returncode == 0, r.stderr
+    assert "no task records" in r.stdout and "TASK" not in r.stdout

@@ -83,6 +83,7 @@ class World:
     gone_slots: set[str] = field(default_factory=set)
     git_problems: dict[str, str] = field(default_factory=dict)
     tmp_problems: dict[str, str] = field(default_factory=dict)
+    tmp_absent: set[str] = field(default_factory=set)  # tasks whose /tmp/fm-<id> is not there
 
     def task(
         self,
@@ -220,7 +221,7 @@ class World:
                 git_problem=self.git_problems.get(s),
             )
         tasktmp = {
-            t: TaskTmp(f"/tmp/fm-{t}", True, self.tmp_problems.get(t))
+            t: TaskTmp(f"/tmp/fm-{t}", t not in self.tmp_absent, self.tmp_problems.get(t))
             for t, r in self.records.items()
             if r.tasktmp or t in self.tmp_problems
         }
@@ -977,7 +978,7 @@ def test_exit_codes_of_every_verdict() -> None:
         Verdict.LIVE_OWNER: 4,
         Verdict.UNSAFE: 5,
     }
-    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 4, 5]
+    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 4, 5, 130]  # 130: interrupted (§7a)
     assert {str(v) for v in Verdict} == {
         "proceed",
         "stale",

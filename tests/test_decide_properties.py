@@ -90,6 +90,8 @@ class Scenario:
     tmux: tuple[str, ...] = ()  # slots with a tmux server in them
     foreign_git: frozenset[str] = frozenset()
     bad_tmp: bool = False
+    # TASK's record names /tmp/fm-<id>: "none" (no tasktmp= line), "absent", "exists".
+    tmp: str = "none"
 
     def world(self) -> World:
         w = World(treehouse_bin=self.treehouse_bin)
@@ -104,7 +106,10 @@ class Scenario:
                 spawn_gen=None if r.epoch is None else f"s{r.epoch}.{r.mtime_ns}.7",
                 started_at=r.started_at,
                 kind=r.kind,
+                tasktmp=f"/tmp/fm-{tid}" if tid == self.task and self.tmp != "none" else None,
             )
+        if self.tmp == "absent":
+            w.tmp_absent.add(self.task)
         for slot, p in self.pools.items():
             if p.status == "managed":
                 w.lease(
@@ -267,6 +272,7 @@ def scenarios(draw: st.DrawFn, mode: str = "any") -> Scenario:
         tmux=tmux,
         foreign_git=foreign_git,
         bad_tmp=bad_tmp,
+        tmp=one(draw, ["none", "absent", "exists"]),
     )
     # --discard-live-owner: often one of the slot's live owners (as the model sees them),
     # else any owner-like id of the fleet, junk, or nothing.
@@ -508,11 +514,14 @@ def check_proceed_plans_are_ordered_and_end_with_the_record(sc: Scenario, d: Dec
     assert names == sorted(names, key=ORDER.index)
     assert len(names) == len(set(names))
     assert ("pool" in names) == (d.pool_return is not None) == model_returns_slot(sc)
-    assert ("processes" in names) == d.end_processes
+    # The processes step runs on the slot when the plan returns it; else still on TASK's
+    # tasktmp when it exists, because the record step is about to remove it.
+    assert d.end_processes == model_returns_slot(sc)
+    assert ("processes" in names) == (d.end_processes or sc.tmp == "exists")
     if "pool" in names:  # the pool's return never meets processes we did not try to end
         assert "processes" in names
     if sc.records[sc.task].slot in sc.gone:  # a slot that no longer exists: §5
-        assert names == ["endpoint", "record"]
+        assert names == ["endpoint", *(["processes"] if sc.tmp == "exists" else []), "record"]
     if "save-discarded" in names:
         assert sc.force and not sc.landed.landed
     if sc.landed.landed:

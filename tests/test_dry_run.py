@@ -92,7 +92,11 @@ def test_non_live_other_claim_is_stale(fleet: Fleet, other_state: str) -> None:
     code, doc = dry(fleet, "older")
     assert (code, doc["verdict"]) == (0, "stale")
     assert steps(doc) == ["endpoint", "record"]
-    assert any("newer" in w for w in doc["warnings"])  # type: ignore[union-attr]
+    # The promise: a warning that says the slot is stale for `older`, names `newer` as the
+    # task it belongs to now, and says the tree is left alone.
+    [warning] = [w for w in doc["warnings"] if "stale" in w]  # type: ignore[union-attr]
+    assert "is stale for older: it belongs to newer" in warning
+    assert "the tree, its processes and the pool slot are left alone" in warning
     assert fleet.snapshot(slot) == before
 
 

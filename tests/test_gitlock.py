@@ -14,8 +14,8 @@ import pytest
 
 from fm_teardown.gitlock import (
     LOCK_ERROR,
+    assess,
     index_lock_path,
-    lock_is_provably_stale,
     remove_if_provably_stale,
 )
 
@@ -117,8 +117,8 @@ def test_fresh_lock_is_not_stale_and_kept(lock: Path, slot: Path) -> None:
 
 def test_age_is_measured_against_now(lock: Path, slot: Path) -> None:
     mtime = lock.stat().st_mtime
-    assert not lock_is_provably_stale(str(lock), str(slot), MIN_AGE, now=mtime + 5).stale
-    assert lock_is_provably_stale(str(lock), str(slot), MIN_AGE, now=mtime + 3600).stale
+    assert not assess(str(lock), str(slot), MIN_AGE, now=mtime + 5)[0].stale
+    assert assess(str(lock), str(slot), MIN_AGE, now=mtime + 3600)[0].stale
     assert lock.exists(), "judging never removes"
 
 
@@ -159,7 +159,7 @@ def test_old_lock_with_a_file_open_in_the_slot_is_kept(
 ) -> None:
     age(lock, 3600)
     start(children, HOLD_OPEN, str(slot / "README.md"), cwd=tmp_path)
-    assert not lock_is_provably_stale(str(lock), str(slot), MIN_AGE).stale
+    assert not assess(str(lock), str(slot), MIN_AGE)[0].stale
 
 
 def test_holder_gone_makes_it_stale(
@@ -167,10 +167,10 @@ def test_holder_gone_makes_it_stale(
 ) -> None:
     age(lock, 3600)
     start(children, HOLD_OPEN, str(lock), cwd=tmp_path)
-    assert not lock_is_provably_stale(str(lock), str(slot), MIN_AGE).stale
+    assert not assess(str(lock), str(slot), MIN_AGE)[0].stale
     children[0].kill()
     children[0].wait(timeout=10)
-    assert lock_is_provably_stale(str(lock), str(slot), MIN_AGE).stale
+    assert assess(str(lock), str(slot), MIN_AGE)[0].stale
 
 
 def test_missing_lock_is_not_stale(slot: Path) -> None:

@@ -22,14 +22,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from fm_teardown.discard import save_discarded
 from fm_teardown.errors import FmError, Verdict
-from fm_teardown.landed import (
-    SCAFFOLD_PATHS,
-    LandedFacts,
-    check_landed,
-    save_discarded,
-)
+from fm_teardown.landed import LandedFacts, check_landed
 from fm_teardown.records import Record
+from fm_teardown.scaffold import SCAFFOLD_PATHS
 
 TID = "task-x1"
 

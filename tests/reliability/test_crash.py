@@ -276,8 +276,7 @@ def make_scene(shared: Shared, label: str, *, force: bool) -> Scene:
     tid = f"{label}-{uuid.uuid4().hex[:6]}"
     lease = lease_id(tid)
     slot = add_slot(fleet, shared.slot_number(), holder=tid, lease=lease)
-    tasktmp = Path(f"/tmp/fm-{tid}")
-    tasktmp.mkdir()
+    tasktmp = fleet.make_tasktmp(tid)
     (tasktmp / "scratch").write_text("x\n")
     task = fleet.task(
         tid, slot, "alive", extra={"treehouse_lease": lease, "treehouse_lease_holder": tid}

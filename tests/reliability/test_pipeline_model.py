@@ -133,9 +133,7 @@ class World:
     def cross_on_task_slot(self) -> list[str]:
         """Other tasks whose window works in TASK's slot although their record is elsewhere."""
         return [
-            t
-            for t, r in self.by_id().items()
-            if t != TASK and r.cross and r.slot != self.task.slot
+            t for t, r in self.by_id().items() if t != TASK and r.cross and r.slot != self.task.slot
         ]
 
 
@@ -369,16 +367,9 @@ def build(fleet: Fleet, world: World) -> Built:
     if world.bad_tmp:
         # Planted in world-writable /tmp: a link into another slot (the attack of §7a).
         target = slots[(world.task.slot + 1) % len(slots)]
-        built.tmp_link = plant_tmp_link(target)
+        built.tmp_link = fleet.claim_tasktmp(TASK)  # removed when the fleet closes
+        built.tmp_link.symlink_to(target)
     return built
-
-
-def plant_tmp_link(target: Path) -> Path:
-    link = Path(f"/tmp/fm-{TASK}")
-    if os.path.lexists(link):
-        raise AssertionError(f"{link} exists: refusing to run over it")
-    link.symlink_to(target)
-    return link
 
 
 # -- observing what changed -------------------------------------------------------------------
@@ -599,5 +590,3 @@ def test_pipeline_model(world: World, fs: Flagset) -> None:
     finally:
         fleet.close()
         shutil.rmtree(root, ignore_errors=True)
-        if world.bad_tmp and os.path.islink(f"/tmp/fm-{TASK}"):
-            os.unlink(f"/tmp/fm-{TASK}")

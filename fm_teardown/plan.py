@@ -1,0 +1,124 @@
+"""The values a decision is made of: flags, steps, the pool return, the Decision itself.
+
+Plain frozen values and the vocabulary they speak (step names and outcomes as StrEnums, which
+serialise as their values), shared by `decide` (which makes them), `act` (which carries them
+out) and `report` (which renders them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Protocol
+
+from fm_teardown.errors import Verdict
+from fm_teardown.ownership import Owner
+from fm_teardown.world import EndpointState
+
+if TYPE_CHECKING:
+    from fm_teardown.records import Fleet
+    from fm_teardown.world import Observation
+
+
+class StepName(StrEnum):
+    ENDPOINT = "endpoint"
+    PROCESSES = "processes"
+    SAVE_DISCARDED = "save-discarded"
+    POOL = "pool"
+    RECORD = "record"
+
+
+class StepOutcome(StrEnum):
+    PLANNED = "planned"  # a dry run, or a step not reached yet
+    DONE = "done"
+    ABSENT = "absent"  # nothing was there to act on
+    SKIPPED = "skipped"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class Flags:
+    force: bool = False
+    discard_live_owner: str | None = None
+    dry_run: bool = False
+
+
+class LandedLike(Protocol):
+    """The facts rule 5 needs (fm_teardown.landed.LandedFacts)."""
+
+    @property
+    def landed(self) -> bool: ...
+    @property
+    def summary(self) -> str: ...
+    @property
+    def dirty(self) -> tuple[str, ...]: ...
+    @property
+    def unpushed(self) -> tuple[str, ...]: ...
+    @property
+    def notes(self) -> tuple[str, ...]: ...
+
+
+@dataclass(frozen=True)
+class Step:
+    step: StepName
+    target: str
+    detail: str
+    outcome: StepOutcome = StepOutcome.PLANNED
+
+
+@dataclass(frozen=True)
+class PoolReturn:
+    """`treehouse return --force [--if-lease-id ID] [--if-lease-holder H] <path>`."""
+
+    path: str  # exactly as the pool's state file stores it
+    lease_id: str | None
+    lease_holder: str | None
+
+    @property
+    def argv(self) -> list[str]:
+        argv = ["return", "--force"]
+        if self.lease_id:
+            argv += ["--if-lease-id", self.lease_id]
+        if self.lease_holder is not None:
+            argv += ["--if-lease-holder", self.lease_holder]
+        return [*argv, self.path]
+
+
+@dataclass(frozen=True)
+class Decision:
+    task: str
+    verdict: Verdict
+    reasons: tuple[str, ...]
+    owners: tuple[Owner, ...] = ()
+    plan: tuple[Step, ...] = ()
+    hints: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    slot: str | None = None
+    endpoint: EndpointState | None = None
+    pool_return: PoolReturn | None = None
+    discarded_owner: str | None = None
+    save_discarded: bool = False
+    # Whose work the save holds: TASK's own, or the discarded live owner's (§7a).
+    save_as: str | None = None
+    # True while rule 5 still has to be checked: the caller gathers TASK's landed facts (only
+    # now, so that git never runs on a slot that is somebody else's) and decides again.
+    landed_pending: bool = False
+    end_processes: bool = False
+    # Why the processes and pool steps do not touch the slot (a stale slot, a slot that is
+    # gone or already returned), when they do not.
+    skip_reason: str | None = None
+    # What rule 5 could not tell (an inconclusive fetch, a gh failure, ...).
+    notes: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> int:
+        return int(self.verdict.exit_code)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A decision with the fleet and the observation it was made from."""
+
+    decision: Decision
+    fleet: Fleet
+    observation: Observation
