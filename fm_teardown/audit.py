@@ -1,27 +1,34 @@
-"""The fleet audit (`fm teardown --dry-run` with no TASK): every task's verdict, and the slots
-claimed by more than one record. Read-only; one observation for the whole fleet."""
+"""The fleet audit (`fm teardown --dry-run` with no TASK, CONTRACT §8). Read-only.
+
+Each row is exactly what `fm teardown <task> --dry-run` would say on the same world: the same
+decision, rule 5 included, from one observation of the whole fleet. Rules 1-4 cost no
+subprocess per row; rule 5 runs only for the rows that reach it, through the same batched
+landed-work check as the one-task dry run (one `git status` per slot, a few git calls per
+project). Then the slots claimed by more than one record, and the fleet's loose ends
+(`orphans`): windows, leases and agents that no record accounts for.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from fm_teardown.decide import decide
+from fm_teardown.endpoint import ProcessClass, classify
 from fm_teardown.errors import Verdict
 from fm_teardown.observe import observe
-from fm_teardown.plan import Flags
-from fm_teardown.records import load_fleet
+from fm_teardown.ownership import lease_name, lease_task
+from fm_teardown.paths import ancestors
+from fm_teardown.plan import Decision, Flags
+from fm_teardown.records import (
+    Fleet,
+    own_record_problem,
+    refused_record,
+    shown,
+    task_id_problem,
+)
 from fm_teardown.settings import Settings
-
-
-@dataclass(frozen=True)
-class AuditNotChecked:
-    """The audit decides without git: no subprocess per record."""
-
-    landed: bool = True
-    summary: str = "landed-work not checked by the fleet audit"
-    dirty: tuple[str, ...] = ()
-    unpushed: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
+from fm_teardown.world import Observation
 
 
 @dataclass(frozen=True)
@@ -31,6 +38,8 @@ class AuditRow:
     endpoint: str | None
     verdict: Verdict
     reasons: tuple[str, ...]
+    headline: str  # the one reason that matters
+    owners: tuple[str, ...] = ()  # the live owners, for a live-owner row
 
     @property
     def exit_code(self) -> int:
@@ -38,37 +47,175 @@ class AuditRow:
 
 
 @dataclass(frozen=True)
+class Orphan:
+    kind: str  # window | lease | process
+    id: str
+    slot: str | None
+    detail: str
+
+
+@dataclass(frozen=True)
 class Audit:
+    state_dir: Path
     rows: tuple[AuditRow, ...]
     shared_slots: tuple[tuple[str, tuple[str, ...]], ...]
+    orphans: tuple[Orphan, ...] = ()
+    pools: tuple[str, ...] = ()  # the pool dirs whose state files were read
 
 
 def audit(settings: Settings) -> Audit:
-    fleet = load_fleet(settings.state_dir)
+    fleet = load_fleet_for_audit(settings)
     obs = observe(settings, fleet)
-    rows = []
     flags = Flags(dry_run=True)
+    rows: dict[str, AuditRow] = {}
+    decisions: dict[str, Decision] = {}
     for task in fleet.task_ids:
-        if task in fleet.invalid:
-            bad = fleet.invalid[task]
-            claimed = obs.invalid_slots.get(task)
-            rows.append(
-                AuditRow(
-                    task,
-                    claimed[0] if claimed else None,
-                    None,
-                    Verdict.UNSAFE,
-                    (f"record {bad.meta_path} is invalid: {bad.problem}",),
-                )
-            )
+        bad = _unusable(task, fleet)
+        if bad is not None:
+            rows[task] = bad
             continue
-        d = decide(task, fleet, obs, flags, landed=AuditNotChecked())
-        rows.append(AuditRow(task, d.slot, str(obs.endpoints[task].state), d.verdict, d.reasons))
+        decisions[task] = decide(task, fleet, obs, flags)
+    pending = [fleet.records[t] for t, d in decisions.items() if d.landed_pending]
+    if pending:
+        from fm_teardown.landed import check_many
+
+        facts = check_many(
+            pending,
+            settings.data_dir,
+            fetch=False,
+            fetch_timeout=settings.fetch_timeout,
+            gh_bin=settings.gh_bin,
+        )
+        for record in pending:
+            decisions[record.task_id] = decide(
+                record.task_id, fleet, obs, flags, landed=facts[record.task_id]
+            )
+    for task, d in decisions.items():
+        rows[task] = AuditRow(
+            task,
+            d.slot,
+            str(obs.endpoints[task].state),
+            d.verdict,
+            d.reasons,
+            d.headline,
+            tuple(o.id for o in d.owners if o.live) if d.verdict == Verdict.LIVE_OWNER else (),
+        )
+    return Audit(
+        settings.state_dir,
+        tuple(rows[t] for t in fleet.task_ids),
+        _shared_slots(obs),
+        orphans(fleet, obs),
+        tuple(sorted({e.canonical.rsplit("/", 2)[0] for e in obs.pool_entries})),
+    )
+
+
+def load_fleet_for_audit(settings: Settings) -> Fleet:
+    from fm_teardown.records import load_fleet
+
+    return load_fleet(settings.state_dir)
+
+
+def _unusable(task: str, fleet: Fleet) -> AuditRow | None:
+    """A record `fm teardown <task>` refuses before deciding: the row says what it would."""
+    bad = fleet.invalid.get(task)
+    if bad is not None:
+        id_problem = task_id_problem(task)
+        if id_problem:
+            why = f"invalid task id '{shown(task)}': {id_problem}"
+            return AuditRow(task, _first(bad.claimed), None, Verdict.INVALID, (why,), why)
+        line = refused_record(bad.meta_path, bad.problem)
+        headline = f"record {bad.meta_path} {bad.problem}"
+        return AuditRow(task, _first(bad.claimed), None, Verdict.UNSAFE, (line,), headline)
+    record = fleet.records[task]
+    problem = own_record_problem(record)
+    if problem is None:
+        return None
+    line = refused_record(record.meta_path, problem)
+    return AuditRow(task, record.worktree, None, Verdict.UNSAFE, (line,), f"its record {problem}")
+
+
+def _first(claimed: tuple[str, ...] | None) -> str | None:
+    return claimed[0] if claimed else None
+
+
+def _shared_slots(obs: Observation) -> tuple[tuple[str, tuple[str, ...]], ...]:
     claims: dict[str, list[str]] = {slot: list(t) for slot, t in obs.claimants.items()}
     for task, slots in obs.invalid_slots.items():
         for slot in slots or ():
             claims.setdefault(slot, []).append(task)
-    shared = tuple(
+    return tuple(
         (slot, tuple(sorted(tasks))) for slot, tasks in sorted(claims.items()) if len(tasks) > 1
     )
-    return Audit(tuple(rows), shared)
+
+
+def orphans(fleet: Fleet, obs: Observation) -> tuple[Orphan, ...]:
+    """Windows `fm-<id>` with no record <id>; leases on pool slots no record claims; agent
+    processes working in such slots that no endpoint accounts for (§8). They never change an
+    exit code."""
+    out: list[Orphan] = []
+    known = set(fleet.records) | set(fleet.invalid)
+    seen: set[tuple[str, str]] = set()
+    for pane in obs.inventory.panes:
+        name = pane.window_name
+        if not name.startswith("fm-") or name[3:] in known:
+            continue
+        key = (pane.session, name)
+        if key in seen:
+            continue
+        seen.add(key)
+        tree = [
+            p
+            for q in obs.inventory.panes
+            if (q.session, q.window_name) == key and not q.dead
+            for p in obs.processes.tree(q.pane_pid)
+        ]
+        agents = [p for p in tree if classify(p.name, p.argv0) == ProcessClass.AGENT]
+        runs = (
+            "runs " + ", ".join(f"{p.name} ({p.pid})" for p in agents[:3])
+            if agents
+            else "runs no agent"
+        )
+        out.append(
+            Orphan(
+                "window",
+                name[3:],
+                None,
+                f"window {pane.session}:{name} ({pane.window_id}) has no record; it {runs}",
+            )
+        )
+    claimed = set(obs.claimants) | {s for slots in obs.invalid_slots.values() for s in slots or ()}
+    above = {a for slot in claimed for a in ancestors(slot)}
+
+    def unclaimed(slot: str) -> bool:
+        # Claimed when a record names it, a slot inside it, or a slot containing it.
+        return slot not in above and not any(a in claimed for a in ancestors(slot))
+
+    free = sorted({e.canonical for e in obs.pool_entries if unclaimed(e.canonical)})
+    for entry in sorted(obs.pool_entries, key=lambda e: e.canonical):
+        if not entry.leased or entry.canonical not in free:
+            continue
+        holder = lease_task(entry, "", fleet)
+        detail = f"leased (lease id {entry.lease_id or 'none'}, holder '{entry.lease_holder}')"
+        detail += " on a slot no record claims"
+        if holder is not None:
+            detail += f"; it is {holder}'s lease, whose record names {obs.slot_of[holder]}"
+        out.append(Orphan("lease", lease_name(entry), entry.canonical, detail))
+    free_set = set(free)
+    for proc in obs.processes.procs.values():
+        if proc.zombie or not proc.cwd or not proc.cwd.startswith("/"):
+            continue
+        if proc.pid in obs.endpoint_owner:
+            continue
+        slot = next((a for a in ancestors(proc.cwd) if a in free_set), None)
+        if slot is None or classify(proc.name, proc.argv0) != ProcessClass.AGENT:
+            continue
+        out.append(
+            Orphan(
+                "process",
+                f"pid:{proc.pid}",
+                slot,
+                f"agent {proc.name or proc.argv0} ({proc.pid}) works in a slot no record claims "
+                "and belongs to no task's endpoint",
+            )
+        )
+    return tuple(out)

@@ -7,11 +7,13 @@ first refusal ends the decision with an empty plan.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from fm_teardown.errors import Verdict
 from fm_teardown.ownership import (
     Owner,
+    OwnerKind,
     current_owner,
     invalid_claimants,
     lease_is_tasks,
@@ -31,8 +33,8 @@ from fm_teardown.plan import (
 from fm_teardown.records import Fleet, Record
 from fm_teardown.sparing import (
     Blocker,
+    NeverSignalled,
     Spared,
-    Why,
     blocking_the_return,
     never_signalled,
     to_signal,
@@ -47,10 +49,11 @@ class Refusal:
     verdict: Verdict
     reasons: tuple[str, ...]
     hints: tuple[str, ...]
+    headline: str  # the one reason that matters
 
 
-def _refusal(verdict: Verdict, lines: list[str], hints: list[str]) -> Refusal:
-    return Refusal(verdict, tuple(lines), tuple(hints))
+def _refusal(verdict: Verdict, lines: list[str], hints: list[str], headline: str) -> Refusal:
+    return Refusal(verdict, tuple(lines), tuple(hints), headline)
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,7 @@ def decide(
         end_processes=returns_slot,
         skip_reason=skip,
         notes=landed.notes if landed is not None else (),
+        headline=_proceed_headline(c, landed, skip, discarded),
     )
 
 
@@ -174,10 +178,18 @@ def invalid_claimant(c: Case) -> Refusal | None:
             f"record {bad.meta_path} of task '{b}' is invalid ({bad.problem}) and {claim}: "
             "it might be a live owner"
         )
+    first = c.fleet.invalid[blockers[0]]
+    claim = "names this slot" if c.obs.invalid_slots[blockers[0]] else "names no slot fm can tell"
+    headline = (
+        f"record {os.path.basename(first.meta_path)} is invalid ({first.problem}) and {claim}"
+    )
+    if len(blockers) > 1:
+        headline += f" (and {len(blockers) - 1} more invalid records)"
     return _refusal(
         Verdict.UNSAFE,
         [f"REFUSED: {lines[0]}; nothing was changed", *lines[1:]],
         ["fix or remove that record (it may belong to a live task), then re-run"],
+        headline,
     )
 
 
@@ -193,6 +205,7 @@ def unsafe_tasktmp(c: Case) -> Refusal | None:
             f"fm never follows or removes a tasktmp that is not its own directory: look "
             f"at it (ls -ld {tmp.path}), remove it if it is not needed, then re-run"
         ],
+        tmp.problem,
     )
 
 
@@ -205,6 +218,7 @@ def unwritable_state_dir(c: Case) -> Refusal | None:
         Verdict.UNSAFE,
         [f"REFUSED: {problem}; nothing was changed"],
         ["run fm as the user that owns the state dir"],
+        problem,
     )
 
 
@@ -223,6 +237,7 @@ def protected_root(c: Case) -> Refusal | None:
                 Verdict.UNSAFE,
                 [f"REFUSED: slot {c.slot} {what} {label} ({root}); nothing was changed"],
                 ["a slot must be a pool worktree; fix the record's worktree="],
+                f"the slot {what} {label} ({root}): it is not a pool worktree",
             )
     return None
 
@@ -238,6 +253,7 @@ def inside_own_window(c: Case) -> Refusal | None:
             "nothing was changed"
         ],
         ["run the teardown from another window"],
+        f"fm is running inside {c.task}'s own window {c.record.window}",
     )
 
 
@@ -277,7 +293,7 @@ def live_owner(
             f"to discard {live[0].id}'s live work in this slot: "
             f"fm teardown {c.task} --force --discard-live-owner={live[0].id}"
         )
-    return _refusal(Verdict.LIVE_OWNER, lines, hints), None
+    return _refusal(Verdict.LIVE_OWNER, lines, hints, _owners_headline(live)), None
 
 
 def stale_slot(
@@ -321,6 +337,7 @@ def stale_slot(
         slot=c.slot,
         endpoint=c.endpoint.state,
         skip_reason="stale slot: left to its current owner",
+        headline=f"the slot belongs to {who} now: only {c.task}'s window and record are cleared",
     )
 
 
@@ -348,6 +365,7 @@ def pool_not_ready(c: Case) -> Refusal | None:
         Verdict.UNSAFE,
         [f"REFUSED: {problem}; nothing was changed"],
         ["return the slot by hand, or fix the pool, then re-run"],
+        problem,
     )
 
 
@@ -363,6 +381,7 @@ def foreign_git_dir(c: Case) -> Refusal | None:
             "see whose tree it is (git -C <slot> rev-parse --git-dir --show-toplevel); "
             "fix the record's worktree= or the slot by hand, then re-run"
         ],
+        c.facts.git_problem,
     )
 
 
@@ -385,7 +404,7 @@ def slot_will_be_returned(c: Case, discarded: str | None, draft: Draft) -> tuple
     return True, None
 
 
-def never_signalled_in_slot(c: Case, spared: dict[int, Why]) -> Refusal | None:
+def never_signalled_in_slot(c: Case, spared: NeverSignalled) -> Refusal | None:
     """The pool's return ends every process in the slot: what fm must never end may not be
     there (a tmux server would take every window of the fleet with it)."""
     blocked = blocking_the_return(c.facts.procs, spared)
@@ -398,6 +417,7 @@ def never_signalled_in_slot(c: Case, spared: dict[int, Why]) -> Refusal | None:
             "every process there; fm never ends them; nothing was changed"
         ],
         _blocked_hints(blocked),
+        f"{_named(blocked)} work in this slot, and the pool's return would end them",
     )
 
 
@@ -434,6 +454,7 @@ def unlanded(
             f"or discard it: fm teardown {c.task} --force "
             f"(it is saved first under refs/fm/discarded/{c.task}/<time>)",
         ],
+        f"{c.task}'s own work would be lost: {landed.summary}",
     ), False
 
 
@@ -450,6 +471,7 @@ def refuse(c: Case, refusal: Refusal, owners: tuple[Owner, ...] = ()) -> Decisio
         hints=refusal.hints,
         slot=c.slot,
         endpoint=c.endpoint.state,
+        headline=refusal.headline,
     )
 
 
@@ -467,6 +489,7 @@ def _proceed(
     end_processes: bool = False,
     skip_reason: str | None = None,
     notes: tuple[str, ...] = (),
+    headline: str = "",
 ) -> Decision:
     return Decision(
         c.task,
@@ -485,12 +508,13 @@ def _proceed(
         end_processes=end_processes,
         skip_reason=skip_reason,
         notes=notes,
+        headline=headline,
     )
 
 
 def _plan(
     c: Case,
-    spared: dict[int, Why],
+    spared: NeverSignalled,
     returns_slot: bool,
     pool_return: PoolReturn | None,
     save_as: str | None,
@@ -554,6 +578,33 @@ def _pool_return(entry: PoolEntry | None) -> PoolReturn:
     return PoolReturn(entry.path, entry.lease_id or None, holder)
 
 
+def _owners_headline(live: list[Owner]) -> str:
+    """`bravo is working in this slot`; `lease:ci-bot holds the pool lease on this slot`."""
+    parts = []
+    for o in live:
+        if o.kind == OwnerKind.LEASE and o.id.startswith("lease:"):
+            parts.append(f"{o.id} holds the pool lease on this slot")
+        elif o.kind == OwnerKind.PROCESS:
+            parts.append(f"{o.id} (an agent of no task's endpoint) is working in this slot")
+        else:
+            parts.append(f"{o.id} is working in this slot")
+    return "; ".join(parts)
+
+
+def _proceed_headline(
+    c: Case, landed: LandedLike | None, skip: str | None, discarded: str | None
+) -> str:
+    if discarded is not None:
+        return f"discarding the live owner {discarded} as asked; the slot is returned"
+    if skip is not None:
+        return skip
+    if landed is not None and landed.landed:
+        return f"the slot is {c.task}'s and its work is landed ({landed.summary})"
+    if landed is not None:
+        return f"--force: {c.task}'s own unlanded work is saved, then discarded"
+    return f"the slot is {c.task}'s"
+
+
 def _named(blocked: list[Blocker]) -> str:
     return ", ".join(str(b) for b in blocked)
 
@@ -569,7 +620,7 @@ def _blocked_hints(blocked: list[Blocker]) -> list[str]:
     return hints
 
 
-def _signal_detail(c: Case, spared: dict[int, Why], slot_procs: tuple[Proc, ...]) -> str:
+def _signal_detail(c: Case, spared: NeverSignalled, slot_procs: tuple[Proc, ...]) -> str:
     """What the processes step would signal now, every process by name and pid (§7a)."""
     tmp = c.obs.tasktmp.get(c.task)
     procs = {p.pid: p for p in (*slot_procs, *(tmp.procs if tmp else ()))}

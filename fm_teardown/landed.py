@@ -1,8 +1,9 @@
-"""Is TASK's own work landed? (CONTRACT §5 rule 5) And, under `--force`, save what is not.
+"""Is a task's own work landed? (CONTRACT §5 rule 5, §8)
 
-This is the git adapter of the landed-work check. It answers one question per record and
-fails closed: anything it cannot tell counts as "not landed", and the reason goes into
-`LandedFacts.notes` so the operator learns *why* the tool could not tell.
+This is the git adapter of the landed-work check, for one record (`fm teardown TASK`) or a
+whole fleet's (the audit) with the same code, so an audit row and the one-task dry run agree
+by construction. It fails closed: anything it cannot tell counts as "not landed", and the
+reason goes into `LandedFacts.notes` so the operator learns *why* the tool could not tell.
 
 Ship tasks are judged by their slot (a linked worktree of the project):
 
@@ -14,9 +15,12 @@ Ship tasks are judged by their slot (a linked worktree of the project):
 (d) local-only mode: HEAD's content merged into the local default branch;
 (e) a recorded PR that `gh` reports MERGED and whose head contains HEAD.
 
-Every subprocess runs with stdin closed, a timeout, no terminal prompt, the C locale and
-`GIT_OPTIONAL_LOCKS=0`, so inspecting a slot never takes its `index.lock` (a dry run must not
-write, and a lock held by us could block the very pool return we are preparing).
+What it costs (§8): one `git status` per slot; for what the slots of one project share, at most
+4 git calls per project (its refs and default branch; one `rev-list` that tells, for every
+slot's HEAD at once, whether a remote-tracking ref has it; `remote.origin.url` and the trees of
+the default branches, only when a slot needs them); further per-slot calls only for a slot
+whose HEAD is on no remote-tracking branch (its commits, the content checks, the PR). Slots
+and projects are inspected a few at a time. Every git call goes through `runner`.
 """
 
 from __future__ import annotations
@@ -26,8 +30,11 @@ import os
 import re
 import shutil
 import stat
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar, cast
 
 from fm_teardown import runner
 from fm_teardown.records import Record, shown
@@ -36,6 +43,8 @@ from fm_teardown.scaffold import SCAFFOLD_BYTES
 # How many dirty paths, unlanded commits and child records a refusal names.
 MAX_LISTED = 10
 MAX_CHILDREN_NAMED = 5
+# Slots inspected at once: git is mostly I/O, and a 2-core machine must stay usable.
+WORKERS = 4
 
 _HEX_OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _PR_NUMBER = re.compile(r"(?:^#?|/pull/)(\d+)(?:[/?#].*)?$")
@@ -49,6 +58,9 @@ class LandedFacts:
     dirty: tuple[str, ...]  # first dirty paths (at most 10), scaffold files excluded
     unpushed: tuple[str, ...]  # "<short sha> <subject>" for commits not landed (at most 10)
     notes: tuple[str, ...] = ()  # what could not be told (inconclusive fetch, gh failure, ...)
+    untracked: tuple[str, ...] = ()  # those of `dirty` that git does not track
+    head: str | None = None  # the slot's HEAD commit when it was inspected
+    branch: str | None = None  # the local branch checked out there (None: detached)
 
 
 # --------------------------------------------------------------------------- git
@@ -88,6 +100,18 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+T = TypeVar("T")
+U = TypeVar("U")
+
+
+def _pmap(fn: Callable[[T], U], items: Sequence[T]) -> list[U]:
+    """`fn` over `items`, a few at a time (one item: no thread at all)."""
+    if len(items) <= 1:
+        return [fn(i) for i in items]
+    with ThreadPoolExecutor(max_workers=min(WORKERS, len(items))) as pool:
+        return list(pool.map(fn, items))
+
+
 # --------------------------------------------------------------------------- the check
 
 
@@ -104,11 +128,50 @@ def check_landed(
     `fetch=False` is the dry run: no `git fetch` of any kind, the remote-tracking refs are
     used as they are. `gh_bin` overrides the `gh` found on PATH for the merged-PR check.
     """
-    if record.kind == "scout":
-        return _scout(record, data_dir)
-    if record.kind == "secondmate":
-        return _secondmate(record)
-    return _ship(record, fetch=fetch, fetch_timeout=fetch_timeout, gh_bin=gh_bin)
+    facts = check_many([record], data_dir, fetch=fetch, fetch_timeout=fetch_timeout, gh_bin=gh_bin)
+    return facts[record.task_id]
+
+
+def check_many(
+    records: Iterable[Record],
+    data_dir: Path,
+    *,
+    fetch: bool,
+    fetch_timeout: float,
+    gh_bin: str | None = None,
+) -> dict[str, LandedFacts]:
+    """Rule 5's facts for every record, by task id (what it costs: see the module doc)."""
+    out: dict[str, LandedFacts] = {}
+    ships: list[Record] = []
+    for record in records:
+        if record.kind == "scout":
+            out[record.task_id] = _scout(record, data_dir)
+        elif record.kind == "secondmate":
+            out[record.task_id] = _secondmate(record)
+        else:
+            ships.append(record)
+    statuses = _pmap(lambda r: _status(r.worktree), ships)
+    by_project: dict[str, list[tuple[Record, SlotStatus]]] = {}
+    for record, st in zip(ships, statuses, strict=True):
+        if isinstance(st, LandedFacts):
+            out[record.task_id] = st
+        else:
+            by_project.setdefault(record.project, []).append((record, st))
+    groups = list(by_project.items())
+    shared = _pmap(lambda g: _project(g[0], [st for _, st in g[1]], fetch, fetch_timeout), groups)
+    work = [
+        (record, st, facts)
+        for facts, (_, slots) in zip(shared, groups, strict=True)
+        for record, st in slots
+    ]
+
+    def judge(item: tuple[Record, SlotStatus, ProjectFacts]) -> LandedFacts:
+        record, st, facts = item
+        return _judge(record, st, facts, fetch=fetch, fetch_timeout=fetch_timeout, gh_bin=gh_bin)
+
+    for (record, _, _), facts in zip(work, _pmap(judge, work), strict=True):
+        out[record.task_id] = facts
+    return out
 
 
 def _scout(record: Record, data_dir: Path) -> LandedFacts:
@@ -157,77 +220,24 @@ def _secondmate(record: Record) -> LandedFacts:
     )
 
 
-def _dirty(wt: str) -> tuple[list[str], int] | str:
-    """(first dirty paths, total) outside the scaffold files, or why it cannot be told.
+@dataclass(frozen=True)
+class SlotStatus:
+    """One `git status` of a slot: what is uncommitted, and where HEAD is."""
 
-    `--untracked-files=all` on the command line beats a `status.showUntrackedFiles=no` in
-    the repo's config, and lists every untracked file (not a folded directory), so a scaffold
-    file is matched by its exact path and its neighbours still count.
+    dirty: tuple[str, ...]  # the first paths, scaffold files excluded
+    total: int  # how many there are in all
+    untracked: tuple[str, ...]  # those of `dirty` that git does not track
+    head: str | None  # None: unborn (no commit yet)
+    branch: str | None  # None: detached
+
+
+def _status(wt: str) -> SlotStatus | LandedFacts:
+    """The slot's status in one git call, or the facts when that settles it (gone, unreadable).
+
+    `--untracked-files=all` on the command line beats a `status.showUntrackedFiles=no` in the
+    repo's config, and lists every untracked file (not a folded directory), so a scaffold file
+    is matched by its exact path and its neighbours still count.
     """
-    r = _git(
-        wt,
-        "-c",
-        "status.showUntrackedFiles=all",
-        "status",
-        "--porcelain=v1",
-        "-z",
-        "--untracked-files=all",
-        "--ignore-submodules=none",
-    )
-    if not r.ok:
-        return r.why()
-    entries = r.out.split(b"\0")
-    paths: list[str] = []
-    total = 0
-    i = 0
-    while i < len(entries):
-        entry = entries[i]
-        i += 1
-        if len(entry) < 4:
-            continue
-        xy, path = entry[:2], entry[3:]
-        if b"R" in xy or b"C" in xy:
-            # A rename or copy entry is followed by its source path. A rename also changes
-            # the source, so moving real work onto a scaffold name still counts as dirty.
-            source = entries[i] if i < len(entries) else b""
-            i += 1
-            if path in SCAFFOLD_BYTES and b"R" in xy and source:
-                path = source
-        if path in SCAFFOLD_BYTES:
-            continue
-        total += 1
-        if len(paths) < MAX_LISTED:
-            paths.append(_display(path))
-    return paths, total
-
-
-def _unpushed(wt: str) -> tuple[int, tuple[str, ...]] | str:
-    """(how many commits of HEAD are on no remote-tracking ref, the first of them)."""
-    count = _git(wt, "rev-list", "--count", "HEAD", "--not", "--remotes")
-    if not count.ok or not count.text.isdigit():
-        return count.why()
-    n = int(count.text)
-    if n == 0:
-        return 0, ()
-    log = _git(
-        wt,
-        "-c",
-        "log.showSignature=false",
-        "log",
-        f"-n{MAX_LISTED}",
-        "--format=%h %s",
-        "HEAD",
-        "--not",
-        "--remotes",
-    )
-    if not log.ok:
-        return log.why()
-    lines = log.out.decode("utf-8", "replace").splitlines()
-    return n, tuple(shown(line, 100) for line in lines if line)
-
-
-def _ship(record: Record, *, fetch: bool, fetch_timeout: float, gh_bin: str | None) -> LandedFacts:
-    wt = record.worktree
     try:
         st = os.stat(wt)
     except (FileNotFoundError, NotADirectoryError):
@@ -240,65 +250,255 @@ def _ship(record: Record, *, fetch: bool, fetch_timeout: float, gh_bin: str | No
     if not stat.S_ISDIR(st.st_mode):
         why = f"slot path {wt} exists but is not a directory"
         return LandedFacts(False, f"cannot inspect the slot: {why}", (), (), (why,))
-
-    dirty = _dirty(wt)
-    if isinstance(dirty, str):
-        note = f"git status failed in {wt}: {dirty}"
+    r = _git(
+        wt,
+        "-c",
+        "status.showUntrackedFiles=all",
+        "status",
+        "--porcelain=v2",
+        "--branch",
+        "--no-ahead-behind",
+        "-z",
+        "--untracked-files=all",
+        "--ignore-submodules=none",
+    )
+    if not r.ok:
+        note = f"git status failed in {wt}: {r.why()}"
         return LandedFacts(
             False, "cannot inspect the slot for uncommitted changes", (), (), (note,)
         )
-    dirty_paths, dirty_total = dirty
+    return parse_status(r.out)
 
-    head = _rev(wt, "HEAD")
-    if head is None:
+
+def parse_status(out: bytes) -> SlotStatus:
+    """`git status --porcelain=v2 --branch -z`: the changed paths and HEAD."""
+    entries = out.split(b"\0")
+    head: str | None = None
+    branch: str | None = None
+    paths: list[str] = []
+    untracked: list[str] = []
+    total = 0
+    i = 0
+    while i < len(entries):
+        entry = entries[i]
+        i += 1
+        if entry.startswith(b"# branch.oid "):
+            oid = entry[len(b"# branch.oid ") :].decode("ascii", "replace")
+            head = oid if _HEX_OID.fullmatch(oid) else None  # "(initial)": unborn
+            continue
+        if entry.startswith(b"# branch.head "):
+            name = entry[len(b"# branch.head ") :].decode("utf-8", "surrogateescape")
+            branch = None if name == "(detached)" else name
+            continue
+        if entry.startswith(b"#") or len(entry) < 3:
+            continue
+        kind = entry[:1]
+        new = kind == b"?"
+        if new:
+            path = entry[2:]
+        elif kind == b"1":  # 1 XY sub mH mI mW hH hI path
+            path = entry.split(b" ", 8)[-1]
+        elif kind == b"u":  # u XY sub m1 m2 m3 mW h1 h2 h3 path
+            path = entry.split(b" ", 10)[-1]
+        elif kind == b"2":  # 2 XY sub mH mI mW hH hI Xscore path, then the source path
+            path = entry.split(b" ", 9)[-1]
+            source = entries[i] if i < len(entries) else b""
+            i += 1
+            # A rename also changes its source, so moving real work onto a scaffold name
+            # still counts as dirty.
+            if path in SCAFFOLD_BYTES and entry[2:3] == b"R" and source:
+                path = source
+        else:
+            continue  # `!` (ignored) is not listed without --ignored
+        if path in SCAFFOLD_BYTES:
+            continue
+        total += 1
+        if len(paths) < MAX_LISTED:
+            paths.append(_display(path))
+            if new:
+                untracked.append(_display(path))
+    return SlotStatus(tuple(paths), total, tuple(untracked), head, branch)
+
+
+@dataclass
+class ProjectFacts:
+    """What the slots of one project share, read once for all of them."""
+
+    project: str
+    fetch: bool
+    fetch_timeout: float
+    refs: dict[str, str] = field(default_factory=dict)  # refname -> commit
+    refs_error: str | None = None
+    default: str | None = None  # origin's default branch name
+    unpushed: frozenset[str] = frozenset()  # slot HEADs that no remote-tracking ref has
+    unpushed_error: str | None = None  # whether the HEADs are pushed cannot be told
+    _origin: bool | None = None
+    _fetched: tuple[bool, str] | None = None  # (fetched, why not)
+    _trees: dict[str, str | None] = field(default_factory=dict)
+
+    def has_origin(self) -> bool:
+        if self._origin is None:
+            self._origin = _git(self.project, "config", "--get", "remote.origin.url").ok
+        return self._origin
+
+    def fetched(self) -> tuple[bool, str]:
+        """A real run fetches origin's default branch once for the project, and reads it
+        again; a failure makes the comparison with origin inconclusive."""
+        if self._fetched is None:
+            assert self.default is not None
+            branch = self.default
+            r = _fetch(self.project, f"+refs/heads/{branch}:refs/remotes/origin/{branch}",
+                       self.fetch_timeout)  # fmt: skip
+            if r.ok:
+                again = _rev(self.project, f"refs/remotes/origin/{branch}")
+                ref = f"refs/remotes/origin/{branch}"
+                if again is None:
+                    self.refs.pop(ref, None)
+                else:
+                    self.refs[ref] = again
+            self._fetched = (r.ok, r.why())
+        return self._fetched
+
+    def tree(self, commit: str) -> str | None:
+        """The tree of a default branch's commit (read once, for every slot)."""
+        if commit not in self._trees:
+            r = _git(self.project, "rev-parse", "--verify", "--quiet", f"{commit}^{{tree}}")
+            self._trees[commit] = r.text if r.ok and _HEX_OID.fullmatch(r.text) else None
+        return self._trees[commit]
+
+
+def _project(project: str, slots: list[SlotStatus], fetch: bool, timeout: float) -> ProjectFacts:
+    facts = ProjectFacts(project, fetch, timeout)
+    refs = _git(
+        project,
+        "for-each-ref",
+        "--format=%(refname)%00%(objectname)%00%(symref)",
+        "refs/remotes",
+        "refs/heads",
+    )
+    symref = None
+    if refs.ok:
+        for line in refs.out.decode("utf-8", "surrogateescape").splitlines():
+            name, _, rest = line.partition("\0")
+            oid, _, target = rest.partition("\0")
+            facts.refs[name] = oid
+            if name == "refs/remotes/origin/HEAD" and target:
+                symref = target
+    else:
+        facts.refs_error = refs.why()
+    prefix = "refs/remotes/origin/"
+    if symref and symref.startswith(prefix) and len(symref) > len(prefix):
+        facts.default = symref[len(prefix) :]
+    else:
+        for name in ("main", "master"):
+            if f"{prefix}{name}" in facts.refs or f"refs/heads/{name}" in facts.refs:
+                facts.default = name
+                break
+    heads = sorted({s.head for s in slots if s.head})
+    if heads:
+        # One rev-list for every slot: a HEAD is on a remote-tracking branch exactly when it
+        # is not among the commits reachable from the HEADs but from no remote.
+        r = runner.run(
+            ["git", "-C", project, "rev-list", "--stdin", "--not", "--remotes"],
+            timeout=runner.LOCAL_GIT_TIMEOUT,
+            stdin="".join(f"{h}\n" for h in heads),
+        )
+        if r.ok:
+            listed = set(r.out.decode("ascii", "replace").split())
+            facts.unpushed = frozenset(h for h in heads if h in listed)
+        else:
+            facts.unpushed_error = r.why()
+    return facts
+
+
+def _unpushed(wt: str) -> tuple[int, tuple[str, ...]] | str:
+    """(how many commits of HEAD are on no remote-tracking ref, the first of them)."""
+    log = _git(
+        wt,
+        "-c",
+        "log.showSignature=false",
+        "log",
+        "--format=%h %s",
+        "HEAD",
+        "--not",
+        "--remotes",
+        "--",
+    )
+    if not log.ok:
+        return log.why()
+    lines = [line for line in log.out.decode("utf-8", "replace").splitlines() if line]
+    return len(lines), tuple(shown(line, 100) for line in lines[:MAX_LISTED])
+
+
+def _judge(
+    record: Record,
+    st: SlotStatus,
+    project: ProjectFacts,
+    *,
+    fetch: bool,
+    fetch_timeout: float,
+    gh_bin: str | None,
+) -> LandedFacts:
+    wt = record.worktree
+
+    def facts(
+        landed: bool,
+        summary: str,
+        unpushed: tuple[str, ...] = (),
+        notes: tuple[str, ...] = (),
+        dirty: tuple[str, ...] = st.dirty,
+    ) -> LandedFacts:
+        return LandedFacts(
+            landed, summary, dirty, unpushed, notes, st.untracked, st.head, st.branch
+        )
+
+    if st.head is None:
         note = f"HEAD of {wt} does not name a commit"
-        return LandedFacts(
-            False,
-            "cannot tell whether the work landed: HEAD has no commit",
-            tuple(dirty_paths),
-            (),
-            (note,),
+        return facts(
+            False, "cannot tell whether the work landed: HEAD has no commit", notes=(note,)
         )
-    unpushed = _unpushed(wt)
-    if isinstance(unpushed, str):
-        note = f"git log HEAD --not --remotes failed in {wt}: {unpushed}"
-        return LandedFacts(
-            False,
-            "cannot inspect the slot for commits not on a remote",
-            tuple(dirty_paths),
-            (),
-            (note,),
-        )
-    n_unpushed, unpushed_lines = unpushed
+    head = st.head
+    n_unpushed, unpushed_lines = 0, cast(tuple[str, ...], ())
+    failed = project.unpushed_error
+    if failed is None and head in project.unpushed:
+        listed = _unpushed(wt)
+        if isinstance(listed, str):
+            failed = listed
+        else:
+            n_unpushed, unpushed_lines = listed
+    if failed is not None:
+        note = f"git log HEAD --not --remotes failed in {wt}: {failed}"
+        return facts(False, "cannot inspect the slot for commits not on a remote", notes=(note,))
 
-    if dirty_total:
+    if st.total:
         # Uncommitted work is never landed, whatever the commits say ("dirty always wins"),
         # so the network checks would not change the verdict: skip them. The commits listed
         # are those on no remote-tracking ref.
-        named = ", ".join(dirty_paths[:3]) + (", …" if dirty_total > 3 else "")
-        summary = f"uncommitted changes in {_plural(dirty_total, 'path')} ({named})"
+        named = ", ".join(st.dirty[:3]) + (", …" if st.total > 3 else "")
+        summary = f"uncommitted changes in {_plural(st.total, 'path')} ({named})"
         if n_unpushed:
             summary += f"; {_plural(n_unpushed, 'commit')} on no remote-tracking branch"
-        return LandedFacts(False, summary, tuple(dirty_paths), unpushed_lines)
+        return facts(False, summary, unpushed_lines)
 
     if n_unpushed == 0:
-        return LandedFacts(True, f"HEAD {head[:12]} is on a remote-tracking branch", (), ())
+        return facts(True, f"HEAD {head[:12]} is on a remote-tracking branch", dirty=())
 
     notes: list[str] = []
     reason, where = _committed_landed(
-        record, head, fetch=fetch, fetch_timeout=fetch_timeout, gh_bin=gh_bin, notes=notes
+        record, head, project, fetch=fetch, fetch_timeout=fetch_timeout, gh_bin=gh_bin, notes=notes
     )
     if reason is not None:
-        return LandedFacts(True, reason, (), (), tuple(notes))
+        return facts(True, reason, notes=tuple(notes), dirty=())
     summary = f"{_plural(n_unpushed, 'commit')} on no remote-tracking branch and not in {where}"
     if notes:
         summary += " (could not tell everything; see notes)"
-    return LandedFacts(False, summary, (), unpushed_lines, tuple(notes))
+    return facts(False, summary, unpushed_lines, tuple(notes), dirty=())
 
 
 def _committed_landed(
     record: Record,
     head: str,
+    project: ProjectFacts,
     *,
     fetch: bool,
     fetch_timeout: float,
@@ -306,38 +506,37 @@ def _committed_landed(
     notes: list[str],
 ) -> tuple[str | None, str]:
     """(why HEAD's committed work is landed, or None; what it was compared against)."""
-    wt, project = record.worktree, record.project
-    branch = _default_branch(project)
+    wt, repo = record.worktree, record.project
+    branch = project.default
     if branch is None:
         notes.append(
-            f"cannot determine the default branch of {project}: "
-            "expected origin/HEAD, main or master"
+            f"cannot determine the default branch of {repo}: expected origin/HEAD, main or master"
         )
     where: list[str] = []
 
     if branch is not None and record.mode == "local-only":
         where.append(f"local {branch}")
         # No network involved: try the cheap local answer before fetching anything.
-        local = _rev(project, f"refs/heads/{branch}")
+        local = project.refs.get(f"refs/heads/{branch}")
         if local is None:
-            notes.append(f"local branch {branch} does not exist in {project}")
-        elif _content_in(wt, local, head, notes, f"local {branch}"):
+            notes.append(f"local branch {branch} does not exist in {repo}")
+        elif _content_in(wt, local, head, project, notes, f"local {branch}"):
             return f"HEAD's content is merged into local {branch} (local-only)", ""
 
-    if branch is not None and _has_origin(project):
+    if branch is not None and project.has_origin():
         where.insert(0, f"origin/{branch}")
         usable = True
         if fetch:
-            r = _fetch(project, f"+refs/heads/{branch}:refs/remotes/origin/{branch}", fetch_timeout)
-            if not r.ok:
+            ok, why = project.fetched()
+            if not ok:
                 # A stale ref could miss a merge that happened since: do not judge on it.
-                notes.append(f"fetch of origin/{branch} failed, so it is inconclusive: {r.why()}")
+                notes.append(f"fetch of origin/{branch} failed, so it is inconclusive: {why}")
                 usable = False
         if usable:
-            base = _rev(project, f"refs/remotes/origin/{branch}")
+            base = project.refs.get(f"refs/remotes/origin/{branch}")
             if base is None:
-                notes.append(f"origin/{branch} does not exist in {project}")
-            elif _content_in(wt, base, head, notes, f"origin/{branch}"):
+                notes.append(f"origin/{branch} does not exist in {repo}")
+            elif _content_in(wt, base, head, project, notes, f"origin/{branch}"):
                 return f"HEAD's content is already in origin/{branch}", ""
 
     if record.pr:
@@ -356,35 +555,9 @@ def _committed_landed(
     return None, " or ".join(where) or "any default branch"
 
 
-def _default_branch(project: str) -> str | None:
-    """origin's default branch as the project sees it: origin/HEAD, else main, else master."""
-    r = _git(project, "symbolic-ref", "--quiet", "refs/remotes/origin/HEAD")
-    prefix = "refs/remotes/origin/"
-    if r.ok and r.text.startswith(prefix) and len(r.text) > len(prefix):
-        return r.text[len(prefix) :]
-    refs = _git(
-        project,
-        "for-each-ref",
-        "--format=%(refname)",
-        "refs/remotes/origin/main",
-        "refs/heads/main",
-        "refs/remotes/origin/master",
-        "refs/heads/master",
-    )
-    if not refs.ok:
-        return None
-    found = set(refs.text.splitlines())
-    for name in ("main", "master"):
-        if f"refs/remotes/origin/{name}" in found or f"refs/heads/{name}" in found:
-            return name
-    return None
-
-
-def _has_origin(project: str) -> bool:
-    return _git(project, "config", "--get", "remote.origin.url").ok
-
-
-def _content_in(wt: str, base: str, head: str, notes: list[str], label: str) -> bool:
+def _content_in(
+    wt: str, base: str, head: str, project: ProjectFacts, notes: list[str], label: str
+) -> bool:
     """True when merging HEAD into `base` would change nothing: HEAD's content is there.
 
     Ancestry first (cheap, and exact for a fast-forward or a true merge); then a merge
@@ -405,11 +578,11 @@ def _content_in(wt: str, base: str, head: str, notes: list[str], label: str) -> 
         notes.append(f"merge-tree against {label} failed: {merged.why()}")
         return False
     first = merged.out.decode("ascii", "replace").split("\n", 1)[0].strip()
-    tree = _git(wt, "rev-parse", "--verify", "--quiet", f"{base}^{{tree}}")
-    if not tree.ok:
-        notes.append(f"cannot read the tree of {label}: {tree.why()}")
+    tree = project.tree(base)
+    if tree is None:
+        notes.append(f"cannot read the tree of {label}")
         return False
-    return first == tree.text
+    return first == tree
 
 
 def _pr_landed(

@@ -158,6 +158,7 @@ def assemble(
         invalid_slots=invalid_slots,
         project_of=project_of,
         tasktmp=tasktmp,
+        pool_entries=reader.entries(),
     )
 
 

@@ -109,6 +109,9 @@ class Decision:
     skip_reason: str | None = None
     # What rule 5 could not tell (an inconclusive fetch, a gh failure, ...).
     notes: tuple[str, ...] = ()
+    # The one reason that matters, in words an operator acts on (the audit's row, the first
+    # line of the human output): who owns the slot, what would be lost, what is unsafe.
+    headline: str = ""
 
     @property
     def exit_code(self) -> int:

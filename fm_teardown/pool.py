@@ -94,6 +94,10 @@ class PoolReader:
             self._cache[path] = read_state(path, self._canon)
         return self._cache[path]
 
+    def entries(self) -> tuple[PoolEntry, ...]:
+        """Every entry of every state file read so far."""
+        return tuple(e for entries, _ in self._cache.values() for e in entries or ())
+
     def view(self, recorded: str, slot: str) -> PoolView:
         first_file: str | None = None
         for path in state_file_candidates(recorded, slot):

@@ -150,7 +150,10 @@ def parse_lines(text: str) -> list[tuple[str, str]]:
 
 
 def _claimed_slots(pairs: list[tuple[str, str]]) -> tuple[str, ...] | None:
-    values = [v for k, v in pairs if k == "worktree"]
+    """The slots a record names, read leniently (a stray space around the key or the value
+    still names one): an invalid record then blocks only the tasks on the slot it names, not
+    the whole fleet. None when no slot can be told."""
+    values = [v.strip() for k, v in pairs if k.strip() == "worktree"]
     if not values or any(not os.path.isabs(v) or _CONTROL.search(v) for v in values):
         return None
     return tuple(dict.fromkeys(values))
@@ -227,16 +230,28 @@ def parse_record(task_id: str, meta_path: str, text: str, mtime_ns: int) -> Reco
     )
 
 
+def own_record_problem(record: Record) -> str | None:
+    """Why a record that is well formed (and so a possible owner of a slot) still cannot be
+    torn down as TASK by fm, or None."""
+    if record.backend != "tmux":
+        return f"names backend '{shown(record.backend)}', which is not supported (only tmux)"
+    return None
+
+
+def refused_record(meta_path: str, problem: str) -> str:
+    """The one line that refuses TASK's own record (the audit's row says the same)."""
+    return f"REFUSED: record {meta_path} {problem}; nothing was changed"
+
+
 def load_record(state_dir: Path, task_id: str) -> Record:
     """TASK's own record, or the error that refuses it (exit 2 if absent, 5 if unsafe)."""
     meta_path = str(state_dir / f"{task_id}.meta")
     try:
         text, mtime = read_meta(meta_path)
         record = parse_record(task_id, meta_path, text, mtime)
-        if record.backend != "tmux":
-            raise RecordProblem(
-                f"names backend '{shown(record.backend)}', which is not supported (only tmux)"
-            )
+        problem = own_record_problem(record)
+        if problem:
+            raise RecordProblem(problem)
         return record
     except FileNotFoundError:
         if not os.path.isdir(state_dir):
@@ -247,9 +262,7 @@ def load_record(state_dir: Path, task_id: str) -> Record:
             f"no such task '{task_id}' in the state dir {state_dir} (no {meta_path})"
         ) from None
     except RecordProblem as exc:
-        raise unsafe(
-            f"REFUSED: record {meta_path} {exc.problem}; nothing was changed",
-        ) from None
+        raise unsafe(refused_record(meta_path, exc.problem)) from None
 
 
 @dataclass(frozen=True)

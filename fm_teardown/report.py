@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from fm_teardown.audit import Audit
@@ -92,6 +93,7 @@ def audit_json(a: Audit) -> dict[str, Any]:
         "schema": SCHEMA,
         "audit": True,
         "exit_code": 0,
+        "state_dir": str(a.state_dir),
         "tasks": [
             {
                 "task": r.task,
@@ -100,10 +102,15 @@ def audit_json(a: Audit) -> dict[str, Any]:
                 "verdict": str(r.verdict),
                 "exit_code": r.exit_code,
                 "reasons": list(r.reasons),
+                "headline": r.headline,
+                "owners": list(r.owners),
             }
             for r in a.rows
         ],
         "shared_slots": [{"slot": s, "tasks": list(t)} for s, t in a.shared_slots],
+        "orphans": [
+            {"kind": o.kind, "id": o.id, "slot": o.slot, "detail": o.detail} for o in a.orphans
+        ],
     }
 
 
@@ -237,19 +244,68 @@ def render_error(err: FmError, stream: TextIO | None = None) -> None:
         p.line(f"hint: {h}")
 
 
+def short_path(path: str | None, pools: tuple[str, ...]) -> str:
+    """A slot as `<pool name>/<N>/<repo>` when it lies in a pool the audit read: full paths
+    of pooled slots all share a long prefix and wrap into unreadability."""
+    if not path:
+        return "-"
+    for pool in pools:
+        if path.startswith(pool + "/"):
+            return os.path.basename(pool) + path[len(pool) :]
+    return path
+
+
 def render_audit(a: Audit, out: TextIO | None = None) -> None:
-    p = Printer(out or sys.stdout)
+    """The audit for a person: a header naming the state dir, one row per task with the one
+    reason that matters, then the shared slots, then the loose ends."""
+    stream = out or sys.stdout
+    p = Printer(stream)
+    n = len(a.rows)
+    p.line(f"fleet audit of {a.state_dir}: {n} record{'s' if n != 1 else ''}", "bold")
+    for pool in a.pools:
+        p.line(f"  pool {os.path.basename(pool)} = {pool}")
     if not a.rows:
         p.line("no task records")
-        return
-    width = max([4, *(len(r.task) for r in a.rows)])
-    p.line(f"{'TASK':<{width}}  {'VERDICT':<10}  {'ENDPOINT':<10}  SLOT", "bold")
-    for r in a.rows:
-        p.line(
-            f"{r.task:<{width}}  {r.verdict!s:<10}  {r.endpoint or '-':<10}  {r.slot or '-'}",
-            VERDICT_STYLE.get(str(r.verdict)),
-        )
+    else:
+        headers = ("TASK", "VERDICT", "EXIT", "ENDPOINT", "SLOT", "WHY")
+        table = [
+            (
+                r.task,
+                str(r.verdict),
+                str(r.exit_code),
+                r.endpoint or "-",
+                short_path(r.slot, a.pools),
+                r.headline,
+            )
+            for r in a.rows
+        ]
+        styles = [VERDICT_STYLE.get(str(r.verdict)) for r in a.rows]
+        _table(p, headers, table, styles)
     if a.shared_slots:
         p.line("slots claimed by more than one record:", "bold")
         for slot, tasks in a.shared_slots:
-            p.line(f"  {slot}: {', '.join(tasks)}")
+            p.line(f"  {short_path(slot, a.pools)}: {', '.join(tasks)}")
+    if a.orphans:
+        p.line("loose ends (no record accounts for them; they change no exit code):", "bold")
+        for o in a.orphans:
+            where = f" in {short_path(o.slot, a.pools)}" if o.slot else ""
+            p.line(f"  {o.kind} {o.id}{where}: {o.detail}")
+
+
+def _table(
+    p: Printer,
+    headers: tuple[str, ...],
+    rows: Sequence[tuple[str, ...]],
+    styles: Sequence[str | None],
+) -> None:
+    """Aligned columns; the last one (the reason) is never padded, so it never wraps early."""
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers[:-1])]
+
+    def fmt(cells: tuple[str, ...]) -> str:
+        return "  ".join(
+            [*(c.ljust(w) for c, w in zip(cells[:-1], widths, strict=True)), cells[-1]]
+        )
+
+    p.line(fmt(headers), "bold")
+    for row, style in zip(rows, styles, strict=True):
+        p.line(fmt(row), style)

@@ -90,14 +90,16 @@ def run(
     timeout: float,
     cwd: str | None = None,
     env: Mapping[str, str] | None = None,
+    stdin: str | None = None,
 ) -> Result:
-    """Run one command (see the module doc); `env` adds to the policy's environment."""
+    """Run one command (see the module doc); `env` adds to the policy's environment, `stdin`
+    is written to its standard input (closed otherwise)."""
     try:
         proc = subprocess.Popen(
             list(argv),
             cwd=cwd,
             env=environment(env),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
@@ -105,7 +107,9 @@ def run(
     except OSError as exc:
         return Result(None, b"", f"cannot run {argv[0]}: {exc.strerror or exc}")
     try:
-        out, err = proc.communicate(timeout=timeout)
+        out, err = proc.communicate(
+            input=None if stdin is None else stdin.encode(), timeout=timeout
+        )
     except subprocess.TimeoutExpired:
         with contextlib.suppress(OSError):  # the group may be gone already
             os.killpg(proc.pid, signal.SIGKILL)

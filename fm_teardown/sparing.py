@@ -36,12 +36,12 @@ class Why:
         return f"{self.task}'s endpoint" if self.task else str(self.kind)
 
 
-def never_signalled(obs: Observation, task: str, discarded: str | None) -> dict[int, Why]:
-    """pid -> why fm never signals it."""
+def spared_base(obs: Observation) -> dict[int, Why]:
+    """pid -> why fm never signals it, for every task at once (computed once per observation:
+    the audit asks for every row)."""
     out: dict[int, Why] = {}
     for pid, tid in obs.endpoint_owner.items():
-        if tid not in (task, discarded):
-            out[pid] = Why(Spared.OTHER_ENDPOINT, tid)
+        out[pid] = Why(Spared.OTHER_ENDPOINT, tid)
     for pid in obs.tmux_pids:
         proc = obs.processes.procs.get(pid)
         server = pid in obs.inventory.server_pids or (proc is not None and "server" in proc.name)
@@ -54,6 +54,34 @@ def never_signalled(obs: Observation, task: str, discarded: str | None) -> dict[
     for pid in protected:
         out[pid] = Why(Spared.FM)
     return out
+
+
+class NeverSignalled:
+    """What fm never signals when tearing TASK down: the observation's spared processes, less
+    TASK's own endpoint and (under --discard-live-owner) the discarded owner's."""
+
+    def __init__(self, base: dict[int, Why], task: str, discarded: str | None) -> None:
+        self._base = base
+        self._mine = (task, discarded)
+
+    def get(self, pid: int) -> Why | None:
+        why = self._base.get(pid)
+        if why is not None and why.kind == Spared.OTHER_ENDPOINT and why.task in self._mine:
+            return None
+        return why
+
+    def __contains__(self, pid: object) -> bool:
+        return isinstance(pid, int) and self.get(pid) is not None
+
+    def __getitem__(self, pid: int) -> Why:
+        why = self.get(pid)
+        if why is None:
+            raise KeyError(pid)
+        return why
+
+
+def never_signalled(obs: Observation, task: str, discarded: str | None) -> NeverSignalled:
+    return NeverSignalled(obs.spared, task, discarded)
 
 
 @dataclass(frozen=True)
@@ -70,19 +98,20 @@ class Blocker:
         return f"{self.why.kind} {name}"
 
 
-def blocking_the_return(procs: tuple[Proc, ...], spared: dict[int, Why]) -> list[Blocker]:
+def blocking_the_return(procs: tuple[Proc, ...], spared: NeverSignalled) -> list[Blocker]:
     """tmux processes in the slot (CONTRACT §7a: the return would end a server, and every
     window of the fleet with it).
 
     Another task's endpoint in the slot does not block: a live one made that task a live
     owner already (rule 3); a dead one is only shells, which fm does not signal but the pool's
     return ends like any process in the slot. fm's own ancestry is spared by the pool too."""
-    return [
-        Blocker(p, spared[p.pid])
-        for p in procs
-        if p.pid in spared and spared[p.pid].kind in (Spared.TMUX_SERVER, Spared.TMUX)
-    ]
+    out = []
+    for p in procs:
+        why = spared.get(p.pid)
+        if why is not None and why.kind in (Spared.TMUX_SERVER, Spared.TMUX):
+            out.append(Blocker(p, why))
+    return out
 
 
-def to_signal(procs: tuple[Proc, ...], spared: dict[int, Why]) -> list[Proc]:
+def to_signal(procs: tuple[Proc, ...], spared: NeverSignalled) -> list[Proc]:
     return [p for p in procs if p.pid not in spared and not p.zombie]

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
+from typing import Any
 
 
 class EndpointState(StrEnum):
@@ -51,7 +52,7 @@ class TmuxInventory:
     panes: tuple[Pane, ...] = ()
     error: str | None = None
 
-    @property
+    @cached_property
     def server_pids(self) -> frozenset[int]:
         return frozenset(p.server_pid for p in self.panes if p.server_pid > 0)
 
@@ -179,6 +180,9 @@ class Observation:
     invalid_slots: Mapping[str, tuple[str, ...] | None]  # invalid record id -> canonical slots
     project_of: Mapping[str, str]  # task id -> canonical project
     tasktmp: Mapping[str, TaskTmp] = field(default_factory=dict)  # task id -> its tasktmp
+    # Every entry of the pool state files read (the pools of the recorded slots): the audit's
+    # loose ends are the leases and agents on slots no record claims.
+    pool_entries: tuple[PoolEntry, ...] = ()
 
     # Derived indexes, computed once per observation, so that deciding for every task of a
     # fleet stays linear.
@@ -213,6 +217,13 @@ class Observation:
 
         named = {p.pid for p in self.processes.procs.values() if is_tmux(p.name, p.argv0)}
         return frozenset(named | self.inventory.server_pids)
+
+    @cached_property
+    def spared(self) -> dict[int, Any]:
+        """pid -> why fm never signals it (`sparing.Why`), for every task at once."""
+        from fm_teardown.sparing import spared_base
+
+        return spared_base(self)
 
     @cached_property
     def endpoint_owner(self) -> Mapping[int, str]:

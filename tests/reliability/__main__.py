@@ -21,6 +21,8 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from tests.reliability.figures import KEYS
+
 REPO = Path(__file__).resolve().parents[2]
 TESTS = [
     "tests/test_decide_properties.py",
@@ -56,7 +58,7 @@ def main() -> int:
             check=False,
         )
         elapsed = time.monotonic() - started
-        counts = dict.fromkeys(("examples", "pipeline_examples", "crashes", "races", "hostile"), 0)
+        counts = dict.fromkeys(KEYS, 0)
         if os.path.exists(counts_file):
             for line in Path(counts_file).read_text().splitlines():
                 item = json.loads(line)
@@ -68,6 +70,7 @@ def main() -> int:
     rows = [
         ("decision-core examples tried (hypothesis)", counts["examples"]),
         ("whole-pipeline examples tried (real tmux, git, processes)", counts["pipeline_examples"]),
+        ("audit fleets checked row by row against one-task dry runs", counts["audit_examples"]),
         ("crashes injected (SIGKILL at a step boundary, then a re-run)", counts["crashes"]),
         ("races run (concurrent teardowns, claims during a teardown)", counts["races"]),
         ("hostile inputs (each as dry run and, where it refuses, real run)", counts["hostile"]),

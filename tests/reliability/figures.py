@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 
-KEYS = ("examples", "pipeline_examples", "crashes", "races", "hostile")
+KEYS = ("examples", "pipeline_examples", "audit_examples", "crashes", "races", "hostile")
 
 
 def count(key: str, n: int = 1) -> None:

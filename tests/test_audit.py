@@ -1,0 +1,188 @@
+"""The fleet audit tells the truth (CONTRACT §8), on real fleets: each row is the one-task dry
+run, rule 5 included; the loose ends; what the audit costs in git calls; what a person reads."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from tests.fleet import Fleet, git
+
+
+def audit(fleet: Fleet, env: dict[str, str] | None = None) -> dict[str, object]:
+    code, doc = fleet.fm_json("teardown", "--dry-run", env=env)
+    assert code == 0 and doc["exit_code"] == 0, doc
+    return doc
+
+
+def rows(doc: dict[str, object]) -> dict[str, dict[str, object]]:
+    return {str(r["task"]): r for r in doc["tasks"]}  # type: ignore[union-attr,index]
+
+
+def same_as_dry_run(fleet: Fleet, doc: dict[str, object]) -> None:
+    for task, row in rows(doc).items():
+        code, one = fleet.fm_json("teardown", task, "--dry-run")
+        got = (row["verdict"], row["exit_code"], row["reasons"])
+        assert got == (one["verdict"], code, one["reasons"]), (task, row, one)
+
+
+def test_a_dirty_task_is_unlanded_in_the_audit_as_in_its_dry_run(fleet: Fleet) -> None:
+    clean = fleet.slot(1, holder="clean")
+    fleet.task("clean", clean, "dead")
+    dirty = fleet.slot(2, holder="dirty")
+    fleet.task("dirty", dirty, "dead")
+    (dirty / "notes.txt").write_text("not committed\n")
+    unpushed = fleet.slot(3, holder="ahead")
+    fleet.task("ahead", unpushed, "dead")
+    (unpushed / "feature.txt").write_text("x\n")
+    git(unpushed, "add", "feature.txt")
+    git(unpushed, "commit", "-q", "-m", "feature not pushed")
+    before = fleet.snapshot(clean, dirty, unpushed)
+    doc = audit(fleet)
+    r = rows(doc)
+    assert (r["clean"]["verdict"], r["dirty"]["verdict"], r["ahead"]["verdict"]) == (
+        "proceed",
+        "unlanded",
+        "unlanded",
+    )
+    assert (
+        "notes.txt" in str(r["dirty"]["headline"])
+        and "uncommitted: notes.txt" in r["dirty"]["reasons"]
+    )  # type: ignore[operator]
+    assert any("feature not pushed" in x for x in r["ahead"]["reasons"])  # type: ignore[union-attr]
+    same_as_dry_run(fleet, doc)
+    assert fleet.snapshot(clean, dirty, unpushed) == before
+    assert not (fleet.data / "teardown-log.jsonl").exists()
+
+
+def test_loose_ends_are_listed_and_change_no_exit_code(fleet: Fleet) -> None:
+    slot = fleet.slot(1, holder="t1")
+    fleet.task("t1", slot, "dead")
+    free = fleet.slot(2, holder="ci-bot")  # leased, but no record claims it
+    agent = fleet.agent_in(free)
+    ghost = fleet.endpoint("ghost", fleet.root, "alive")  # a window with no record
+    doc = audit(fleet)
+    orphans = {(o["kind"], o["id"]): o for o in doc["orphans"]}  # type: ignore[union-attr,index]
+    assert set(orphans) == {
+        ("window", "ghost"),
+        ("lease", "lease:ci-bot"),
+        ("process", f"pid:{agent.pid}"),
+    }, orphans
+    assert orphans[("window", "ghost")]["slot"] is None
+    assert orphans[("lease", "lease:ci-bot")]["slot"] == str(free)
+    assert orphans[("process", f"pid:{agent.pid}")]["slot"] == str(free)
+    assert rows(doc)["t1"]["verdict"] == "proceed"
+    r = fleet.fm("teardown", "--dry-run")
+    assert r.returncode == 0
+    tail = r.stdout.split("loose ends", 1)[1]
+    assert "ghost" in tail and "lease:ci-bot" in tail and f"pid:{agent.pid}" in tail
+    assert ghost  # its window stays
+
+
+def test_the_audit_names_the_state_dir_owners_and_bad_records(fleet: Fleet) -> None:
+    shared = fleet.slot(1, holder="bravo")
+    fleet.task("alpha", shared, "dead")
+    fleet.task("bravo", shared, "alive", extra={"treehouse_lease_holder": "bravo"})
+    other = fleet.slot(2, holder="charlie")
+    fleet.task("charlie", other, "dead")
+    # A typo in one record: `worktree =` — the record is invalid, but it still names its slot,
+    # so only the task on that slot is refused for it, with the reason.
+    typo = fleet.slot(3, holder="delta")
+    fleet.task("delta", typo, "dead")
+    fleet.record(
+        "typo",
+        typo,
+        lines=["window=firstmate:fm-typo", f"worktree ={typo}", f"project={fleet.project}"],
+    )
+    r = fleet.fm("teardown", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith(f"fleet audit of {fleet.state}")
+    by_task = {line.split()[0]: line for line in lines if line.split()[:1] and line.split()[0] in
+               ("alpha", "bravo", "charlie", "delta", "typo")}  # fmt: skip
+    assert "live-owner" in by_task["alpha"] and "bravo is working in this slot" in by_task["alpha"]
+    assert "proceed" in by_task["charlie"]
+    assert "unsafe" in by_task["delta"] and "typo.meta" in by_task["delta"]
+    assert "'worktree=' must appear exactly once" in by_task["typo"]
+    assert str(fleet.pool) not in by_task["charlie"]  # pool paths are shortened
+    doc = audit(fleet)
+    assert doc["state_dir"] == str(fleet.state)
+    assert rows(doc)["alpha"]["owners"] == ["bravo"]
+    same_as_dry_run(fleet, doc)
+
+
+def test_a_state_dir_that_cannot_be_read_gives_the_audits_own_shape(fleet: Fleet) -> None:
+    blocker = fleet.root / "state-is-a-file"
+    blocker.write_text("")
+    env = fleet.env(FM_STATE_OVERRIDE=str(blocker))
+    r = fleet.fm("teardown", "--dry-run", "--json", env=env)
+    doc = json.loads(r.stdout)
+    assert r.returncode == 5
+    assert doc == {
+        "schema": "fm-teardown/1",
+        "audit": True,
+        "exit_code": 5,
+        "verdict": "unsafe",
+        "reasons": doc["reasons"],
+        "hints": [],
+        "tasks": [],
+        "shared_slots": [],
+        "orphans": [],
+    }
+    assert str(blocker) in doc["reasons"][0]
+
+
+def test_a_pool_executable_that_does_not_exist_refuses_before_anything(fleet: Fleet) -> None:
+    slot = fleet.slot(1, holder="t1")
+    t1 = fleet.task("t1", slot, "alive")
+    before = fleet.snapshot(slot)
+    for bad in (str(fleet.root / "no-treehouse"), "/etc/passwd"):
+        env = fleet.env(FM_TREEHOUSE_BIN=bad)
+        code, doc = fleet.fm_json("teardown", "t1", "--dry-run", env=env)
+        assert (code, doc["verdict"]) == (5, "unsafe"), doc
+        code, doc = fleet.fm_json("teardown", "t1", env=env)
+        assert (code, doc["verdict"]) == (5, "unsafe"), doc
+        assert bad in str(doc["reasons"][0])  # type: ignore[index]
+        assert doc["steps"] == []
+    assert fleet.snapshot(slot) == before
+    assert "firstmate:fm-t1" in fleet.tmux.windows() and t1.pids
+
+
+def _git_log_wrapper(fleet: Fleet) -> tuple[dict[str, str], Path]:
+    """A `git` first on PATH that logs each call's cwd and argv, then runs the real git."""
+    shim = fleet.root / "gitshim"
+    shim.mkdir()
+    log = fleet.root / "git-calls.log"
+    real = shutil.which("git")
+    (shim / "git").write_text(
+        f'#!/bin/sh\nprintf "%s\\t%s\\n" "$PWD" "$*" >> {log}\nexec {real} "$@"\n'
+    )
+    (shim / "git").chmod(0o755)
+    return fleet.env(PATH=f"{shim}:{os.environ['PATH']}"), log
+
+
+def test_the_audit_pays_one_status_per_slot_and_a_few_calls_per_project(fleet: Fleet) -> None:
+    n = 6
+    for i in range(1, n + 1):
+        fleet.task(f"t{i}", fleet.slot(i, holder=f"t{i}"), "dead")
+    ahead = fleet.slot(n + 1, holder="ahead")
+    fleet.task("ahead", ahead, "dead")
+    (ahead / "f.txt").write_text("x\n")
+    git(ahead, "add", "f.txt")
+    git(ahead, "commit", "-q", "-m", "unpushed")
+    # Refused before rule 5 (a live owner): no git at all for this row.
+    shared = fleet.slot(n + 2, holder="busy")
+    fleet.task("idle", shared, "dead")
+    fleet.task("busy", shared, "alive", extra={"treehouse_lease_holder": "busy"})
+    env, log = _git_log_wrapper(fleet)
+    doc = audit(fleet, env=env)
+    assert rows(doc)["idle"]["verdict"] == "live-owner"
+    calls = [line.split("\t", 1)[1] for line in log.read_text().splitlines()]
+    status = [c for c in calls if " status " in f" {c} "]
+    assert len(status) == n + 2, calls  # the clean ones, `ahead` and `busy`: one each
+    per_project = [c for c in calls if c.startswith(f"-C {fleet.project} ")]
+    assert len(per_project) <= 4, per_project
+    per_slot = [c for c in calls if c not in status and c not in per_project]
+    assert all(f"-C {ahead} " in c for c in per_slot), per_slot  # only the unpushed slot
