@@ -7,6 +7,7 @@ standard library. The pipeline (and with it psutil, libtmux and rich) is importe
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from typing import Annotated
 
@@ -18,35 +19,63 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
-    add_completion=True,
+    # Our own --install-completion/--show-completion (on the root callback) install the static
+    # scripts of completions/, which answer task ids without starting Python.
+    add_completion=False,
 )
 
 
-def _complete_task(incomplete: str) -> list[str]:
-    from fm_teardown import records, settings
+def _line_tasks(ctx: typer.Context) -> list[str]:
+    """The task ids typed so far (typer's completion path). Click stops parsing at an option
+    that still lacks its value (`--discard-live-owner <TAB>`), leaving the TASKs in ctx.args."""
+    given = ctx.params.get("task")
+    tasks = [given] if isinstance(given, str) else list(given or ())
+    return [str(t) for t in tasks] + [a for a in ctx.args if not a.startswith("-")]
 
-    try:
-        ids = records.list_task_ids(settings.load().state_dir)
-    except Exception:
-        return []
-    return [i for i in ids if i.startswith(incomplete)]
+
+def _complete_task(ctx: typer.Context, incomplete: str) -> list[str]:
+    from fm_teardown import completion
+
+    typed = set(_line_tasks(ctx))
+    ids = completion.task_ids(ctx.params.get("state_dir"))
+    return [i for i in ids if i.startswith(incomplete) and i not in typed]
 
 
 def _complete_owner(ctx: typer.Context, incomplete: str) -> list[str]:
-    task = ctx.params.get("task")
-    if not task:
-        return []
-    try:
-        from fm_teardown import pipeline, settings
-        from fm_teardown.observe import observe
-        from fm_teardown.ownership import owners_of
+    from fm_teardown import completion
 
-        s = settings.load(ctx.params.get("state_dir"))
-        fleet = pipeline.load(s, task)
-        live = [o.id for o in owners_of(task, fleet, observe(s, fleet)) if o.live]
-    except Exception:
+    tasks = _line_tasks(ctx)
+    if not tasks:
         return []
-    return [o for o in live if o.startswith(incomplete)]
+    owners = completion.live_owners(ctx.params.get("state_dir"), tasks[0])
+    return [o for o in owners if o.startswith(incomplete)]
+
+
+def _show_completion(value: str | None) -> None:
+    if value is None:
+        return
+    from fm_teardown import completion
+
+    try:
+        sys.stdout.write(completion.script(completion.shell_of(value, option="--show-completion")))
+    except completion.CompletionError as exc:
+        sys.stderr.write(f"fm: {exc}\n")
+        raise typer.Exit(exc.code) from None
+    raise typer.Exit(0)
+
+
+def _install_completion(value: str | None) -> None:
+    if value is None:
+        return
+    from fm_teardown import completion
+
+    try:
+        lines = completion.install(value)
+    except completion.CompletionError as exc:
+        sys.stderr.write(f"fm: {exc}\n")
+        raise typer.Exit(exc.code) from None
+    sys.stdout.write("".join(f"{line}\n" for line in lines))
+    raise typer.Exit(0)
 
 
 def _version(value: bool) -> None:
@@ -65,8 +94,47 @@ def _root(
             "--version", help="Print the version and exit.", callback=_version, is_eager=True
         ),
     ] = False,
+    install_completion: Annotated[
+        str | None,
+        typer.Option(
+            "--install-completion",
+            metavar="[SHELL]",
+            help="Install completion for SHELL (bash, zsh, fish; default: $SHELL's) and exit.",
+            callback=_install_completion,
+            is_eager=True,
+        ),
+    ] = None,
+    show_completion: Annotated[
+        str | None,
+        typer.Option(
+            "--show-completion",
+            metavar="[SHELL]",
+            help="Print the completion script for SHELL (default: $SHELL's) and exit.",
+            callback=_show_completion,
+            is_eager=True,
+        ),
+    ] = None,
 ) -> None:
     """fm: safe teardown for agent fleets."""
+
+
+@app.command(
+    "__complete",
+    hidden=True,
+    add_help_option=False,
+    context_settings={
+        "allow_extra_args": True,
+        "ignore_unknown_options": True,
+        "allow_interspersed_args": False,
+    },
+)
+def _complete(ctx: typer.Context, what: Annotated[str, typer.Argument()] = "") -> None:
+    """For the completion scripts: `fm __complete owners [--state-dir DIR] TASK` prints the
+    live owners of TASK's slot, one per line. Always exits 0."""
+    from fm_teardown import completion
+
+    completion.print_answers(what, ctx.args)
+    raise typer.Exit(0)
 
 
 @app.command()
@@ -136,9 +204,36 @@ def _no_args(exc: Exception) -> bool:
     return isinstance(exc, NoArgsIsHelpError)
 
 
+_SHELL_OPTIONS = ("--install-completion", "--show-completion")
+
+
+def _optional_shell(args: list[str]) -> list[str]:
+    """`fm --install-completion [SHELL]`: typer's parser has no options with an optional value,
+    so a bare one (nothing or another option after it) becomes `--install-completion=`."""
+    out = list(args)
+    for i, arg in enumerate(out):
+        if not arg.startswith("-"):
+            break  # only the root's options, before the command
+        if arg in _SHELL_OPTIONS and (i + 1 == len(out) or out[i + 1].startswith("-")):
+            out[i] = f"{arg}="
+    return out
+
+
+def _legacy_completion() -> None:
+    """typer's own completion protocol (`_FM_COMPLETE=complete_bash fm`, what scripts that an
+    older `fm --install-completion` installed still call): register typer's shell classes,
+    which `add_completion=False` leaves out. A typer without them only loses this path."""
+    if os.environ.get("_FM_COMPLETE"):
+        with contextlib.suppress(Exception):
+            from typer._completion_classes import completion_init
+
+            completion_init()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the app; every error ends as one line on stderr and an exit code, never a traceback."""
-    args = sys.argv[1:] if argv is None else argv
+    args = _optional_shell(sys.argv[1:] if argv is None else argv)
+    _legacy_completion()
     try:
         code = app(prog_name="fm", args=args, standalone_mode=False)
     except typer.Exit as exc:
