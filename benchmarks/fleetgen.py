@@ -35,7 +35,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 # The pool stand-in: the one place that names its path (it may move).
-STANDIN_TREEHOUSE = REPO / "tests" / "standin" / "treehouse"
+STANDIN_TREEHOUSE = REPO / "fm_teardown" / "standin" / "treehouse"
 SESSION = "fleet"
 AGENT = "claude"
 # Spawn epochs: older record of a pair first; any fixed base keeps the fleets identical.

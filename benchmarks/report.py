@@ -631,7 +631,7 @@ stopped where rule 5 would start; the difference is what rule 5 costs at the lea
 
 Each row: two fresh identical 4-record fleets, the task's slot a real git worktree leased to it.
 On one, the task's window is killed (as fm's endpoint step does) and then
-`tests/standin/treehouse return --force --if-lease-id … --if-lease-holder … <slot>` is timed
+`fm_teardown/standin/treehouse return --force --if-lease-id … --if-lease-holder … <slot>` is timed
 alone, run from the project dir; on the other, `fm teardown T --dry-run` (median of 3 runs),
 then the real `fm teardown T`. Slack = real − (dry run + return alone); target ≤ {ACT_SLACK_S:g} s.
 """,

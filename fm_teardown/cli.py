@@ -178,6 +178,21 @@ def teardown(
     raise typer.Exit(code)
 
 
+@app.command()
+def demo(
+    keep: Annotated[
+        bool,
+        typer.Option("--keep", help="Leave the sandbox running and print how to explore it."),
+    ] = False,
+) -> None:
+    """Play the incident fm exists for, in a throw-away sandbox (its own tmux server, git
+    repositories, pool stand-in and agents): the audit, the refusal naming the live owner,
+    --force alone still refusing, a stale slot cleared, a clean teardown."""
+    from fm_teardown.commands.demo import demo as run_demo
+
+    raise typer.Exit(run_demo(keep=keep))
+
+
 def _usage_classes() -> tuple[type[Exception], ...]:
     """Click's usage-error classes (typer ≥ 0.20 vendors click as `typer._click`)."""
     try:

@@ -176,7 +176,7 @@ class Fleet:
         # Every process a test started (pane trees and spawned workers): "nothing changed"
         # compares which of these are still alive.
         self.tracked: set[int] = set()
-        self.treehouse = REPO / "tests" / "standin" / "treehouse"
+        self.treehouse = REPO / "fm_teardown" / "standin" / "treehouse"
         self.other_servers: list[Tmux] = []
         # The global /tmp/fm-<id> of the tasks this fleet records: never one that existed
         # before (it may be a real task's on this machine), always cleaned up.

@@ -43,7 +43,7 @@ POOL = "/pool/proj-abc"
 S1 = f"{POOL}/1/proj"
 S2 = f"{POOL}/2/proj"
 TREEHOUSE = "/usr/local/bin/treehouse"
-STANDIN = str(Path(__file__).resolve().parent / "standin" / "treehouse")
+STANDIN = str(Path(__file__).resolve().parent.parent / "fm_teardown" / "standin" / "treehouse")
 STATE_FILE = f"{POOL}/treehouse-state.json"
 
 

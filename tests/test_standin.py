@@ -1,4 +1,4 @@
-"""Tests of the treehouse stand-in itself (tests/standin/treehouse), against real git.
+"""Tests of the treehouse stand-in itself (fm_teardown/standin/treehouse), against real git.
 
 They pin the parts of the real contract (../shared/reference/treehouse-contract.md) that the
 project's own tests rely on, so a drift in the stand-in shows up here first.

@@ -28,7 +28,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-STANDIN_DIR: Path = Path(__file__).resolve().parent
+# The stand-in ships inside the package (fm_teardown/standin/), for `fm demo` too.
+STANDIN_DIR: Path = Path(__file__).resolve().parents[2] / "fm_teardown" / "standin"
 STANDIN_BIN: Path = STANDIN_DIR / "treehouse"
 DEFAULT_BRANCH = "main"
 STATE_FILE = "treehouse-state.json"
