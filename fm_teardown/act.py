@@ -135,11 +135,17 @@ def run(settings: Settings, planned: Planned, flags: Flags, seams: Seams) -> Out
                 if d.save_discarded:
                     step_save(r, record, d.save_as or d.task)
                     boundary("after-save")
+                if any(s.step == StepName.HOOKS for s in d.plan):
+                    step_hooks(r, d.slot)
                 if d.pool_return is not None:
                     step_pool(r, record, d)
                 else:
                     r.done(StepName.POOL, d.slot, StepOutcome.SKIPPED, _skip_reason(d))
                 boundary("after-pool")
+                if d.branch is not None:
+                    step_branch(r, record, d)
+                if d.own_claim is not None:
+                    step_claim(r, d.own_claim, d.task)
                 step_record(r, record)
                 faults.at("after-record")
     except Interrupted:
@@ -525,12 +531,104 @@ def sidecars(task_id: str, listing: list[str]) -> list[str]:
     return out
 
 
+def step_hooks(run: Run, slot: str) -> None:
+    """The fleet's hook files, before the return: the next task's slot must not fire turn-end
+    signals for a dead task. A failure only warns."""
+    from fm_teardown.duties import DutyWarning, remove_hooks
+
+    try:
+        done = remove_hooks(slot)
+    except DutyWarning as exc:
+        run.warnings.append(f"hooks: {exc}")
+        run.done(StepName.HOOKS, slot, StepOutcome.SKIPPED, f"{exc}; hook files left")
+        return
+    if not done:
+        run.done(StepName.HOOKS, slot, StepOutcome.ABSENT, "no hook file in the slot")
+        return
+    run.done(StepName.HOOKS, slot, StepOutcome.DONE, "; ".join(done))
+
+
+def step_branch(run: Run, record: Record, d: Decision) -> None:
+    """TASK's branch, after a verified return, by compare-and-swap on the commit seen when
+    deciding. A failure only warns."""
+    from fm_teardown.duties import DutyWarning, delete_branch
+
+    b = d.branch
+    assert b is not None
+    target = f"refs/heads/{b.name}"
+    if not any(s.step == StepName.POOL and s.outcome in ("done", "absent") for s in run.steps):
+        run.done(StepName.BRANCH, target, StepOutcome.SKIPPED, "the slot was not returned")
+        return
+    try:
+        detail = delete_branch(record.project, b.name, b.commit, b.default)
+    except DutyWarning as exc:
+        run.warnings.append(f"branch: {exc}")
+        run.done(StepName.BRANCH, target, StepOutcome.SKIPPED, f"{exc}; branch kept")
+        return
+    outcome = StepOutcome.DONE if detail.startswith("deleted") else StepOutcome.SKIPPED
+    run.done(StepName.BRANCH, target, outcome, detail)
+
+
+def step_claim(run: Run, path: str, task: str) -> None:
+    """TASK's own slot claim, after a verified return (another task's is never touched)."""
+    from fm_teardown.duties import DutyWarning, remove_own_claim
+
+    try:
+        detail = remove_own_claim(path, task)
+    except DutyWarning as exc:
+        run.warnings.append(f"claim: {exc}")
+        run.done(StepName.CLAIM, path, StepOutcome.SKIPPED, str(exc))
+        return
+    outcome = StepOutcome.DONE if detail.startswith("removed") else StepOutcome.ABSENT
+    run.done(StepName.CLAIM, path, outcome, detail)
+
+
+def step_auth(run: Run, record: Record) -> None:
+    """The grok and kimi hook auth entries named by TASK's token files (proceed and stale)."""
+    from fm_teardown.duties import remove_auth_entries
+
+    s = run.settings
+    state_dir = os.path.dirname(record.meta_path)
+    found = remove_auth_entries(state_dir, record.task_id, s.home, s.grok_home)
+    run.warnings.extend(f"auth: {w}" for w in found.warnings)
+    target = f"state/{record.task_id}.grok-turnend-token, .kimi-turnend-token"
+    if found.removed:
+        run.done(StepName.AUTH, target, StepOutcome.DONE, "removed " + ", ".join(found.removed))
+    else:
+        run.done(StepName.AUTH, target, StepOutcome.ABSENT, "no hook auth entry to remove")
+
+
+def step_attribution(run: Run, record: Record) -> None:
+    """One cost-attribution row, exactly as firstmate writes it. A failure only warns."""
+    import time
+
+    from fm_teardown.duties import DutyWarning, append_attribution
+
+    s = run.settings
+    target = str(s.data_dir / "cost-attribution.tsv")
+    try:
+        detail = append_attribution(
+            str(s.data_dir), record, time.time(), s.attribution_lock_attempts
+        )
+    except (DutyWarning, OSError):
+        run.warnings.append(
+            f"could not append AI effort attribution for task {record.task_id}; "
+            "teardown will continue"
+        )
+        run.done(StepName.ATTRIBUTION, target, StepOutcome.SKIPPED, "could not append the row")
+        return
+    run.done(StepName.ATTRIBUTION, target, StepOutcome.DONE, detail)
+
+
 def step_record(run: Run, record: Record) -> None:
-    """tasktmp, then the `state/<id>.*` sidecars, then the meta last."""
+    """The record goes last: checked unchanged, then its duties (hook auth entries, the
+    cost-attribution row), then tasktmp, the `state/<id>.*` sidecars, and the meta last."""
     try:
         text, mtime = read_meta(record.meta_path)
         now = parse_record(record.task_id, record.meta_path, text, mtime)
     except FileNotFoundError:
+        for duty in (StepName.AUTH, StepName.ATTRIBUTION):
+            run.done(duty, "-", StepOutcome.SKIPPED, "the record is already gone")
         run.done(
             StepName.RECORD, record.meta_path, StepOutcome.ABSENT, "the record is already gone"
         )
@@ -545,6 +643,8 @@ def step_record(run: Run, record: Record) -> None:
             record.meta_path,
             "the record was rewritten during the teardown (a relaunch?); kept",
         )
+    step_auth(run, record)
+    step_attribution(run, record)
     removed = []
     try:
         if record.tasktmp and record.tasktmp == f"/tmp/fm-{record.task_id}":

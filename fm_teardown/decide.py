@@ -14,6 +14,7 @@ from fm_teardown.errors import Verdict
 from fm_teardown.ownership import (
     Owner,
     OwnerKind,
+    claimed_by_other,
     current_owner,
     invalid_claimants,
     lease_is_tasks,
@@ -23,6 +24,7 @@ from fm_teardown.ownership import (
 )
 from fm_teardown.paths import is_ancestor_or_same
 from fm_teardown.plan import (
+    BranchDelete,
     Decision,
     Flags,
     LandedLike,
@@ -31,6 +33,7 @@ from fm_teardown.plan import (
     StepName,
 )
 from fm_teardown.records import Fleet, Record
+from fm_teardown.scaffold import SCAFFOLD_PATHS
 from fm_teardown.sparing import (
     Blocker,
     NeverSignalled,
@@ -96,7 +99,9 @@ def decide(
     draft = Draft()
 
     # Rule 1: an unsafe record or environment (TASK's own record was validated on loading).
-    refusal = invalid_claimant(c) or unsafe_tasktmp(c) or unwritable_state_dir(c)
+    refusal = (
+        invalid_claimant(c) or unreadable_claim(c) or unsafe_tasktmp(c) or unwritable_state_dir(c)
+    )
     # Rule 2: never reset a tree the pool does not own; never kill the window fm runs in.
     refusal = refusal or protected_root(c) or inside_own_window(c)
     if refusal:
@@ -135,10 +140,14 @@ def decide(
     refusal, save = unlanded(c, landed, discarded, draft)
     if refusal:
         return refuse(c, refusal, owners)
+    unsupported_duty(c, draft)
 
     pool_return = _pool_return(c.facts.pool.entry) if returns_slot else None
     save_as = discarded if discarded is not None and discarded in fleet.records else task
-    plan = _plan(c, spared, returns_slot, pool_return, save_as if save else None)
+    branch = _branch(landed) if returns_slot and discarded is None else None
+    claim = c.facts.claim
+    own_claim = claim.path if returns_slot and claim is not None and claim.task == task else None
+    plan = _plan(c, spared, returns_slot, pool_return, save_as if save else None, branch, own_claim)
     if discarded is not None and obs.slot_of.get(discarded) == c.slot:
         draft.warnings.append(
             f"{discarded}'s record is kept and its window is not killed by name; "
@@ -157,6 +166,8 @@ def decide(
         skip_reason=skip,
         notes=landed.notes if landed is not None else (),
         headline=_proceed_headline(c, landed, skip, discarded),
+        branch=branch,
+        own_claim=own_claim,
     )
 
 
@@ -190,6 +201,24 @@ def invalid_claimant(c: Case) -> Refusal | None:
         [f"REFUSED: {lines[0]}; nothing was changed", *lines[1:]],
         ["fix or remove that record (it may belong to a live task), then re-run"],
         headline,
+    )
+
+
+def unreadable_claim(c: Case) -> Refusal | None:
+    """A slot claim that exists but cannot be read or parsed: whose slot it is cannot be told
+    (§10)."""
+    claim = c.facts.claim
+    if claim is None or claim.problem is None:
+        return None
+    return _refusal(
+        Verdict.UNSAFE,
+        [f"REFUSED: the slot claim {claim.path} {claim.problem}; nothing was changed"],
+        [
+            f"the claim is written by spawn when the pool hands the slot on: look at it "
+            f"(ls -l {claim.path}; cat {claim.path}), fix it only if you know whose slot it is, "
+            "then re-run"
+        ],
+        f"the slot claim {claim.path} {claim.problem}",
     )
 
 
@@ -310,6 +339,9 @@ def stale_slot(
     )
     if holder is not None and holder not in others:
         others = [*others, holder]  # a lease held by another task is that task's claim
+    claim = claimed_by_other(c.task, c.obs)
+    if claim is not None and claim.task is not None and claim.task not in others:
+        others = [*others, claim.task]  # so is a slot claim naming another task (§10)
     stale_others = [o for o in others if o != discarded]
     if not stale_others or discarded is not None:
         if not others and not any(o.live for o in owners):
@@ -332,7 +364,7 @@ def stale_slot(
         Verdict.STALE,
         tuple(draft.reasons),
         owners,
-        (_endpoint_step(c.record, c.endpoint), _record_step(c.record)),
+        (_endpoint_step(c.record, c.endpoint), *_record_steps(c.record)),
         warnings=tuple(draft.warnings),
         slot=c.slot,
         endpoint=c.endpoint.state,
@@ -458,6 +490,23 @@ def unlanded(
     ), False
 
 
+def unsupported_duty(c: Case, draft: Draft) -> None:
+    """A duty of firstmate's script that fm does not carry: removing a secondmate's home that
+    is not its slot. The teardown itself is complete without it (the slot is returned, the
+    record cleared) and refusing would strand the record, so it goes on, saying plainly what
+    is left to do by hand (docs/firstmate.md)."""
+    home = c.record.home
+    same = home is None or os.path.normpath(home) in (
+        os.path.normpath(c.record.worktree),
+        c.slot,
+    )
+    if c.record.kind == "secondmate" and not same:
+        draft.warnings.append(
+            f"{c.task} is a secondmate whose home {home} is not its slot: fm does not remove "
+            "a secondmate home (firstmate's script did); remove it by hand once nothing uses it"
+        )
+
+
 # -- building the decision ----------------------------------------------------------------------
 
 
@@ -490,6 +539,8 @@ def _proceed(
     skip_reason: str | None = None,
     notes: tuple[str, ...] = (),
     headline: str = "",
+    branch: BranchDelete | None = None,
+    own_claim: str | None = None,
 ) -> Decision:
     return Decision(
         c.task,
@@ -509,6 +560,8 @@ def _proceed(
         skip_reason=skip_reason,
         notes=notes,
         headline=headline,
+        branch=branch,
+        own_claim=own_claim,
     )
 
 
@@ -518,8 +571,11 @@ def _plan(
     returns_slot: bool,
     pool_return: PoolReturn | None,
     save_as: str | None,
+    branch: BranchDelete | None,
+    own_claim: str | None,
 ) -> tuple[Step, ...]:
-    """The steps in the order they run: endpoint, processes, save, pool, record last."""
+    """The steps in the order they run (act.py says why): endpoint, processes, save, hooks,
+    pool, branch, claim, then the record's duties and the record last."""
     plan = [_endpoint_step(c.record, c.endpoint)]
     tmp = c.obs.tasktmp.get(c.task)
     if returns_slot:
@@ -537,6 +593,14 @@ def _plan(
                 f"commit {save_as}'s uncommitted and untracked files on HEAD in {c.record.project}",
             )
         )
+    if returns_slot:
+        plan.append(
+            Step(
+                StepName.HOOKS,
+                c.slot,
+                "remove the fleet's hook files git does not track: " + ", ".join(SCAFFOLD_PATHS),
+            )
+        )
     if pool_return is not None:
         plan.append(
             Step(
@@ -545,8 +609,26 @@ def _plan(
                 "treehouse " + " ".join(pool_return.argv) + "; verified in the pool's state",
             )
         )
-    plan.append(_record_step(c.record))
+    if branch is not None:
+        plan.append(
+            Step(
+                StepName.BRANCH,
+                f"refs/heads/{branch.name}",
+                f"delete it if it still names {branch.commit[:12]} and is checked out nowhere "
+                "else (a failure only warns)",
+            )
+        )
+    if own_claim is not None:
+        plan.append(Step(StepName.CLAIM, own_claim, f"remove {c.task}'s own slot claim"))
+    plan.extend(_record_steps(c.record))
     return tuple(plan)
+
+
+def _branch(landed: LandedLike | None) -> BranchDelete | None:
+    """The branch the slot had checked out when deciding, at the commit seen then."""
+    if landed is None or landed.branch is None or landed.head is None:
+        return None
+    return BranchDelete(landed.branch, landed.head, landed.default_branch)
 
 
 def _endpoint_step(record: Record, ep: Endpoint) -> Step:
@@ -559,12 +641,26 @@ def _endpoint_step(record: Record, ep: Endpoint) -> Step:
     return Step(StepName.ENDPOINT, record.target, detail)
 
 
-def _record_step(record: Record) -> Step:
+def _record_steps(record: Record) -> tuple[Step, ...]:
+    """Whenever the record goes (proceed and stale alike): the hook auth entries, the
+    cost-attribution row, then the record itself, the meta last."""
     parts = []
     if record.tasktmp:
         parts.append(f"remove {record.tasktmp}")
     parts.append(f"remove state/{record.task_id}.* sidecars, then {record.meta_path} last")
-    return Step(StepName.RECORD, record.meta_path, "; ".join(parts))
+    return (
+        Step(
+            StepName.AUTH,
+            f"state/{record.task_id}.grok-turnend-token, .kimi-turnend-token",
+            "remove the grok and kimi hook auth entries the token files name, if any",
+        ),
+        Step(
+            StepName.ATTRIBUTION,
+            "data/cost-attribution.tsv",
+            f"append {record.task_id}'s cost-attribution row (a failure only warns)",
+        ),
+        Step(StepName.RECORD, record.meta_path, "; ".join(parts)),
+    )
 
 
 def _pool_return(entry: PoolEntry | None) -> PoolReturn:

@@ -61,6 +61,7 @@ class LandedFacts:
     untracked: tuple[str, ...] = ()  # those of `dirty` that git does not track
     head: str | None = None  # the slot's HEAD commit when it was inspected
     branch: str | None = None  # the local branch checked out there (None: detached)
+    default_branch: str | None = None  # the project's default branch (never deleted)
 
 
 # --------------------------------------------------------------------------- git
@@ -449,7 +450,15 @@ def _judge(
         dirty: tuple[str, ...] = st.dirty,
     ) -> LandedFacts:
         return LandedFacts(
-            landed, summary, dirty, unpushed, notes, st.untracked, st.head, st.branch
+            landed,
+            summary,
+            dirty,
+            unpushed,
+            notes,
+            st.untracked,
+            st.head,
+            st.branch,
+            project.default,
         )
 
     if st.head is None:

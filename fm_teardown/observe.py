@@ -12,19 +12,23 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from fm_teardown import processes, tmux
+from fm_teardown.claim import read_claim
 from fm_teardown.endpoint import ProcessClass, classify, endpoint_of, panes_by_window
 from fm_teardown.gitdir import common_dir, slot_git_problem
 from fm_teardown.paths import Canonicalizer, ancestors, canonical
 from fm_teardown.pool import PoolReader
-from fm_teardown.records import Fleet
+from fm_teardown.records import Fleet, RecordProblem, parse_record, read_meta
 from fm_teardown.settings import Settings
 from fm_teardown.tasktmp import task_tmp, tmp_root_of
 from fm_teardown.world import (
     Endpoint,
+    EndpointState,
     Environment,
     Observation,
+    Pane,
     Proc,
     ProcessTable,
+    SlotClaim,
     SlotFacts,
     TmuxInventory,
 )
@@ -138,9 +142,15 @@ def assemble(
         project = project_of[tid]
         if exists and project not in commons:
             commons[project] = common_dir(project)
+        claim = read_claim(slot) if exists else None
+        if claim is not None and claim.task is not None and claim.task not in fleet.records:
+            claim = replace(
+                claim, foreign_endpoint=foreign_endpoint(settings, claim, inventory, table, index)
+            )
         slots[slot] = SlotFacts(
             canonical=slot,
             exists=exists,
+            claim=claim,
             pool=reader.view(record.worktree, slot),
             agents=tuple(p for p in procs if classify(p.name, p.argv0) == ProcessClass.AGENT),
             procs=procs,
@@ -160,6 +170,32 @@ def assemble(
         tasktmp=tasktmp,
         pool_entries=reader.entries(),
     )
+
+
+def foreign_endpoint(
+    settings: Settings,
+    claim: SlotClaim,
+    inventory: TmuxInventory,
+    table: ProcessTable,
+    index: dict[tuple[str, str], list[Pane]],
+) -> EndpointState | None:
+    """The endpoint state of a claim's task that has no record here: its record in the
+    claim's home (`<home>/state/<task>.meta`), if any. A record there that cannot be read is
+    `unreadable` (live: fail closed)."""
+    if claim.home is None or claim.task is None:
+        return None
+    state_dir = os.path.join(claim.home, "state")
+    if canonical(state_dir) == canonical(str(settings.state_dir)):
+        return None  # our own state dir: no record of that task here
+    meta = os.path.join(state_dir, f"{claim.task}.meta")
+    try:
+        text, mtime = read_meta(meta)
+        record = parse_record(claim.task, meta, text, mtime)
+    except FileNotFoundError:
+        return None
+    except (RecordProblem, OSError):
+        return EndpointState.UNREADABLE
+    return endpoint_of(record, inventory, table, index).state
 
 
 def procs_by_slot(slots: set[str], table: ProcessTable) -> dict[str, list[Proc]]:

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 
 from fm_teardown.records import Fleet, Record
-from fm_teardown.world import EndpointState, Observation, PoolEntry, Proc
+from fm_teardown.world import EndpointState, Observation, PoolEntry, Proc, SlotClaim
 
 
 class OwnerKind(StrEnum):
@@ -136,6 +136,27 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> list[Owner]:
                 slot,
                 f"{lease_why}; no record holds it, and a lease counts as live",
             )
+    claim = facts.claim if facts is not None else None
+    if claim is not None and claim.task is not None and claim.task != task_id:
+        # The slot claim names another task: the slot was reassigned to it (§10). It owns the
+        # slot live when its record (here, or in the claim's home) has a live endpoint.
+        other, where = claim.task, f"the slot claim {claim.path} names it (home {claim.home})"
+        if other in fleet.records:
+            ep = obs.endpoints[other]
+            state, detail = ep.state, f"endpoint {ep.state}: {ep.detail}"
+        elif claim.foreign_endpoint is not None:
+            state = claim.foreign_endpoint
+            detail = f"its record in {claim.home} has endpoint {state}"
+        else:
+            state, detail = EndpointState.MISSING, f"no record of it here or in {claim.home}"
+        why = f"{where}; {detail}"
+        if other in owners:
+            prev = owners[other]
+            owners[other] = Owner(
+                other, prev.kind, prev.endpoint, prev.live, slot, f"{prev.why}; and {why}"
+            )
+        else:
+            owners[other] = Owner(other, OwnerKind.RECORD, state, state.live, slot, why)
     if entry is not None and not entry.leased and entry.owner_pid > 0:
         proc = obs.processes.procs.get(entry.owner_pid)
         # gopsutil's create time in ms, from whole seconds on Linux: compare within a second.
@@ -240,15 +261,39 @@ class CurrentOwner:
     why: str
 
 
+def claimed_by_other(task_id: str, obs: Observation) -> SlotClaim | None:
+    """The slot claim, when it names a task other than TASK."""
+    facts = obs.slots.get(obs.slot_of[task_id])
+    claim = facts.claim if facts is not None else None
+    if claim is not None and claim.task is not None and claim.task != task_id:
+        return claim
+    return None
+
+
 def current_owner(task_id: str, fleet: Fleet, obs: Observation, others: list[str]) -> CurrentOwner:
+    """Whose slot is it now, when none of its owners is live? The slot claim and the pool
+    lease, whichever names another task, say the slot was handed on (§7a, §10); else TASK's
+    own lease or claim makes it TASK's; else the most recent launch. When the evidence
+    disagrees, the slot is not TASK's: stale is the direction that touches no tree."""
     record = fleet.records[task_id]
+    claim = claimed_by_other(task_id, obs)
+    if claim is not None:
+        return CurrentOwner(
+            False,
+            claim.task,
+            f"the slot was reassigned to {claim.task} (home {claim.home}): its claim "
+            f"{claim.path} names it",
+        )
     entry = _pool_entry(task_id, obs)
-    if entry is not None and entry.leased and lease_is_tasks(entry, record):
-        return CurrentOwner(True, None, "the pool lease on the slot is this task's")
     holder = lease_task(entry, task_id, fleet) if entry is not None else None
-    if holder is not None:
+    if holder is not None and not (entry is not None and lease_is_tasks(entry, record)):
         # The pool says the slot is that task's, whatever the launch order (§7a).
         return CurrentOwner(False, holder, f"the pool lease on the slot is {holder}'s")
+    if entry is not None and entry.leased and lease_is_tasks(entry, record):
+        return CurrentOwner(True, None, "the pool lease on the slot is this task's")
+    facts = obs.slots.get(obs.slot_of[task_id])
+    if facts is not None and facts.claim is not None and facts.claim.task == task_id:
+        return CurrentOwner(True, None, f"the slot claim {facts.claim.path} names this task")
     newest = task_id
     for other in others:
         verdict, by = newer_launch(fleet.records[other], fleet.records[newest])

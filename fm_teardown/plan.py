@@ -24,7 +24,12 @@ class StepName(StrEnum):
     ENDPOINT = "endpoint"
     PROCESSES = "processes"
     SAVE_DISCARDED = "save-discarded"
+    HOOKS = "hooks"  # the fleet's hook files, before the return (§10)
     POOL = "pool"
+    BRANCH = "branch"  # TASK's branch, after a verified return (§10)
+    CLAIM = "claim"  # TASK's own slot claim, after a verified return (§10)
+    AUTH = "auth"  # the grok/kimi hook auth entries (§10)
+    ATTRIBUTION = "attribution"  # the cost-attribution row (§10)
     RECORD = "record"
 
 
@@ -56,6 +61,12 @@ class LandedLike(Protocol):
     def unpushed(self) -> tuple[str, ...]: ...
     @property
     def notes(self) -> tuple[str, ...]: ...
+    @property
+    def head(self) -> str | None: ...
+    @property
+    def branch(self) -> str | None: ...
+    @property
+    def default_branch(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -82,6 +93,15 @@ class PoolReturn:
         if self.lease_holder is not None:
             argv += ["--if-lease-holder", self.lease_holder]
         return [*argv, self.path]
+
+
+@dataclass(frozen=True)
+class BranchDelete:
+    """TASK's branch, deleted after the return only if it still names the commit seen."""
+
+    name: str
+    commit: str
+    default: str | None  # the project's default branch: never deleted
 
 
 @dataclass(frozen=True)
@@ -112,6 +132,8 @@ class Decision:
     # The one reason that matters, in words an operator acts on (the audit's row, the first
     # line of the human output): who owns the slot, what would be lost, what is unsafe.
     headline: str = ""
+    branch: BranchDelete | None = None  # the branch step's target (§10)
+    own_claim: str | None = None  # TASK's own slot claim, removed after the return (§10)
 
     @property
     def exit_code(self) -> int:

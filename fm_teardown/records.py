@@ -70,6 +70,10 @@ class Record:
     lease_holder: str | None = None
     spawn_gen: str | None = None
     started_at: str | None = None
+    # Bookkeeping for the cost-attribution row (CONTRACT §10); absent means "default".
+    harness: str | None = None
+    model: str | None = None
+    effort: str | None = None
 
     @property
     def window_name(self) -> str:
@@ -227,6 +231,9 @@ def parse_record(task_id: str, meta_path: str, text: str, mtime_ns: int) -> Reco
         lease_holder=last.get("treehouse_lease_holder") or None,
         spawn_gen=last.get("spawn_gen") or None,
         started_at=last.get("started_at") or None,
+        harness=last.get("harness") or None,
+        model=last.get("model") or None,
+        effort=last.get("effort") or None,
     )
 
 

@@ -188,7 +188,17 @@ def render(
     _render_human(o, out, err)
 
 
-def _render_human(o: Outcome, out: TextIO, err: TextIO) -> None:
+def _render_human(
+    o: Outcome,
+    out: TextIO,
+    err: TextIO,
+    *,
+    lead: str | None = None,
+    completion_line: bool = True,
+) -> None:
+    """`lead`: a first stderr line that replaces the one fm would print first (the
+    firstmate drop-in's `REFUSED:`/`error:` line); `completion_line`: end a finished run with
+    `teardown <id> complete`."""
     d = o.decision
     assert d is not None
     out_p = Printer(out)
@@ -196,7 +206,9 @@ def _render_human(o: Outcome, out: TextIO, err: TextIO) -> None:
     v = str(o.verdict)
     code = o.exit_code
     refused = code not in (0, 1)
-    if code == ExitCode.FAILED:
+    if lead is not None:
+        err_p.line(lead, "red")
+    elif code == ExitCode.FAILED:
         # A run that stopped partway: the cause first, on one line.
         failed = next((s for s in o.steps if s.outcome == "failed"), None)
         cause = (
@@ -213,7 +225,9 @@ def _render_human(o: Outcome, out: TextIO, err: TextIO) -> None:
     if d.endpoint:
         out_p.line(f"  endpoint: {d.endpoint}")
     reasons_p = err_p if refused else out_p
-    for r in o.reasons:
+    for i, r in enumerate(o.reasons):
+        if i == 0 and lead is not None and refused:
+            continue  # the lead line said it
         reasons_p.line(("" if refused and r.startswith("REFUSED") else "  ") + r)
     for n in d.notes:
         if not any(n in r for r in o.reasons):
@@ -231,15 +245,24 @@ def _render_human(o: Outcome, out: TextIO, err: TextIO) -> None:
         err_p.line(f"warning: {text}", "yellow")
     for h in o.hints:
         err_p.line(f"hint: {h}")
-    if o.completed:
+    if o.completed and completion_line:
         out_p.line(f"teardown {o.task} complete")
     if o.discarded_ref:
         out_p.line(f"discarded work saved under {o.discarded_ref}; to bring it back: {o.restore}")
 
 
+def render_firstmate(
+    o: Outcome, *, lead: str | None, out: TextIO | None = None, err: TextIO | None = None
+) -> None:
+    """The drop-in's output (`fm-teardown`): fm's, with the script's first stderr line and
+    without fm's own completion line (the caller prints the script's)."""
+    _render_human(o, out or sys.stdout, err or sys.stderr, lead=lead, completion_line=False)
+
+
 def render_error(err: FmError, stream: TextIO | None = None) -> None:
     p = Printer(stream or sys.stderr)
-    p.line(f"fm: {err.message}" if not err.message.startswith("REFUSED") else err.message, "red")
+    verbatim = err.message.startswith(("REFUSED", "error:"))
+    p.line(err.message if verbatim else f"fm: {err.message}", "red")
     for h in err.hints:
         p.line(f"hint: {h}")
 

@@ -40,6 +40,12 @@ class Settings:
     stale_lock_age: float = 30.0
     # How long a teardown waits for another teardown of the same slot to release its lock.
     lock_timeout: float = 300.0
+    # firstmate's duties (CONTRACT §10): the config dir (FM_CONFIG_OVERRIDE, else
+    # $FM_HOME/config: the backlog backend), grok's home (GROK_HOME, else $HOME/.grok), and
+    # the 0.1 s tries for the cost-attribution lock (FM_ATTRIBUTION_LOCK_ATTEMPTS).
+    config_dir: Path | None = None
+    grok_home: str | None = None
+    attribution_lock_attempts: int = 50
 
 
 def _float(env: Mapping[str, str], name: str, default: float) -> float:
@@ -80,7 +86,10 @@ def _lenient_int(env: Mapping[str, str], name: str, default: int) -> int:
 
 def load(state_dir_flag: str | None = None, env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
-    fm_home = Path(os.path.abspath(env.get("FM_HOME") or os.getcwd()))
+    # FM_HOME falls back to FM_ROOT_OVERRIDE (firstmate's root) before the current directory.
+    fm_home = Path(
+        os.path.abspath(env.get("FM_HOME") or env.get("FM_ROOT_OVERRIDE") or os.getcwd())
+    )
     if state_dir_flag:
         state_dir = Path(os.path.abspath(state_dir_flag))
     elif env.get("FM_STATE_OVERRIDE"):
@@ -116,5 +125,13 @@ def load(state_dir_flag: str | None = None, env: Mapping[str, str] | None = None
         ),
         stale_lock_age=_lenient_float(
             env, ("FM_STALE_WORKTREE_LOCK_AGE_SECS",), Settings.stale_lock_age
+        ),
+        config_dir=Path(os.path.abspath(env["FM_CONFIG_OVERRIDE"]))
+        if env.get("FM_CONFIG_OVERRIDE")
+        else fm_home / "config",
+        grok_home=env.get("GROK_HOME")
+        or (os.path.join(env["HOME"], ".grok") if env.get("HOME") else None),
+        attribution_lock_attempts=_lenient_int(
+            env, "FM_ATTRIBUTION_LOCK_ATTEMPTS", Settings.attribution_lock_attempts
         ),
     )

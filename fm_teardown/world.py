@@ -154,6 +154,21 @@ class SlotFacts:
     # Why the slot's `.git` is not its own linked worktree of the project (None: it is). Git
     # run in such a slot, and the pool's reset, would act on another tree (CONTRACT §7a).
     git_problem: str | None = None
+    claim: SlotClaim | None = None  # the slot claim, when there is one
+
+
+@dataclass(frozen=True)
+class SlotClaim:
+    """`<slot root>/.fm-slot-owner`, written by firstmate's spawn (CONTRACT §10): the task the
+    pool slot was handed to, and that task's fleet home."""
+
+    path: str
+    task: str | None  # None with `problem` set: it exists but cannot be read or parsed
+    home: str | None
+    problem: str | None = None
+    # When it names a task of ANOTHER home: that task's endpoint state, from its record
+    # `<home>/state/<task>.meta` (None: no such record there).
+    foreign_endpoint: EndpointState | None = None
 
 
 @dataclass(frozen=True)

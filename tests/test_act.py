@@ -46,7 +46,10 @@ def test_happy_path_returns_the_slot_and_clears_the_record(fleet: Fleet) -> None
     assert outcomes(doc) == [
         ("endpoint", "done"),
         ("processes", "done"),
+        ("hooks", "done"),  # the untracked .claude/settings.local.json
         ("pool", "done"),
+        ("auth", "absent"),
+        ("attribution", "done"),
         ("record", "done"),
     ]
     assert "firstmate:fm-t1" not in fleet.tmux.windows()
@@ -76,7 +79,15 @@ def test_happy_path_returns_the_slot_and_clears_the_record(fleet: Fleet) -> None
     [line] = journal(fleet)
     assert line["task"] == "t1" and line["verdict"] == "proceed" and line["exit_code"] == 0
     assert worker.pid in [s["pid"] for s in line["signalled"]]  # type: ignore[union-attr]
-    assert [s["step"] for s in line["steps"]] == ["endpoint", "processes", "pool", "record"]  # type: ignore[union-attr]
+    assert [s["step"] for s in line["steps"]] == [  # type: ignore[union-attr]
+        "endpoint",
+        "processes",
+        "hooks",
+        "pool",
+        "auth",
+        "attribution",
+        "record",
+    ]
 
 
 def test_exact_window_target_spares_a_prefix_neighbour(fleet: Fleet) -> None:
@@ -157,10 +168,15 @@ def test_processes_that_keep_coming_back_stop_the_run(fleet: Fleet) -> None:
             if (p.info["cwd"] or "").startswith(str(slot)):
                 p.kill()
     assert (code, doc["verdict"]) == (1, "failed")
-    assert ("processes", "failed") in outcomes(doc)
-    assert ("pool", "skipped") in outcomes(doc) and ("record", "skipped") in outcomes(doc)
+    # fm's re-scan finds the newcomers, or (when none was starting at that instant) the pool's
+    # own re-scan does and the return fails: either way nothing is reset and the lease kept.
+    if ("processes", "failed") in outcomes(doc):
+        assert ("pool", "skipped") in outcomes(doc)
+        assert fleet.treehouse_calls() == []
+    else:
+        assert ("pool", "failed") in outcomes(doc)
+    assert ("record", "skipped") in outcomes(doc)
     assert (fleet.state / "t1.meta").exists()
-    assert fleet.treehouse_calls() == []
     assert pool_entry(fleet, slot)["leased"] is True
 
 
@@ -278,6 +294,8 @@ def test_missing_slot_directory_cleans_endpoint_and_record(fleet: Fleet) -> None
         ("endpoint", "done"),
         ("processes", "skipped"),
         ("pool", "skipped"),
+        ("auth", "absent"),
+        ("attribution", "done"),
         ("record", "done"),
     ]
     assert not (fleet.state / "t1.meta").exists()

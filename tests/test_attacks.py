@@ -322,7 +322,10 @@ def test_an_interrupted_run_stops_at_a_step_boundary(fleet: Fleet, sig: signal.S
     assert outcomes(doc) == [
         ("endpoint", "done"),
         ("processes", "skipped"),
+        ("hooks", "skipped"),
         ("pool", "skipped"),
+        ("auth", "skipped"),
+        ("attribution", "skipped"),
         ("record", "skipped"),
     ]
     [line] = journal(fleet)

@@ -31,6 +31,7 @@ from fm_teardown.world import (
     PoolView,
     Proc,
     ProcessTable,
+    SlotClaim,
     SlotFacts,
     TaskTmp,
     TmuxInventory,
@@ -57,6 +58,9 @@ class Landed:
     dirty: tuple[str, ...] = ()
     unpushed: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    head: str | None = None
+    branch: str | None = None
+    default_branch: str | None = None
 
 
 LANDED = Landed()
@@ -84,6 +88,7 @@ class World:
     git_problems: dict[str, str] = field(default_factory=dict)
     tmp_problems: dict[str, str] = field(default_factory=dict)
     tmp_absent: set[str] = field(default_factory=set)  # tasks whose /tmp/fm-<id> is not there
+    claims: dict[str, SlotClaim] = field(default_factory=dict)  # slot -> its .fm-slot-owner
 
     def task(
         self,
@@ -99,6 +104,7 @@ class World:
         started_at: str | None = None,
         kind: str = "ship",
         tasktmp: str | None = None,
+        home: str | None = None,
     ) -> World:
         self.records[task_id] = Record(
             task_id=task_id,
@@ -110,6 +116,7 @@ class World:
             project=project,
             kind=kind,
             tasktmp=tasktmp,
+            home=home,
             lease_id=lease_id,
             lease_holder=lease_holder,
             spawn_gen=spawn_gen,
@@ -180,6 +187,26 @@ class World:
         self.git_problems[slot] = f"slot {slot}: .git names another worktree's git dir"
         return self
 
+    def claim(
+        self,
+        task_id: str | None,
+        slot: str = S1,
+        *,
+        home: str = FM_HOME,
+        endpoint: str | None = None,
+        problem: str | None = None,
+    ) -> World:
+        """The slot claim naming `task_id` (and its home); `endpoint`: that task's endpoint
+        state from its record in another home; `problem`: the claim cannot be read."""
+        self.claims[slot] = SlotClaim(
+            f"{slot.rsplit('/', 1)[0]}/.fm-slot-owner",
+            None if problem else task_id,
+            home,
+            problem,
+            EndpointState(endpoint) if endpoint else None,
+        )
+        return self
+
     def bad_tmp(self, task_id: str) -> World:
         """TASK's /tmp/fm-<id> is a symlink planted by someone."""
         self.tmp_problems[task_id] = f"tasktmp /tmp/fm-{task_id} is a symlink (to /)"
@@ -219,6 +246,7 @@ class World:
                 agents=tuple(p for p in all_agents if is_within(p.cwd or "", s)),
                 procs=tuple(p for p in all_procs if is_within(p.cwd or "", s)),
                 git_problem=self.git_problems.get(s),
+                claim=self.claims.get(s) if s not in self.gone_slots else None,
             )
         tasktmp = {
             t: TaskTmp(f"/tmp/fm-{t}", t not in self.tmp_absent, self.tmp_problems.get(t))
@@ -267,8 +295,10 @@ def text(d: Decision) -> str:
     return "\n".join([*d.reasons, *d.warnings, *d.hints])
 
 
-FULL = ["endpoint", "processes", "pool", "record"]
-STALE = ["endpoint", "record"]
+# The record's duties (hook auth entries, attribution row) go with it, proceed and stale alike.
+RECORD = ["auth", "attribution", "record"]
+FULL = ["endpoint", "processes", "hooks", "pool", *RECORD]
+STALE = ["endpoint", *RECORD]
 EMPTY: list[str] = []
 
 
@@ -634,7 +664,7 @@ CASES: dict[str, Case] = {
     "discarded-owners-own-processes-do-not-block": Case(
         lambda: World().task("a").task("b", endpoint="alive").shell(43, of="b").agent(44, of="b"),
         Verdict.PROCEED,
-        ["endpoint", "processes", "save-discarded", "pool", "record"],
+        ["endpoint", "processes", "save-discarded", "hooks", "pool", *RECORD],
         ["b"],
         force=True,
         discard="b",
@@ -678,6 +708,70 @@ CASES: dict[str, Case] = {
         ),
         Verdict.UNSAFE,
         EMPTY,
+    ),
+    # -- §10: the slot claim -------------------------------------------------------------------
+    "claim-names-live-task-here": Case(
+        lambda: World().task("a").task("b", S2, "alive").claim("b"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["b"],
+    ),
+    "claim-names-live-task-of-another-home": Case(
+        lambda: World().task("a").claim("x", home="/other", endpoint="ambiguous"),
+        Verdict.LIVE_OWNER,
+        EMPTY,
+        ["x"],
+    ),
+    "claim-names-task-with-no-record-is-stale-reassigned": Case(
+        lambda: World().task("a").lease(holder="a", lease_id="L1").claim("x", home="/other"),
+        Verdict.STALE,
+        STALE,
+        mentions=("reassigned", "x", "/other"),
+    ),
+    "claim-names-dead-task-stale-even-with-force": Case(
+        lambda: World().task("a").task("b", S2, "dead").claim("b"),
+        Verdict.STALE,
+        STALE,
+        force=True,
+        landed=UNLANDED,
+        mentions=("reassigned", "b"),
+    ),
+    "claim-unreadable-refuses": Case(
+        lambda: World().task("a").claim(None, problem="is a symlink"),
+        Verdict.UNSAFE,
+        EMPTY,
+        mentions=(".fm-slot-owner", "symlink"),
+    ),
+    "own-claim-beats-launch-order": Case(
+        lambda: World()
+        .task("a", spawn_gen="s100.1.1")
+        .task("b", spawn_gen="s900.1.1")
+        .claim("a"),
+        Verdict.PROCEED,
+        ["endpoint", "processes", "hooks", "pool", "claim", *RECORD],
+    ),
+    "own-claim-but-another-tasks-lease-is-stale": Case(
+        lambda: World().task("a").task("b", S2, "dead").lease(holder="b", lease_id="L2").claim("a"),
+        Verdict.STALE,
+        STALE,
+    ),
+    # -- §10: what fm does not carry from firstmate's script --------------------------------------
+    "secondmate-home-elsewhere-proceeds-saying-it-stays": Case(
+        lambda: World().task("a", kind="secondmate", home="/home/op/sm-home"),
+        Verdict.PROCEED,
+        FULL,
+        mentions=("does not remove a secondmate home", "/home/op/sm-home"),
+    ),
+    "secondmate-home-elsewhere-with-children-is-still-unlanded-first": Case(
+        lambda: World().task("a", kind="secondmate", home="/home/op/sm-home"),
+        Verdict.UNLANDED,
+        EMPTY,
+        landed=UNLANDED,
+    ),
+    "secondmate-home-is-its-slot-proceeds": Case(
+        lambda: World().task("a", kind="secondmate", home=S1),
+        Verdict.PROCEED,
+        FULL,
     ),
     # -- rule 1: invalid other records ----------------------------------------------------
     "invalid-other-claims-slot": Case(
@@ -899,7 +993,7 @@ CASES: dict[str, Case] = {
     "unlanded-force-saves-first": Case(
         lambda: World().task("a"),
         Verdict.PROCEED,
-        ["endpoint", "processes", "save-discarded", "pool", "record"],
+        ["endpoint", "processes", "save-discarded", "hooks", "pool", *RECORD],
         force=True,
         landed=UNLANDED,
     ),
@@ -933,7 +1027,7 @@ CASES: dict[str, Case] = {
     "discard-live-owner-with-force-and-unlanded": Case(
         lambda: World().task("a").task("b", endpoint="alive"),
         Verdict.PROCEED,
-        ["endpoint", "processes", "save-discarded", "pool", "record"],
+        ["endpoint", "processes", "save-discarded", "hooks", "pool", *RECORD],
         ["b"],
         force=True,
         discard="b",
@@ -992,7 +1086,10 @@ def test_exit_codes_of_every_verdict() -> None:
 
 def test_plan_targets_for_sole_claimant() -> None:
     d = World().task("a", tasktmp="/tmp/fm-a").decide("a")
-    endpoint, processes, pool, record = d.plan
+    endpoint, processes, hooks, pool, auth, attribution, record = d.plan
+    assert hooks.target == S1 and ".claude/settings.local.json" in hooks.detail
+    assert "grok-turnend-token" in auth.target
+    assert attribution.target == "data/cost-attribution.tsv"
     assert endpoint.target == "=firstmate:=fm-a"
     assert processes.target.startswith(S1)
     assert "/tmp/fm-a" in processes.target
@@ -1435,3 +1532,16 @@ def test_discarding_a_live_task_saves_its_work_under_its_own_name() -> None:
         "a",
         ["refs/fm/discarded/a/<UTC timestamp>"],
     )
+
+
+def test_the_branch_seen_when_deciding_is_deleted_after_the_return() -> None:
+    """§10: TASK's branch is in the plan, after the pool, with the commit seen; never when a
+    live owner is discarded (the slot's branch is then that owner's)."""
+    facts = Landed(head="c" * 40, branch="fm/a", default_branch="main")
+    d = World().task("a").decide("a", landed=facts)
+    assert steps(d) == ["endpoint", "processes", "hooks", "pool", "branch", *RECORD]
+    assert d.branch is not None and (d.branch.name, d.branch.commit) == ("fm/a", "c" * 40)
+    d = World().task("a").task("b", endpoint="alive").decide(
+        "a", force=True, discard="b", landed=facts
+    )
+    assert d.verdict == Verdict.PROCEED and d.branch is None

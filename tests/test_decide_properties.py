@@ -41,8 +41,20 @@ ROOT_SLOTS = [PROJECT, "/src", HOME, "/home", FM_HOME, "/"]  # roots and their a
 IDS = ["t0", "t1", "t2", "t3", "t4", "t5"]
 LIVE = {EndpointState.ALIVE, EndpointState.AMBIGUOUS, EndpointState.UNREADABLE}
 RECOVERED = "recovered: state file was corrupt or truncated; verify before reuse"
-ORDER = ["endpoint", "processes", "save-discarded", "pool", "record"]
-TOUCHES_SLOT = {"processes", "save-discarded", "pool"}
+ORDER = [
+    "endpoint",
+    "processes",
+    "save-discarded",
+    "hooks",
+    "pool",
+    "branch",
+    "claim",
+    "auth",
+    "attribution",
+    "record",
+]
+RECORD_STEPS = ["auth", "attribution", "record"]  # the record's duties go with it (§10)
+TOUCHES_SLOT = {"processes", "save-discarded", "hooks", "pool", "branch", "claim"}
 
 
 # -- scenarios -------------------------------------------------------------------------------
@@ -92,6 +104,9 @@ class Scenario:
     bad_tmp: bool = False
     # TASK's record names /tmp/fm-<id>: "none" (no tasktmp= line), "absent", "exists".
     tmp: str = "none"
+    # §10: slot claims: slot -> (claimed task or None for an unreadable claim, the endpoint
+    # of that task's record in ANOTHER home, or None when it has no record there).
+    claims: tuple[tuple[str, str | None, EndpointState | None], ...] = ()
 
     def world(self) -> World:
         w = World(treehouse_bin=self.treehouse_bin)
@@ -110,6 +125,11 @@ class Scenario:
             )
         if self.tmp == "absent":
             w.tmp_absent.add(self.task)
+        for slot, claimed, endpoint in self.claims:
+            if claimed is None:
+                w.claim(None, slot, problem="cannot be parsed")
+            else:
+                w.claim(claimed, slot, endpoint=str(endpoint) if endpoint else None)
         for slot, p in self.pools.items():
             if p.status == "managed":
                 w.lease(
@@ -257,6 +277,7 @@ def scenarios(draw: st.DrawFn, mode: str = "any") -> Scenario:
     tmux = tuple(s for s in used if one(draw, RARELY))
     foreign_git = frozenset(s for s in used if one(draw, RARELY))
     bad_tmp = one(draw, RARELY)
+    foreign_states = NOT_LIVE if quiet else list(EndpointState)
     sc = Scenario(
         task=task,
         records=records,
@@ -273,6 +294,12 @@ def scenarios(draw: st.DrawFn, mode: str = "any") -> Scenario:
         foreign_git=foreign_git,
         bad_tmp=bad_tmp,
         tmp=one(draw, ["none", "absent", "exists"]),
+        claims=tuple(
+            (slot, claimed, None if claimed in ids else one(draw, [None, *foreign_states]))
+            for slot in used
+            if one(draw, [False, False, True])
+            for claimed in [one(draw, [*ids, *ids, "elsewhere", *([] if quiet else [None])])]
+        ),
     )
     # --discard-live-owner: often one of the slot's live owners (as the model sees them),
     # else any owner-like id of the fleet, junk, or nothing.
@@ -335,6 +362,29 @@ def lease_task(sc: Scenario) -> str | None:
     return matches[0] if len(matches) == 1 else None
 
 
+def task_claim(sc: Scenario) -> tuple[bool, str | None, EndpointState | None] | None:
+    """TASK's slot claim as (readable, the task it names, its foreign endpoint), or None."""
+    slot = sc.records[sc.task].slot
+    if slot in sc.gone:
+        return None  # a slot that is gone has no claim to read
+    for s, claimed, endpoint in sc.claims:
+        if s == slot:
+            return (claimed is not None, claimed, endpoint)
+    return None
+
+
+def claim_other(sc: Scenario) -> tuple[str, bool] | None:
+    """(the other task the claim names, whether it is live), or None."""
+    c = task_claim(sc)
+    if c is None or not c[0] or c[1] == sc.task:
+        return None
+    claimed, endpoint = c[1], c[2]
+    assert claimed is not None
+    if claimed in sc.records:
+        return claimed, sc.records[claimed].endpoint in LIVE
+    return claimed, endpoint is not None and endpoint in LIVE
+
+
 def model_live_owners(sc: Scenario) -> set[str]:
     slot = sc.records[sc.task].slot
     others = other_claimants(sc)
@@ -362,6 +412,9 @@ def model_live_owners(sc: Scenario) -> set[str]:
         live |= {
             f"pid:{pid}" for pid, s, of in sc.agents if within(s + "/src", slot) and of is None
         }
+    other = claim_other(sc)
+    if other is not None and other[1]:
+        live.add(other[0])  # the slot was reassigned to a task that is live (§10)
     return live
 
 
@@ -371,6 +424,9 @@ def unsafe_before_owners(sc: Scenario) -> bool:
     slot = sc.records[sc.task].slot
     if sc.bad_tmp:
         return True
+    c = task_claim(sc)
+    if c is not None and not c[0]:
+        return True  # an unreadable slot claim
     if any(claimed is None or slot in claimed for claimed in sc.invalid.values()):
         return True
     roots = [PROJECT, "/", HOME, FM_HOME]
@@ -411,9 +467,22 @@ def model_verdict(sc: Scenario) -> Verdict:
     holder = lease_task(sc)
     if holder is not None and holder not in others:
         others.append(holder)
+    other = claim_other(sc)
+    if other is not None and other[0] not in others:
+        others.append(other[0])
     others = [o for o in others if o != discarded]
-    task_is_newest = all(newer(rec, sc.records[o]) is True for o in others)
-    current = not lease_is_tasks(sc) and (holder is not None or not task_is_newest)
+    c = task_claim(sc)
+    own_claim = c is not None and c[1] == sc.task
+    # Whose is it? A claim or a lease naming another task: not TASK's; else TASK's lease or
+    # claim; else the launch order (only records have one).
+    if other is not None or (holder is not None and not lease_is_tasks(sc)):
+        current = True
+    elif lease_is_tasks(sc) or own_claim:
+        current = False
+    else:
+        current = not all(
+            newer(rec, sc.records[o]) is True for o in others if o in sc.records
+        ) or any(o not in sc.records for o in others)
     if others and discarded is None and current:
         return Verdict.STALE
     exists = slot not in sc.gone
@@ -498,7 +567,7 @@ def check_force_never_lifts_4_or_5(sc: Scenario) -> None:
 
 def check_stale_plans_touch_only_endpoint_and_record(sc: Scenario, d: Decision) -> None:
     if d.verdict == Verdict.STALE:
-        assert step_names(d) == ["endpoint", "record"]
+        assert step_names(d) == ["endpoint", *RECORD_STEPS]
         assert d.pool_return is None
         assert not d.end_processes
         assert d.discarded_owner is None
@@ -520,8 +589,10 @@ def check_proceed_plans_are_ordered_and_end_with_the_record(sc: Scenario, d: Dec
     assert ("processes" in names) == (d.end_processes or sc.tmp == "exists")
     if "pool" in names:  # the pool's return never meets processes we did not try to end
         assert "processes" in names
+    assert ("hooks" in names) == ("pool" in names)  # hook files go only from a returned slot
     if sc.records[sc.task].slot in sc.gone:  # a slot that no longer exists: §5
-        assert names == ["endpoint", *(["processes"] if sc.tmp == "exists" else []), "record"]
+        tmp = ["processes"] if sc.tmp == "exists" else []
+        assert names == ["endpoint", *tmp, *RECORD_STEPS]
     if "save-discarded" in names:
         assert sc.force and not sc.landed.landed
     if sc.landed.landed:

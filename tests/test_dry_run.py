@@ -22,6 +22,10 @@ def owner_ids(doc: dict[str, object]) -> list[str]:
     return [o["id"] for o in doc["owners"] if o["live"]]  # type: ignore[index,union-attr]
 
 
+RECORD = ["auth", "attribution", "record"]  # the record's duties go with it (§10)
+FULL = ["endpoint", "processes", "hooks", "pool", *RECORD]
+
+
 def steps(doc: dict[str, object]) -> list[str]:
     return [s["step"] for s in doc["steps"]]  # type: ignore[index,union-attr]
 
@@ -63,7 +67,7 @@ def test_force_with_matching_discard_proceeds(shared: tuple[Fleet, Path]) -> Non
     before = fleet.snapshot(slot)
     code, doc = dry(fleet, "done", "--force", "--discard-live-owner=live")
     assert (code, doc["verdict"]) == (0, "proceed")
-    assert steps(doc) == ["endpoint", "processes", "pool", "record"]
+    assert steps(doc) == FULL
     assert any("live's record is kept" in w for w in doc["warnings"])  # type: ignore[union-attr]
     assert fleet.snapshot(slot) == before
 
@@ -91,7 +95,7 @@ def test_non_live_other_claim_is_stale(fleet: Fleet, other_state: str) -> None:
     before = fleet.snapshot(slot)
     code, doc = dry(fleet, "older")
     assert (code, doc["verdict"]) == (0, "stale")
-    assert steps(doc) == ["endpoint", "record"]
+    assert steps(doc) == ["endpoint", *RECORD]
     # The promise: a warning that says the slot is stale for `older`, names `newer` as the
     # task it belongs to now, and says the tree is left alone.
     [warning] = [w for w in doc["warnings"] if "stale" in w]  # type: ignore[union-attr]
@@ -106,8 +110,8 @@ def test_own_live_pane_proceeds(fleet: Fleet) -> None:
     before = fleet.snapshot(slot)
     code, doc = dry(fleet, "solo")
     assert (code, doc["verdict"], doc["endpoint"]) == (0, "proceed", "alive")
-    assert steps(doc) == ["endpoint", "processes", "pool", "record"]
-    pool = doc["steps"][2]  # type: ignore[index]
+    assert steps(doc) == FULL
+    pool = doc["steps"][3]  # type: ignore[index]
     assert pool["target"] == str(slot)  # type: ignore[index]
     assert f"--if-lease-id {1:032x}" in pool["detail"]  # type: ignore[index]
     assert fleet.snapshot(slot) == before
@@ -252,7 +256,7 @@ def test_unmanaged_slot_and_missing_treehouse_refuse(fleet: Fleet) -> None:
 def test_missing_slot_directory_plans_endpoint_and_record(fleet: Fleet) -> None:
     fleet.task("t1", fleet.root / "pool" / "gone" / "9" / "project", "dead")
     code, doc = dry(fleet, "t1")
-    assert (code, steps(doc)) == (0, ["endpoint", "record"])
+    assert (code, steps(doc)) == (0, ["endpoint", *RECORD])
 
 
 @pytest.mark.parametrize(

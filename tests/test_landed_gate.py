@@ -157,7 +157,10 @@ def test_force_saves_the_work_and_it_comes_back_byte_identical(fleet: Fleet, slo
         "endpoint",
         "processes",
         "save-discarded",
+        "hooks",
         "pool",
+        "auth",
+        "attribution",
         "record",
     ]
     r = fleet.fm("teardown", "t1", "--force")

@@ -27,22 +27,36 @@ def teardown(
         return outcome.exit_code
     if task is None:
         return _audit(s, dry_run=dry_run, flags=flags, json_out=json_out)
-    if discard_live_owner is not None and discard_live_owner == "":
-        outcome = Outcome.of_error(
-            task, invalid("--discard-live-owner needs the id of the live owner"), dry_run=dry_run
-        )
-    else:
-        from fm_teardown import pipeline
-
-        outcome = pipeline.teardown(s, task, flags)
-    if _journalled(outcome, task):
+    outcome = run_one(s, task, flags)
+    if journalled(outcome, task):
         # Every real run for a valid task id is journalled, refusals included.
         journal.append(s.data_dir, journal.entry_of(outcome, flags))
     report.render(outcome, json_out=json_out)
     return outcome.exit_code
 
 
-def _journalled(outcome: Outcome, task: str) -> bool:
+def run_one(s: settings.Settings, task: str, flags: Flags) -> Outcome:
+    """One task's teardown (or dry run) as an Outcome: never raises FmError."""
+    if flags.discard_live_owner is not None and flags.discard_live_owner == "":
+        return Outcome.of_error(
+            task,
+            invalid("--discard-live-owner needs the id of the live owner"),
+            dry_run=flags.dry_run,
+        )
+    if not flags.dry_run and task_id_problem(task) is None:
+        import os
+
+        from fm_teardown import gate
+
+        refused = gate.refusal(os.environ, os.getcwd())
+        if refused is not None:
+            return Outcome.of_error(task, refused, dry_run=False)
+    from fm_teardown import pipeline
+
+    return pipeline.teardown(s, task, flags)
+
+
+def journalled(outcome: Outcome, task: str) -> bool:
     return (
         not outcome.dry_run and outcome.verdict != Verdict.INVALID and task_id_problem(task) is None
     )

@@ -86,6 +86,9 @@ class Slot:
     stray: bool  # an agent process runs in the slot, in no task's endpoint
     tmux: bool = False  # a tmux server was started from inside the slot
     foreign: bool = False  # its .git is a copy of another worktree's (a `cp -a` of a slot)
+    # The slot claim `.fm-slot-owner` (§10): None, a task id, "stranger" (a task with no
+    # record anywhere), "bad" (cannot be parsed).
+    claim: str | None = None
 
 
 @dataclass(frozen=True)
@@ -185,6 +188,7 @@ def worlds(draw: st.DrawFn) -> World:
             stray=not quiet and draw(st.sampled_from([False, False, True])),
             tmux=draw(st.sampled_from(rarely)),
             foreign=draw(st.sampled_from(rarely)),
+            claim=draw(st.sampled_from([None] * 6 + [*IDS[:n], "stranger", "bad"])),
         )
         for _ in range(n_slots)
     )
@@ -213,10 +217,18 @@ class Built:
     tmp_link: Path | None = None  # TASK's tasktmp planted as a symlink
 
 
+def claim_of(world: World) -> str | None:
+    """The slot claim TASK's slot has (a nested TASK's slot has none of its own)."""
+    return None if world.task.nested else world.task_slot.claim
+
+
 def live_owners(world: World, built: Built) -> set[str]:
-    """CONTRACT §4, §7a: the live owners of TASK's slot, by id."""
+    """CONTRACT §4, §7a, §10: the live owners of TASK's slot, by id."""
     by_id = world.by_id()
     owners = {t for t in world.others_on_slot() if by_id[t].endpoint in LIVE}
+    claim = claim_of(world)
+    if claim in by_id and claim != TASK and by_id[claim].endpoint in LIVE:
+        owners.add(claim)  # the slot was reassigned to a live task
     # Another task's live endpoint working in TASK's slot owns it (§7a).
     owners |= {t for t in world.cross_on_task_slot() if by_id[t].endpoint in LIVE}
     slot = world.task_slot
@@ -253,11 +265,16 @@ def newer(a: Rec, b: Rec) -> bool | None:
 def task_is_current(world: World) -> bool:
     """CONTRACT §5 rule 4, §7a: TASK's lease; a lease held by another (not live) task makes
     the slot that task's; else TASK is a more recent launch than every other claimant."""
+    claim = claim_of(world)
+    if claim not in (None, TASK, "bad"):
+        return False  # the claim says the slot was handed on
     slot = world.pool_slot()
-    if slot is not None and slot.managed and slot.lease == TASK:
-        return True
     if world.lease_task() is not None:
         return False
+    if slot is not None and slot.managed and slot.lease == TASK:
+        return True
+    if claim == TASK:
+        return True
     by_id = world.by_id()
     return all(newer(world.task, by_id[o]) is True for o in world.others_on_slot())
 
@@ -271,15 +288,20 @@ def returns_slot(world: World, discarded: bool) -> bool:
 
 def expected(world: World, owners: set[str], force: bool, discard: str | None) -> set[str]:
     """The verdicts the contract allows for these flags (one, except where it is silent)."""
-    if world.bad_tmp:
-        return {"unsafe"}  # a tasktmp that is a link is refused before anything (§7a)
+    if world.bad_tmp or claim_of(world) == "bad":
+        return {"unsafe"}  # a tasktmp that is a link, an unreadable claim: before anything
     discarded = False
     if owners:
         if not (force and discard is not None and owners == {discard}):
             return {"live-owner"}
         discarded = True
     allowed = set()
-    claimed = world.others_on_slot() or world.lease_task() is not None
+    claim = claim_of(world)
+    claimed = (
+        world.others_on_slot()
+        or world.lease_task() is not None
+        or claim not in (None, TASK, "bad")
+    )
     if claimed and not task_is_current(world):
         if not discarded:
             return {"stale"}
@@ -332,6 +354,11 @@ def build(fleet: Fleet, world: World) -> Built:
         elif s.work == "unpushed":
             commit(slots[i], "feature.txt", f"slot {i + 1}\n", f"feature in slot {i + 1}")
         (slots[i] / "nest").mkdir()  # empty: git does not see it
+    for s, path in zip(world.slots, slots, strict=True):
+        if s.claim == "bad":
+            (path.parent / ".fm-slot-owner").write_text("owner=?\n")
+        elif s.claim is not None:
+            (path.parent / ".fm-slot-owner").write_text(f"task={s.claim}\nhome={fleet.fm_home}\n")
     spare = fleet.slot(9, managed=False)  # a worktree whose .git a foreign slot copies
     for s, path in zip(world.slots, slots, strict=True):
         if s.foreign:
@@ -468,7 +495,7 @@ def check(fleet: Fleet, world: World, fs: Flagset) -> None:
 
     # The plain dry run, and the forced one (with the same discard flag, if any).
     p_code, p_doc = dry(fleet, before, built, [], expected(world, owners, False, None))
-    if not world.bad_tmp:  # that refusal comes before the owners are looked at
+    if not world.bad_tmp and claim_of(world) != "bad":  # refused before the owners are seen
         assert live_ids(p_doc) == owners, (owners, p_doc)
     f_args = ["--force"] + ([f"--discard-live-owner={wanted}"] if wanted else [])
     f_code, f_doc = dry(fleet, before, built, f_args, expected(world, owners, True, wanted))
@@ -517,6 +544,9 @@ def check(fleet: Fleet, world: World, fs: Flagset) -> None:
             assert pid not in sent, f"the stray agent of slot {i + 1} was signalled"
     if built.tmp_link is not None:
         assert built.tmp_link.is_symlink(), "the planted tasktmp link was removed"
+    for s, path in zip(world.slots, built.slots, strict=True):
+        if s.claim not in (None, TASK):
+            assert (path.parent / ".fm-slot-owner").exists(), "another task's claim was touched"
     # Other records are never changed, whatever the outcome.
     for t in others:
         assert (fleet.state / f"{t}.meta").read_bytes() == before.records[t], t

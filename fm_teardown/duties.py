@@ -1,0 +1,284 @@
+"""The teardown duties of firstmate's shell script that `fm` carries (CONTRACT §10).
+
+When the plan returns the slot: the fleet's hook files are removed from the slot before the
+return (the next task's slot must not fire turn-end signals for a dead task); after a verified
+return, TASK's branch is deleted by compare-and-swap and TASK's own slot claim is removed.
+Whenever the record is removed (proceed and stale alike): the grok and kimi hook auth entries
+named by TASK's token files are removed, and one cost-attribution row is appended.
+
+Nothing here follows a symlink: paths inside the slot are walked with directory file
+descriptors opened `O_NOFOLLOW`, and an unlink removes a link, never its target.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import re
+import stat
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from fm_teardown import runner
+from fm_teardown.claim import still_names
+from fm_teardown.records import Record, RecordProblem, read_meta
+from fm_teardown.scaffold import SCAFFOLD_PATHS
+
+_TOKEN = re.compile(r"[A-Za-z0-9._-]+")
+
+
+class DutyWarning(Exception):
+    """A duty that could not be done; it only warns, the teardown goes on."""
+
+
+# -- hooks --------------------------------------------------------------------------------------
+
+
+def remove_hooks(slot: str) -> list[str]:
+    """Remove the scaffold files git does not track from the slot; what was done, per path."""
+    tracked = runner.git(slot, "ls-files", "-z", "--", *SCAFFOLD_PATHS)
+    if not tracked.ok:
+        raise DutyWarning(f"cannot tell which hook files git tracks: {tracked.why()}")
+    kept = {p.decode("utf-8", "replace") for p in tracked.out.split(b"\0") if p}
+    done = []
+    for rel in SCAFFOLD_PATHS:
+        if rel in kept:
+            done.append(f"{rel}: tracked by git, kept")
+            continue
+        outcome = unlink_inside(slot, rel)
+        if outcome != "absent":
+            done.append(f"{rel}: {outcome}")
+    return done
+
+
+def unlink_inside(root: str, rel: str) -> str:
+    """Unlink `root/rel` without following a symlink anywhere on the way ("absent", "removed",
+    or why it was left)."""
+    parts = rel.split("/")
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        return f"left: the slot cannot be opened ({exc.strerror})"
+    try:
+        for part in parts[:-1]:
+            try:
+                nfd = os.open(
+                    part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd
+                )
+            except FileNotFoundError:
+                return "absent"
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    return f"left: {part}/ is a symlink or not a directory"
+                return f"left: {part}/ cannot be opened ({exc.strerror})"
+            os.close(fd)
+            fd = nfd
+        leaf = parts[-1]
+        try:
+            st = os.stat(leaf, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return "absent"
+        if stat.S_ISDIR(st.st_mode):
+            return "left: it is a directory"
+        os.unlink(leaf, dir_fd=fd)
+        return "removed (the link itself)" if stat.S_ISLNK(st.st_mode) else "removed"
+    except OSError as exc:
+        return f"left: {exc.strerror}"
+    finally:
+        os.close(fd)
+
+
+# -- branch -------------------------------------------------------------------------------------
+
+
+def delete_branch(project: str, branch: str, commit: str, default: str | None) -> str:
+    """Delete `refs/heads/<branch>` only if it still names `commit` (the one seen when
+    deciding), never the default branch, never one checked out in another worktree."""
+    if default is not None and branch == default:
+        return f"kept {branch}: it is the project's default branch"
+    listed = runner.git(project, "worktree", "list", "--porcelain")
+    if not listed.ok:
+        raise DutyWarning(f"cannot list the worktrees of {project}: {listed.why()}")
+    checked_out = {
+        line[len("branch ") :]
+        for line in listed.out.decode("utf-8", "surrogateescape").splitlines()
+        if line.startswith("branch ")
+    }
+    ref = f"refs/heads/{branch}"
+    if ref in checked_out:
+        return f"kept {branch}: it is checked out in another worktree"
+    r = runner.git(project, "update-ref", "-d", ref, commit)
+    if not r.ok:
+        raise DutyWarning(
+            f"could not delete branch {branch} at {commit[:12]} (moved since deciding, or "
+            f"gone?): {r.why()}"
+        )
+    return f"deleted {branch} (it named {commit[:12]})"
+
+
+# -- claim --------------------------------------------------------------------------------------
+
+
+def remove_own_claim(path: str, task: str) -> str:
+    """TASK's own slot claim goes once the slot is back in the pool; re-read right before."""
+    if not still_names(path, task):
+        return f"{path} no longer names {task}: kept"
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return f"{path} is already gone"
+    except OSError as exc:
+        raise DutyWarning(f"could not remove the slot claim {path}: {exc.strerror}") from None
+    return f"removed {path}"
+
+
+# -- hook auth entries --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AuthEntries:
+    removed: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+
+def auth_dirs(home: str | None, grok_home: str | None) -> dict[str, str | None]:
+    """token sidecar suffix -> the directory of the entries it names."""
+    return {
+        "grok-turnend-token": os.path.join(grok_home, "hooks", "fm-turn-end.d")
+        if grok_home
+        else None,
+        "kimi-turnend-token": os.path.join(home, ".kimi-code", "fm-turn-end.d") if home else None,
+    }
+
+
+def remove_auth_entries(
+    state_dir: str, task: str, home: str | None, grok_home: str | None
+) -> AuthEntries:
+    removed: list[str] = []
+    warnings: list[str] = []
+    for suffix, directory in auth_dirs(home, grok_home).items():
+        token_file = os.path.join(state_dir, f"{task}.{suffix}")
+        try:
+            text, _ = read_meta(token_file)
+        except FileNotFoundError:
+            continue
+        except RecordProblem as exc:
+            warnings.append(f"{token_file} {exc.problem}: its hook auth entry was not removed")
+            continue
+        token = text.split("\n", 1)[0].strip()
+        if not _TOKEN.fullmatch(token) or token in (".", ".."):
+            warnings.append(f"{token_file} holds no usable token ({token[:40]!r}): ignored")
+            continue
+        if directory is None:
+            warnings.append(f"no home to find the entry of {token_file} in: not removed")
+            continue
+        outcome = unlink_inside(directory, token)
+        if outcome.startswith("removed"):
+            removed.append(os.path.join(directory, token))
+        elif outcome != "absent":
+            warnings.append(f"{os.path.join(directory, token)}: {outcome}")
+    return AuthEntries(tuple(removed), tuple(warnings))
+
+
+# -- cost attribution ---------------------------------------------------------------------------
+
+ATTRIBUTION = "cost-attribution.tsv"
+ATTRIBUTION_LOCK = ".cost-attribution.lock"
+SCHEMA_LINE = "# schema=firstmate-effort-attribution-v2"
+HEADER = "\t".join(
+    ("task", "worktree", "harness", "model", "effort", "kind", "project", "started_at", "ended_at")
+)
+
+
+def _escape(value: str) -> str:
+    return (
+        value.replace("\\", "\\\\").replace("\t", "\\t").replace("\r", "\\r").replace("\n", "\\n")
+    )
+
+
+def _utc(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def attribution_row(record: Record, now: float) -> str:
+    """The row exactly as firstmate writes it: 9 tab-separated, escaped fields."""
+    started = record.started_at or _utc(record.mtime_ns / 1e9)
+    fields = (
+        record.task_id,
+        record.worktree,
+        record.harness or "default",
+        record.model or "default",
+        record.effort or "default",
+        record.kind,
+        record.project,
+        started,
+        _utc(now),
+    )
+    return "\t".join(_escape(f) for f in fields) + "\n"
+
+
+@contextmanager
+def _attribution_lock(data_dir: str, attempts: int) -> Iterator[None]:
+    """firstmate's lock on the attribution file, `attempts` tries 0.1 s apart; when it cannot
+    be taken the row is appended anyway (as the script does)."""
+    fd = os.open(
+        os.path.join(data_dir, ATTRIBUTION_LOCK),
+        os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+        0o644,
+    )
+    try:
+        for _ in range(max(attempts, 1)):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                time.sleep(0.1)
+        yield
+    finally:
+        os.close(fd)
+
+
+def append_attribution(data_dir: str, record: Record, now: float, attempts: int) -> str:
+    """Append TASK's row to `data/cost-attribution.tsv` in one write: a missing final newline
+    first, and the schema marker and header when the last marker is not this schema's."""
+    if os.path.lexists(data_dir) and not os.path.isdir(data_dir):
+        raise DutyWarning(f"the data dir {data_dir} is not a directory")
+    os.makedirs(data_dir, exist_ok=True)
+    path = os.path.join(data_dir, ATTRIBUTION)
+    with _attribution_lock(data_dir, attempts):
+        fd = os.open(
+            path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644
+        )
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise DutyWarning(f"{path} is not a regular file")
+            existing = _read_all(fd)
+            payload = ""
+            if existing and not existing.endswith(b"\n"):
+                payload += "\n"
+            schema = [
+                line
+                for line in existing.decode("utf-8", "replace").splitlines()
+                if line.startswith("# schema=")
+            ]
+            if not schema or schema[-1] != SCHEMA_LINE:
+                payload += f"{SCHEMA_LINE}\n{HEADER}\n"
+            payload += attribution_row(record, now)
+            os.write(fd, payload.encode())
+        finally:
+            os.close(fd)
+    return f"appended {record.task_id}'s row to {path}"
+
+
+def _read_all(fd: int) -> bytes:
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks: list[bytes] = []
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
