@@ -28,7 +28,7 @@ app = typer.Typer(
 def _line_tasks(ctx: typer.Context) -> list[str]:
     """The task ids typed so far (typer's completion path). Click stops parsing at an option
     that still lacks its value (`--discard-live-owner <TAB>`), leaving the TASKs in ctx.args."""
-    given = ctx.params.get("task")
+    given = ctx.params.get("tasks")
     tasks = [given] if isinstance(given, str) else list(given or ())
     return [str(t) for t in tasks] + [a for a in ctx.args if not a.startswith("-")]
 
@@ -139,9 +139,14 @@ def _complete(ctx: typer.Context, what: Annotated[str, typer.Argument()] = "") -
 
 @app.command()
 def teardown(
-    task: Annotated[
-        str | None,
-        typer.Argument(help="The task to tear down.", autocompletion=_complete_task),
+    tasks: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[TASK]...",
+            help="The task(s) to tear down, one after another.",
+            autocompletion=_complete_task,
+            show_default=False,
+        ),
     ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the verdict and the plan; change nothing.")
@@ -158,20 +163,29 @@ def teardown(
             autocompletion=_complete_owner,
         ),
     ] = None,
+    landed: Annotated[
+        bool,
+        typer.Option(
+            "--landed",
+            help="Tear down every task the audit finds landed (proceed or stale), in task-id "
+            "order, each decided again at its turn.",
+        ),
+    ] = False,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     state_dir: Annotated[
         str | None, typer.Option("--state-dir", metavar="DIR", help="Task records directory.")
     ] = None,
 ) -> None:
     """Tear down a finished task: end its endpoint and processes, return its slot, clear its
-    record. Without TASK, --dry-run audits the whole fleet."""
+    record. Several TASKs: one after another. Without TASK, --dry-run audits the whole fleet."""
     from fm_teardown.commands.teardown import teardown as run_teardown
 
     code = run_teardown(
-        task=task,
+        tasks=list(tasks or []),
         dry_run=dry_run,
         force=force,
         discard_live_owner=discard_live_owner,
+        landed=landed,
         json_out=json_out,
         state_dir=state_dir,
     )

@@ -743,10 +743,7 @@ CASES: dict[str, Case] = {
         mentions=(".fm-slot-owner", "symlink"),
     ),
     "own-claim-beats-launch-order": Case(
-        lambda: World()
-        .task("a", spawn_gen="s100.1.1")
-        .task("b", spawn_gen="s900.1.1")
-        .claim("a"),
+        lambda: World().task("a", spawn_gen="s100.1.1").task("b", spawn_gen="s900.1.1").claim("a"),
         Verdict.PROCEED,
         ["endpoint", "processes", "hooks", "pool", "claim", *RECORD],
     ),
@@ -1541,7 +1538,10 @@ def test_the_branch_seen_when_deciding_is_deleted_after_the_return() -> None:
     d = World().task("a").decide("a", landed=facts)
     assert steps(d) == ["endpoint", "processes", "hooks", "pool", "branch", *RECORD]
     assert d.branch is not None and (d.branch.name, d.branch.commit) == ("fm/a", "c" * 40)
-    d = World().task("a").task("b", endpoint="alive").decide(
-        "a", force=True, discard="b", landed=facts
+    d = (
+        World()
+        .task("a")
+        .task("b", endpoint="alive")
+        .decide("a", force=True, discard="b", landed=facts)
     )
     assert d.verdict == Verdict.PROCEED and d.branch is None

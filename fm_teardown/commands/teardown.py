@@ -1,36 +1,87 @@
-"""`fm teardown`: flags → pipeline → journal → output → exit code."""
+"""`fm teardown`: flags → pipeline → journal → output → exit code.
+
+One TASK, several (a batch, CONTRACT §9), `--landed` (a batch of what the audit says is
+ready), or none with `--dry-run` (the fleet audit, §8).
+"""
 
 from __future__ import annotations
 
-from fm_teardown import journal, report, settings
+from fm_teardown import interrupts, journal, report, settings
 from fm_teardown.errors import ExitCode, FmError, Verdict, invalid
 from fm_teardown.outcome import Outcome
 from fm_teardown.plan import Flags
 from fm_teardown.records import task_id_problem
 
+USAGE = "usage: fm teardown TASK [TASK ...] [--dry-run] [--force] [--json] | --landed | --dry-run"
+
 
 def teardown(
     *,
-    task: str | None,
+    tasks: list[str],
     dry_run: bool,
     force: bool,
     discard_live_owner: str | None,
+    landed: bool,
     json_out: bool,
     state_dir: str | None,
 ) -> int:
     flags = Flags(force=force, discard_live_owner=discard_live_owner, dry_run=dry_run)
+    first = tasks[0] if len(tasks) == 1 else None
     try:
         s = settings.load(state_dir)
+        refused = _combination(tasks, flags, landed)
     except FmError as err:
-        outcome = Outcome.of_error(task, err, dry_run=dry_run)
-        report.render(outcome, json_out=json_out)
-        return outcome.exit_code
-    if task is None:
+        return _usage(first, err, flags, json_out)
+    if refused is not None:
+        return _usage(first, refused, flags, json_out)
+    if landed or len(tasks) > 1:
+        from fm_teardown.commands import batch
+
+        try:
+            selected = batch.select_landed(s) if landed else tasks
+        except FmError as err:
+            return _usage(None, err, flags, json_out)
+        with interrupts.while_deciding():
+            return batch.run(s, selected, flags, json_out=json_out, one=run_one, landed=landed)
+    if not tasks:
         return _audit(s, dry_run=dry_run, flags=flags, json_out=json_out)
-    outcome = run_one(s, task, flags)
+    task = tasks[0]
+    with interrupts.while_deciding():
+        try:
+            outcome = run_one(s, task, flags)
+        except KeyboardInterrupt:
+            from fm_teardown.commands.batch import interrupted_before_acting
+
+            outcome = interrupted_before_acting(task, flags)
     if journalled(outcome, task):
         # Every real run for a valid task id is journalled, refusals included.
         journal.append(s.data_dir, journal.entry_of(outcome, flags))
+    report.render(outcome, json_out=json_out)
+    return outcome.exit_code
+
+
+def _combination(tasks: list[str], flags: Flags, landed: bool) -> FmError | None:
+    """The flag combinations CONTRACT §9 forbids (exit 2)."""
+    if landed and tasks:
+        return invalid("--landed selects the tasks itself: give no TASK with it", USAGE)
+    if landed and (flags.force or flags.discard_live_owner is not None):
+        return invalid(
+            "--landed cannot be combined with --force or --discard-live-owner: it tears down "
+            "only what is landed",
+            USAGE,
+        )
+    if len(tasks) > 1 and (flags.force or flags.discard_live_owner is not None):
+        return invalid(
+            "--force and --discard-live-owner take one task at a time",
+            f"fm teardown {tasks[0]} --force ...",
+        )
+    if len(set(tasks)) != len(tasks):
+        return invalid("a task is named more than once: " + ", ".join(tasks), USAGE)
+    return None
+
+
+def _usage(task: str | None, err: FmError, flags: Flags, json_out: bool) -> int:
+    outcome = Outcome.of_error(task, err, dry_run=flags.dry_run)
     report.render(outcome, json_out=json_out)
     return outcome.exit_code
 
@@ -65,10 +116,7 @@ def journalled(outcome: Outcome, task: str) -> bool:
 def _audit(s: settings.Settings, *, dry_run: bool, flags: Flags, json_out: bool) -> int:
     try:
         if not dry_run:
-            raise invalid(
-                "give a TASK to tear down, or --dry-run to audit the fleet",
-                "usage: fm teardown TASK [--dry-run] [--force] [--json]",
-            )
+            raise invalid("give a TASK to tear down, or --dry-run to audit the fleet", USAGE)
         if flags.force or flags.discard_live_owner is not None:
             raise invalid("--force and --discard-live-owner need a TASK")
         from fm_teardown.audit import audit

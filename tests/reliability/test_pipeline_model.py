@@ -298,9 +298,7 @@ def expected(world: World, owners: set[str], force: bool, discard: str | None) -
     allowed = set()
     claim = claim_of(world)
     claimed = (
-        world.others_on_slot()
-        or world.lease_task() is not None
-        or claim not in (None, TASK, "bad")
+        world.others_on_slot() or world.lease_task() is not None or claim not in (None, TASK, "bad")
     )
     if claimed and not task_is_current(world):
         if not discarded:
