@@ -369,6 +369,7 @@ def stale_slot(
         slot=c.slot,
         endpoint=c.endpoint.state,
         skip_reason="stale slot: left to its current owner",
+        project=c.record.project,
         headline=f"the slot belongs to {who} now: only {c.task}'s window and record are cleared",
     )
 
@@ -521,6 +522,7 @@ def refuse(c: Case, refusal: Refusal, owners: tuple[Owner, ...] = ()) -> Decisio
         slot=c.slot,
         endpoint=c.endpoint.state,
         headline=refusal.headline,
+        project=c.record.project,
     )
 
 
@@ -562,6 +564,7 @@ def _proceed(
         headline=headline,
         branch=branch,
         own_claim=own_claim,
+        project=c.record.project,
     )
 
 

@@ -29,6 +29,7 @@ def entry(
     steps: list[dict[str, str]] | None = None,
     signalled: list[dict[str, Any]] | None = None,
     discarded_ref: str | None = None,
+    project: str | None = None,
 ) -> dict[str, Any]:
     return {
         "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
@@ -39,6 +40,8 @@ def entry(
         "steps": steps or [],
         "signalled": signalled or [],
         "discarded_ref": discarded_ref,
+        # The record's project (§12): where `fm restore` finds the save this run made.
+        "project": project,
     }
 
 
@@ -60,6 +63,7 @@ def entry_of(outcome: Outcome, flags: Flags) -> dict[str, Any]:
             for s in outcome.signalled
         ],
         outcome.discarded_ref,
+        outcome.decision.project if outcome.decision is not None else None,
     )
 
 

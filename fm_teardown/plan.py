@@ -134,6 +134,7 @@ class Decision:
     headline: str = ""
     branch: BranchDelete | None = None  # the branch step's target (§10)
     own_claim: str | None = None  # TASK's own slot claim, removed after the return (§10)
+    project: str | None = None  # the record's project (journalled: `fm restore` finds saves)
 
     @property
     def exit_code(self) -> int:
