@@ -9,13 +9,39 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+
+EXIT_CODES = """\b
+Exit codes:
+  0  torn down, or stale slot cleared (--dry-run: would proceed)
+  1  failed partway; the record is kept: re-run the same command
+  2  invalid request: usage, bad task id, no such task
+  3  refused: this task's own work is not landed (--force lifts it)
+  4  refused: another live task owns the slot (--force --discard-live-owner=ID)
+  5  refused: unsafe or unsupported record, path or environment
+  130  interrupted; stopped at a step boundary"""
+
+ENVIRONMENT = """\b
+Environment:
+  FM_HOME (else FM_ROOT_OVERRIDE, else .)   the fleet home
+  FM_STATE_OVERRIDE, FM_DATA_OVERRIDE        state/ and data/ elsewhere
+  FM_TMUX_SOCKET, FM_TMUX_SOCKET_NAME        the tmux server (as -S, -L)
+  FM_TREEHOUSE_BIN                           the pool executable
+  FM_TERM_GRACE_SECS, FM_KILL_WAIT_SECS      waits after SIGTERM, SIGKILL
+  FM_GIT_FETCH_TIMEOUT_SECS, FM_TMUX_TIMEOUT_SECS, FM_TREEHOUSE_TIMEOUT_SECS
+  FM_TREEHOUSE_RETURN_LOCK_RETRIES, FM_TREEHOUSE_RETURN_LOCK_RETRY_WAIT_SECS,
+  FM_STALE_WORKTREE_LOCK_AGE_SECS            a git index.lock in the way
+  GROK_HOME, FM_CONFIG_OVERRIDE, FM_ATTRIBUTION_LOCK_ATTEMPTS   firstmate duties
+  NO_MISTAKES_GATE, FM_GATE_REFUSE_BYPASS    the gate-agent refusal
+  NO_COLOR                                   plain output on a terminal
+See `fm runbook` for what to do about each refusal."""
 
 app = typer.Typer(
     name="fm",
     help="fm: safe teardown for agent fleets.",
+    epilog=EXIT_CODES + "\n\n" + ENVIRONMENT,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
@@ -137,12 +163,15 @@ def _complete(ctx: typer.Context, what: Annotated[str, typer.Argument()] = "") -
     raise typer.Exit(0)
 
 
-@app.command()
+@app.command(
+    short_help="Tear down finished tasks (or, with --dry-run, audit the fleet).",
+    epilog=EXIT_CODES + "\n\n" + ENVIRONMENT,
+)
 def teardown(
     tasks: Annotated[
         list[str] | None,
         typer.Argument(
-            metavar="[TASK]...",
+            metavar="TASK",
             help="The task(s) to tear down, one after another.",
             autocompletion=_complete_task,
             show_default=False,
@@ -192,7 +221,54 @@ def teardown(
     raise typer.Exit(code)
 
 
-@app.command()
+@app.command(short_help="List a task's saved work, or put a save back as a new worktree.")
+def restore(
+    task: Annotated[str, typer.Argument(metavar="TASK", help="The task whose work was saved.")],
+    to: Annotated[
+        str | None,
+        typer.Option("--to", metavar="DIR", help="Add a new worktree at DIR (must not exist)."),
+    ] = None,
+    ref: Annotated[
+        str | None,
+        typer.Option("--ref", metavar="REF", help="The save to restore (default: the newest)."),
+    ] = None,
+    project: Annotated[
+        str | None,
+        typer.Option(
+            "--project", metavar="DIR", help="The project checkout (default: from the journal)."
+        ),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+    state_dir: Annotated[
+        str | None, typer.Option("--state-dir", metavar="DIR", help="Task records directory.")
+    ] = None,
+) -> None:
+    """List the saves `fm teardown TASK --force` made of TASK's unlanded work (newest first),
+    or, with --to, put one back as a new worktree with the saved uncommitted and untracked
+    files back as uncommitted changes. The save is never moved or deleted."""
+    from fm_teardown.commands.restore import restore as run_restore
+
+    raise typer.Exit(
+        run_restore(
+            task=task, to=to, ref=ref, project=project, json_out=json_out, state_dir=state_dir
+        )
+    )
+
+
+@app.command(short_help="Print an operator runbook, or list them.")
+def runbook(
+    name: Annotated[
+        str | None,
+        typer.Argument(metavar="[NAME]", help="The runbook to print; none: list them."),
+    ] = None,
+) -> None:
+    """Print an operator runbook (or list them): what happened, how to look, the safe ways on."""
+    from fm_teardown.commands.runbook import runbook as run_runbook
+
+    raise typer.Exit(run_runbook(name))
+
+
+@app.command(short_help="Play the incident fm exists for, in a throw-away sandbox.")
 def demo(
     keep: Annotated[
         bool,
@@ -209,11 +285,15 @@ def demo(
 
 def _usage_classes() -> tuple[type[Exception], ...]:
     """Click's usage-error classes (typer ≥ 0.20 vendors click as `typer._click`)."""
+    import importlib
+
+    # By name: the one that is not installed must not fail the type check either.
+    mod: Any
     try:
-        from typer._click import exceptions as click_exceptions
+        mod = importlib.import_module("typer._click.exceptions")
     except ImportError:  # an older typer on the real click
-        from click import exceptions as click_exceptions  # type: ignore[no-redef]
-    return (click_exceptions.UsageError, click_exceptions.BadParameter)
+        mod = importlib.import_module("click.exceptions")
+    return (mod.UsageError, mod.BadParameter)
 
 
 def _usage_error(exc: Exception) -> str | None:
@@ -259,6 +339,20 @@ def _legacy_completion() -> None:
             completion_init()
 
 
+_VALUED = ("--discard-live-owner", "--state-dir", "--to", "--ref", "--project")
+
+
+def _task_in(args: list[str]) -> str | None:
+    """The first TASK on a command line that did not parse (for its JSON error's `task`)."""
+    words = iter(args[1:] if args[:1] == ["teardown"] else [])
+    for word in words:
+        if word in _VALUED:
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the app; every error ends as one line on stderr and an exit code, never a traceback."""
     args = _optional_shell(sys.argv[1:] if argv is None else argv)
@@ -286,7 +380,13 @@ def main(argv: list[str] | None = None) -> None:
             if "--json" in args:
                 from fm_teardown import report
 
-                report.emit_json(report.usage_error_json(None, err, dry_run="--dry-run" in args))
-            sys.stderr.write(f"fm: {usage}\nhint: see `fm teardown --help`\n")
+                report.emit_json(
+                    report.usage_error_json(_task_in(args), err, dry_run="--dry-run" in args)
+                )
+            else:
+                sys.stderr.write(
+                    f"fm: {usage}\nhint: see `fm teardown --help`\n"
+                    "hint: runbook: fm runbook invalid\n"
+                )
             code = 2
     sys.exit(code if isinstance(code, int) else 0)

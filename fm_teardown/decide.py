@@ -318,8 +318,14 @@ def live_owner(
         hints.append("--force does not lift this: it discards only this task's own work")
     hints.append(f"let {names} finish (or end it), then re-run")
     if len(live) == 1:
+        saved = (
+            f"; its uncommitted work is saved first under refs/fm/discarded/{live[0].id}/<time>"
+            if live[0].id in c.fleet.records
+            else ""
+        )
         hints.append(
-            f"to discard {live[0].id}'s live work in this slot: "
+            f"last resort, destroys {live[0].id}'s live work in this slot (its processes there "
+            f"are ended and the tree is reset{saved}): "
             f"fm teardown {c.task} --force --discard-live-owner={live[0].id}"
         )
     return _refusal(Verdict.LIVE_OWNER, lines, hints, _owners_headline(live)), None
@@ -349,8 +355,9 @@ def stale_slot(
         return None
     cur = current_owner(c.task, c.fleet, c.obs, stale_others)
     names = ", ".join(stale_others)
+    claim_s = "claims" if len(stale_others) == 1 else "claim"
     if cur.is_task:
-        draft.reasons.append(f"{names} also claim the slot but none is live; {cur.why}")
+        draft.reasons.append(f"{names} also {claim_s} the slot but none is live; {cur.why}")
         draft.warnings.append(f"{names}'s record(s) will name a returned slot")
         return None
     who = cur.owner or " / ".join(stale_others)
@@ -358,7 +365,7 @@ def stale_slot(
         f"slot {c.slot} is stale for {c.task}: it belongs to {who} ({cur.why}); "
         "the tree, its processes and the pool slot are left alone"
     )
-    draft.reasons.append(f"stale slot: {names} also claim it, none is live; {cur.why}")
+    draft.reasons.append(f"stale slot: {names} also {claim_s} it, none is live; {cur.why}")
     return Decision(
         c.task,
         Verdict.STALE,
@@ -370,6 +377,7 @@ def stale_slot(
         endpoint=c.endpoint.state,
         skip_reason="stale slot: left to its current owner",
         project=c.record.project,
+        pool=_pool_dir(c),
         headline=f"the slot belongs to {who} now: only {c.task}'s window and record are cleared",
     )
 
@@ -476,16 +484,30 @@ def unlanded(
             )
         return None, c.record.kind == "ship" and c.facts.exists
     lines = [f"REFUSED: {c.task}'s own work is not landed: {landed.summary}; nothing was changed"]
-    lines += [f"uncommitted: {p}" for p in landed.dirty]
+    untracked = set(landed.untracked)
+    lines += [f"{'untracked' if p in untracked else 'uncommitted'}: {p}" for p in landed.dirty]
     lines += [f"unpushed: {u}" for u in landed.unpushed]
     lines += [f"could not tell: {n}" for n in landed.notes]
+    if c.record.kind == "scout":
+        land = f"land it: the scout's work product is data/{c.task}/report.md: have it written"
+    elif c.record.kind == "secondmate":
+        land = "land it: let its child tasks finish, or tear them down first"
+    elif landed.branch:
+        land = f"land it: commit and push the branch {landed.branch}, or merge its PR"
+    elif landed.head:
+        land = (
+            "land it: HEAD is detached, so put the work on a branch first "
+            "(git -C <slot> switch -c <name>), then commit and push it, or merge its PR"
+        )
+    else:
+        land = "land it: commit and push it, or merge its PR"
     return _refusal(
         Verdict.UNLANDED,
         lines,
         [
-            "land it: commit and push the branch, or merge its PR",
-            f"or discard it: fm teardown {c.task} --force "
-            f"(it is saved first under refs/fm/discarded/{c.task}/<time>)",
+            land,
+            f"or, last, discard it: fm teardown {c.task} --force (it is saved first under "
+            f"refs/fm/discarded/{c.task}/<time>; `fm restore {c.task}` brings it back)",
         ],
         f"{c.task}'s own work would be lost: {landed.summary}",
     ), False
@@ -511,6 +533,11 @@ def unsupported_duty(c: Case, draft: Draft) -> None:
 # -- building the decision ----------------------------------------------------------------------
 
 
+def _pool_dir(c: Case) -> str | None:
+    state_file = c.facts.pool.state_file
+    return os.path.dirname(state_file) if state_file else None
+
+
 def refuse(c: Case, refusal: Refusal, owners: tuple[Owner, ...] = ()) -> Decision:
     """A refusal: its verdict and reasons, an empty plan."""
     return Decision(
@@ -523,6 +550,7 @@ def refuse(c: Case, refusal: Refusal, owners: tuple[Owner, ...] = ()) -> Decisio
         endpoint=c.endpoint.state,
         headline=refusal.headline,
         project=c.record.project,
+        pool=_pool_dir(c),
     )
 
 
@@ -565,6 +593,7 @@ def _proceed(
         branch=branch,
         own_claim=own_claim,
         project=c.record.project,
+        pool=_pool_dir(c),
     )
 
 
@@ -636,7 +665,7 @@ def _branch(landed: LandedLike | None) -> BranchDelete | None:
 
 def _endpoint_step(record: Record, ep: Endpoint) -> Step:
     if ep.state == EndpointState.MISSING:
-        detail = f"already gone ({ep.detail}); confirmed absent"
+        detail = f"already gone ({ep.detail}): nothing to kill"
     else:
         detail = (
             f"kill window {', '.join(ep.window_ids) or record.window} ({ep.state}: {ep.detail})"

@@ -73,12 +73,12 @@ def save_discarded(record: Record, now: datetime, owner: str | None = None) -> D
 
     The restore command is
 
-        git -C <project> worktree add --detach <project>-fm-restore-<id>-<stamp> <ref>
+        fm restore --project <project> --ref <ref> --to <project>-fm-restore-<id>-<stamp> <id>
 
-    It checks the saved tree out, byte for byte, into a new worktree beside the project. It
-    works after the slot was reset and returned, because it reads only the ref, never the slot.
-    In that worktree, `git reset HEAD^` turns the saved changes back into uncommitted edits
-    on top of the original HEAD.
+    It adds a new worktree beside the project on the save and turns the saved files back into
+    uncommitted changes on top of the original HEAD (plain git: `git worktree add --detach DIR
+    <ref>`, then `git -C DIR reset HEAD^`). It works after the slot was reset and returned,
+    because it reads only the ref, never the slot.
 
     Raises FmError(Verdict.FAILED) on any failure (including an unborn HEAD); the caller
     then discards nothing.
@@ -118,16 +118,20 @@ def save_discarded(record: Record, now: datetime, owner: str | None = None) -> D
     if _rev(project, ref) != commit:
         why = r.why() if not r.ok else "the ref does not name the saved commit after writing it"
         raise _failed(f"git update-ref {ref} failed: {why}")
+    # `fm restore` puts the save back as a new worktree with the saved files as uncommitted
+    # changes again (the worktree add and the `git reset HEAD^` in one command). The task id
+    # comes last, so the directory is the word before it.
     restore = shlex.join(
         [
-            "git",
-            "-C",
+            "fm",
+            "restore",
+            "--project",
             project,
-            "worktree",
-            "add",
-            "--detach",
-            restore_dir(record, stamp, owner),
+            "--ref",
             ref,
+            "--to",
+            restore_dir(record, stamp, owner),
+            owner,
         ]
     )
     return DiscardedRef(ref=ref, commit=commit, restore=restore)

@@ -230,6 +230,7 @@ class SlotStatus:
     untracked: tuple[str, ...]  # those of `dirty` that git does not track
     head: str | None  # None: unborn (no commit yet)
     branch: str | None  # None: detached
+    untracked_total: int = 0  # how many of `total` git does not track
 
 
 def _status(wt: str) -> SlotStatus | LandedFacts:
@@ -278,7 +279,7 @@ def parse_status(out: bytes) -> SlotStatus:
     branch: str | None = None
     paths: list[str] = []
     untracked: list[str] = []
-    total = 0
+    total = untracked_total = 0
     i = 0
     while i < len(entries):
         entry = entries[i]
@@ -314,11 +315,12 @@ def parse_status(out: bytes) -> SlotStatus:
         if path in SCAFFOLD_BYTES:
             continue
         total += 1
+        untracked_total += new
         if len(paths) < MAX_LISTED:
             paths.append(_display(path))
             if new:
                 untracked.append(_display(path))
-    return SlotStatus(tuple(paths), total, tuple(untracked), head, branch)
+    return SlotStatus(tuple(paths), total, tuple(untracked), head, branch, untracked_total)
 
 
 @dataclass
@@ -484,7 +486,8 @@ def _judge(
         # so the network checks would not change the verdict: skip them. The commits listed
         # are those on no remote-tracking ref.
         named = ", ".join(st.dirty[:3]) + (", …" if st.total > 3 else "")
-        summary = f"uncommitted changes in {_plural(st.total, 'path')} ({named})"
+        untracked = f", {st.untracked_total} of them untracked" if st.untracked_total else ""
+        summary = f"uncommitted changes in {_plural(st.total, 'path')}{untracked} ({named})"
         if n_unpushed:
             summary += f"; {_plural(n_unpushed, 'commit')} on no remote-tracking branch"
         return facts(False, summary, unpushed_lines)

@@ -101,8 +101,12 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> list[Owner]:
     others = other_claimants(task_id, fleet, obs)
     for other in others:
         ep = obs.endpoints[other]
-        where = "names this slot" if obs.slot_of[other] == slot else "names a slot nested with it"
-        why = f"its record {where} ({obs.slot_of[other]}); endpoint {ep.state}: {ep.detail}"
+        where = (
+            "names this slot"
+            if obs.slot_of[other] == slot
+            else f"names a slot nested with it ({obs.slot_of[other]})"
+        )
+        why = f"its record {where}; endpoint {ep.state}: {ep.detail}"
         owners[other] = Owner(other, OwnerKind.RECORD, ep.state, ep.state.live, slot, why)
     facts = obs.slots.get(slot)
     entry = facts.pool.entry if facts else None
@@ -117,7 +121,8 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> list[Owner]:
             ep = obs.endpoints[holder]
             why = f"{lease_why}: its lease; endpoint {ep.state}: {ep.detail}"
             if holder in owners:
-                why = f"{owners[holder].why}; and {why}"
+                # Already an owner by its record: say the lease once, not the endpoint twice.
+                why = f"{owners[holder].why}; and it {lease_why}"
             owners[holder] = Owner(
                 holder,
                 OwnerKind.RECORD if holder in others else OwnerKind.LEASE,

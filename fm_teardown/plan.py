@@ -62,6 +62,8 @@ class LandedLike(Protocol):
     @property
     def notes(self) -> tuple[str, ...]: ...
     @property
+    def untracked(self) -> tuple[str, ...]: ...
+    @property
     def head(self) -> str | None: ...
     @property
     def branch(self) -> str | None: ...
@@ -135,6 +137,7 @@ class Decision:
     branch: BranchDelete | None = None  # the branch step's target (§10)
     own_claim: str | None = None  # TASK's own slot claim, removed after the return (§10)
     project: str | None = None  # the record's project (journalled: `fm restore` finds saves)
+    pool: str | None = None  # the pool dir of the slot, if known (output shortens paths in it)
 
     @property
     def exit_code(self) -> int:

@@ -168,8 +168,8 @@ def parse_record(task_id: str, meta_path: str, text: str, mtime_ns: int) -> Reco
     claimed = _claimed_slots(pairs)
     last: dict[str, str] = {}
     counts: dict[str, int] = {}
-    for key, value in pairs:
-        last[key] = value
+    for key, given in pairs:
+        last[key] = given
         counts[key] = counts.get(key, 0) + 1
 
     def problem(message: str) -> RecordProblem:
@@ -265,8 +265,13 @@ def load_record(state_dir: Path, task_id: str) -> Record:
             raise invalid(
                 f"no such task '{task_id}': the state dir {state_dir} does not exist"
             ) from None
+        import difflib  # only on this error path: it costs more than the rest of records
+
+        close = difflib.get_close_matches(task_id, list_task_ids(state_dir), n=3, cutoff=0.6)
         raise invalid(
-            f"no such task '{task_id}' in the state dir {state_dir} (no {meta_path})"
+            f"no such task '{task_id}' in the state dir {state_dir} (no {meta_path})",
+            *([f"did you mean: {', '.join(close)}?"] if close else []),
+            "`fm teardown --dry-run` lists the fleet's tasks",
         ) from None
     except RecordProblem as exc:
         raise unsafe(refused_record(meta_path, exc.problem)) from None

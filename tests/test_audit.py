@@ -49,7 +49,7 @@ def test_a_dirty_task_is_unlanded_in_the_audit_as_in_its_dry_run(fleet: Fleet) -
     )
     assert (
         "notes.txt" in str(r["dirty"]["headline"])
-        and "uncommitted: notes.txt" in r["dirty"]["reasons"]
+        and "untracked: notes.txt" in r["dirty"]["reasons"]
     )  # type: ignore[operator]
     assert any("feature not pushed" in x for x in r["ahead"]["reasons"])  # type: ignore[union-attr]
     same_as_dry_run(fleet, doc)
@@ -127,6 +127,7 @@ def test_a_state_dir_that_cannot_be_read_gives_the_audits_own_shape(fleet: Fleet
         "verdict": "unsafe",
         "reasons": doc["reasons"],
         "hints": [],
+        "runbook": "unsafe",
         "tasks": [],
         "shared_slots": [],
         "orphans": [],

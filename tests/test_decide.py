@@ -61,6 +61,7 @@ class Landed:
     head: str | None = None
     branch: str | None = None
     default_branch: str | None = None
+    untracked: tuple[str, ...] = ()
 
 
 LANDED = Landed()

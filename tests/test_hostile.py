@@ -552,7 +552,10 @@ def run_case(
         c.check(
             "stdout",
             r.stdout == ""
-            or bool(re.match(r"(dry run: )?teardown \S+: [a-z-]+ \(exit \d\)$", first))
+            # a go-ahead's first line says it; a refusal's says it on stderr, then stdout
+            # starts with where (task, slot, endpoint)
+            or bool(re.match(r"(PROCEED|TORN DOWN|STALE|CLEARED) — \S+", first))
+            or bool(re.match(r"task \S+( · |$)", first))
             or first.startswith("fleet audit of "),
             f"stdout is neither empty nor a report\n{shown}",
         )

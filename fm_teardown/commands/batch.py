@@ -15,6 +15,7 @@ from typing import Any
 
 from fm_teardown import journal, report
 from fm_teardown.errors import ExitCode, Verdict
+from fm_teardown.human import VERDICT_STYLE
 from fm_teardown.outcome import Outcome
 from fm_teardown.plan import Flags
 from fm_teardown.settings import Settings
@@ -157,5 +158,5 @@ def render_summary(results: list[Result], code: int) -> None:
         task = r.task if isinstance(r, Skipped) else (r.task or "")
         p.line(
             f"  {task:<{width}}  {verdict:<10}  {ec:>3}  {what_was_done(r)}",
-            report.VERDICT_STYLE.get(verdict),
+            VERDICT_STYLE.get(verdict),
         )

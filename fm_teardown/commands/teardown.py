@@ -127,7 +127,9 @@ def _audit(s: settings.Settings, *, dry_run: bool, flags: Flags, json_out: bool)
             report.emit_json(report.audit_error_json(err))
         elif json_out:
             report.emit_json(report.usage_error_json(None, err, dry_run=dry_run))
-        report.render_error(err)
+        else:
+            runbook = "unsafe" if err.verdict == Verdict.UNSAFE else "invalid"
+            report.render_error(err, runbook=runbook)
         return int(err.exit_code)
     if json_out:
         report.emit_json(report.audit_json(result))

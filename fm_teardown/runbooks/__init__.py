@@ -1,0 +1,2 @@
+"""The operator runbooks that `fm runbook NAME` prints: one Markdown file per name in
+`fm_teardown.completion.RUNBOOKS` (`<NAME>.md`), read as package data."""

@@ -1,0 +1,134 @@
+"""Snapshot tests of the plain rendering (not a terminal, or NO_COLOR) of each verdict: what
+an operator reads, line for line (CONTRACT §7, §11). The worlds are synthetic (no tmux, no
+/proc), so the text is the same on every machine.
+
+To accept a deliberate change of wording: `FM_UPDATE_SNAPSHOTS=1 python3 -m pytest
+tests/test_render.py`, then read the diff of tests/snapshots/ before committing it.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from fm_teardown import report
+from fm_teardown.errors import ExitCode, Verdict, invalid
+from fm_teardown.outcome import Outcome, Signal
+from fm_teardown.plan import StepOutcome
+from tests.test_decide import POOL, S1, UNLANDED, World
+
+SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
+
+
+def rendered(o: Outcome) -> str:
+    out, err = io.StringIO(), io.StringIO()
+    report.render(o, json_out=False, out=out, err=err)
+    return f"--- stdout\n{out.getvalue()}--- stderr\n{err.getvalue()}"
+
+
+def with_pool(o: Outcome) -> Outcome:
+    assert o.decision is not None
+    return replace(o, decision=replace(o.decision, pool=POOL))
+
+
+DETAILS = {
+    "endpoint": "killed window @3; confirmed gone",
+    "processes": "ended 1: claude (41)",
+    "hooks": "no hook file in the slot",
+    "pool": "treehouse return --force /pool/proj-abc/1/proj: returned",
+    "auth": "no hook auth entry to remove",
+    "attribution": "appended a's row to /home/op/fleet/data/cost-attribution.tsv",
+    "record": "removed a.meta",
+}
+
+
+def done(o: Outcome, *outcomes: StepOutcome) -> Outcome:
+    """A real run of the plan, each step with the given outcome."""
+    steps = tuple(
+        replace(s, outcome=oc, detail=DETAILS[str(s.step)] if oc != "skipped" else "not run")
+        for s, oc in zip(o.steps, outcomes, strict=False)
+    )
+    return replace(o, dry_run=False, steps=steps, acted=True)
+
+
+def cases() -> dict[str, Outcome]:
+    proceed = Outcome.of_decision(World().task("a").decide("a"), dry_run=True)
+    stale = Outcome.of_decision(
+        World().task("a", spawn_gen="s1.1.1").task("b", spawn_gen="s2.1.1").decide("a"),
+        dry_run=True,
+    )
+    live = Outcome.of_decision(
+        World().task("a").task("b", endpoint="alive").decide("a"), dry_run=True
+    )
+    unlanded = Outcome.of_decision(World().task("a").decide("a", landed=UNLANDED), dry_run=True)
+    unsafe = Outcome.of_decision(World().task("a").foreign_git().decide("a"), dry_run=True)
+    D, A, S = StepOutcome.DONE, StepOutcome.ABSENT, StepOutcome.SKIPPED
+    torn = done(proceed, D, D, A, D, A, D, D)
+    torn = replace(torn, signalled=(Signal(41, 1.0, "claude", ("SIGTERM",)),))
+    failed = done(proceed, D, StepOutcome.FAILED, S, S, S, S, S)
+    failed = replace(failed, verdict=Verdict.FAILED, exit_code=int(ExitCode.FAILED))
+    error = Outcome.of_error(
+        "x",
+        invalid("no such task 'x' in the state dir /fleet/state", "did you mean: a?"),
+        dry_run=True,
+    )
+    return {
+        "proceed-dry-run": with_pool(proceed),
+        "proceed-done": with_pool(torn),
+        "stale-dry-run": with_pool(stale),
+        "live-owner": with_pool(live),
+        "unlanded": with_pool(unlanded),
+        "unsafe": with_pool(unsafe),
+        "failed": with_pool(failed),
+        "invalid": error,
+    }
+
+
+@pytest.mark.parametrize("name", list(cases()))
+def test_plain_rendering_of_each_verdict(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    text = rendered(cases()[name])
+    path = SNAPSHOTS / f"{name}.txt"
+    if os.environ.get("FM_UPDATE_SNAPSHOTS") == "1":
+        path.write_text(text)
+    assert path.exists(), f"no snapshot {path}: run with FM_UPDATE_SNAPSHOTS=1 and read it"
+    assert text == path.read_text(), f"the rendering of {name} changed (see {path})"
+
+
+def test_the_first_line_says_the_verdict_in_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    c = cases()
+    first = {n: rendered(o).split("\n") for n, o in c.items()}
+    # stdout's first line for a go-ahead, stderr's for a refusal, a failure or an error
+    assert first["proceed-dry-run"][1].startswith("PROCEED — a can be torn down: ")
+    assert first["proceed-done"][1].startswith("TORN DOWN — a: window killed")
+    assert first["stale-dry-run"][1].startswith("STALE — a: the slot belongs to b now")
+    err = {n: t.split("--- stderr\n", 1)[1].split("\n") for n, t in rendered_all(c).items()}
+    assert err["live-owner"][0] == (
+        "REFUSED — live-owner: b is working in this slot; nothing was changed"
+    )
+    assert err["unlanded"][0].startswith("REFUSED — unlanded: a's own work would be lost: ")
+    assert err["unsafe"][0].startswith("REFUSED — unsafe: slot ")
+    assert err["failed"][0].startswith("FAILED — a stopped at processes: ")
+    assert err["invalid"][0].startswith("fm: no such task 'x'")
+    for name, lines in err.items():
+        want = report.runbook_for(c[name])
+        if want:
+            assert [ln for ln in lines if ln][-1] == f"hint: runbook: fm runbook {want}", name
+
+
+def rendered_all(c: dict[str, Outcome]) -> dict[str, str]:
+    return {n: rendered(o) for n, o in c.items()}
+
+
+def test_paths_in_the_pool_are_shown_relative_to_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    text = rendered(cases()["proceed-dry-run"])
+    out = text.split("--- stderr", 1)[0]
+    assert f"slot {os.path.basename(POOL)}/1/proj" in out
+    assert out.count(POOL) == 1  # once, to say what the short name stands for
+    assert S1 not in out.split("\n", 2)[2]

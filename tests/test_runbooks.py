@@ -1,0 +1,117 @@
+"""Every refusal and failure names an existing runbook (CONTRACT §11): as its last hint line
+`hint: runbook: fm runbook NAME`, and as `"runbook"` in its JSON; `fm runbook` prints them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fm_teardown import report
+from fm_teardown.completion import RUNBOOKS
+from fm_teardown.errors import Verdict
+from fm_teardown.outcome import Outcome
+from tests.fleet import Fleet, git
+from tests.test_decide import CASES
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_every_decided_refusal_names_an_existing_runbook(name: str) -> None:
+    case = CASES[name]
+    d = case.world().decide(case.task, force=case.force, discard=case.discard, landed=case.landed)
+    for dry_run in (True, False):
+        book = report.runbook_for(Outcome.of_decision(d, dry_run=dry_run))
+        if d.verdict == Verdict.PROCEED:
+            assert book is None
+        else:
+            assert book in RUNBOOKS, (name, d.verdict, book)
+
+
+def last_hint(stderr: str) -> str:
+    return [line for line in stderr.splitlines() if line][-1]
+
+
+def check(fleet: Fleet, args: list[str], want: str, env: dict[str, str] | None = None) -> None:
+    r = fleet.fm(*args, env=env)
+    assert last_hint(r.stderr) == f"hint: runbook: fm runbook {want}", (args, r.stderr)
+    r = fleet.fm(*args, "--json", env=env)
+    doc = json.loads(r.stdout)
+    assert doc["runbook"] == want, (args, doc)
+    assert want in RUNBOOKS
+
+
+def test_refusals_and_failures_on_a_real_fleet_name_their_runbook(fleet: Fleet) -> None:
+    shared = fleet.slot(1, holder="live")
+    fleet.task("done", shared, "dead")
+    fleet.task("live", shared, "alive", extra={"treehouse_lease_holder": "live"})
+    check(fleet, ["teardown", "done", "--dry-run"], "live-owner")
+    check(fleet, ["teardown", "done"], "live-owner")
+    dirty = fleet.slot(2, holder="dirty")
+    fleet.task("dirty", dirty, "dead")
+    (dirty / "x.txt").write_text("x\n")
+    check(fleet, ["teardown", "dirty", "--dry-run"], "unlanded")
+    check(fleet, ["teardown", "nosuch"], "invalid")
+    check(fleet, ["teardown", "../bad", "--dry-run"], "invalid")
+    check(fleet, ["teardown", "a", "b", "--force"], "invalid")
+    unmanaged = fleet.slot(3, managed=False)
+    fleet.task("loose", unmanaged, "dead")
+    check(fleet, ["teardown", "loose", "--dry-run"], "unsafe")
+    (fleet.state / "broken.meta").write_text("window=firstmate:fm-broken\n")
+    check(fleet, ["teardown", "broken", "--dry-run"], "unsafe")
+    (fleet.state / "broken.meta").unlink()
+    stale = fleet.slot(4, leased=False)
+    fleet.task("old", stale, "dead", extra={"spawn_gen": "s1.1.a"})
+    fleet.record("new", stale, extra={"spawn_gen": "s2.1.b"})
+    check(fleet, ["teardown", "old", "--dry-run"], "stale-slot")
+    r = fleet.fm("teardown", "--dry-run", "--json", env=fleet.env(FM_STATE_OVERRIDE="/nonexistent"))
+    assert json.loads(r.stdout)["runbook"] == "unsafe"
+
+
+def test_a_failed_run_and_a_git_lock_name_theirs(fleet: Fleet) -> None:
+    fleet.task("f1", fleet.slot(1, holder="f1"), "dead")
+    env = fleet.env(TREEHOUSE_STANDIN_FAULT="survivor")
+    r = fleet.fm("teardown", "f1", "--json", env=env)
+    assert (r.returncode, json.loads(r.stdout)["runbook"]) == (1, "failed")
+    slot = fleet.slot(2, holder="g1")
+    fleet.task("g1", slot, "dead")
+    lock = Path(git(slot, "rev-parse", "--path-format=absolute", "--git-path", "index.lock"))
+    lock.write_text("")  # fresh: not provably stale
+    env = fleet.env(
+        FM_TREEHOUSE_RETURN_LOCK_RETRIES="1", FM_TREEHOUSE_RETURN_LOCK_RETRY_WAIT_SECS="0"
+    )
+    r = fleet.fm("teardown", "g1", env=env)
+    assert r.returncode == 1
+    assert last_hint(r.stderr) == "hint: runbook: fm runbook git-lock"
+
+
+def fm(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "fm_teardown", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+        check=False,
+        timeout=60,
+    )
+
+
+def test_fm_runbook_lists_and_prints_them() -> None:
+    r = fm("runbook")
+    assert r.returncode == 0
+    assert [line.split()[0] for line in r.stdout.splitlines()[1:]] == list(RUNBOOKS)
+    for name in RUNBOOKS:
+        r = fm("runbook", name)
+        assert r.returncode == 0 and r.stdout.startswith(f"# {name}")
+    r = fm("runbook", "live-ownr")
+    assert r.returncode == 2 and "did you mean live-owner?" in r.stderr
+
+
+def test_the_runbooks_ship_inside_the_package() -> None:
+    from importlib import resources
+
+    for name in RUNBOOKS:
+        assert (resources.files("fm_teardown.runbooks") / f"{name}.md").is_file()
