@@ -1,4 +1,4 @@
-"""Acting on a plan (CONTRACT §5 "Then act", §7a): endpoint → processes → save → pool → record.
+"""Acting on a plan (CONTRACT §5 "Then act", §7a, §10): endpoint → processes → save → pool → record.
 
 `run` carries out a decided plan and returns an `Outcome`; it prints, journals and renders
 nothing. Each step returns an outcome (done, absent, skipped, failed); a failed step stops the
@@ -15,8 +15,11 @@ The order, and why:
 3. processes: nothing may run in the slot when it is saved and reset;
 4. save-discarded (--force): after the processes are ended, so nothing writes to it any more;
    before the pool's reset destroys it;
-5. pool: the return resets the tree and clears the lease, verified in the pool's state;
-6. record: tasktmp, sidecars, the meta last, so that a crash anywhere before leaves the
+5. hooks (§10): the fleet's hook files leave the slot before the return;
+6. pool: the return resets the tree and clears the lease, verified in the pool's state;
+7. branch, claim, auth, attribution (§10, duties.py): only after a verified return for the
+   branch and the claim; auth and attribution whenever the record goes;
+8. record: tasktmp, sidecars, the meta last, so that a crash anywhere before leaves the
    record, and the same command re-checks ownership and finishes the job.
 """
 
@@ -293,7 +296,8 @@ def step_processes(run: Run, record: Record, slot: str | None, discarded: str | 
     def inside(proc: Proc) -> bool:
         return bool(proc.cwd) and any(is_within(proc.cwd or "", r) for r in roots)
 
-    def wanted() -> list[Proc]:
+    def scan() -> tuple[list[Proc], set[tuple[int, float]]]:
+        """The processes to end now, and every live process seen inside (spared ones too)."""
         table = processes.scan()
         if table.error:
             raise run.fail(StepName.PROCESSES, target, table.error)
@@ -306,11 +310,10 @@ def step_processes(run: Run, record: Record, slot: str | None, discarded: str | 
         spared = never_signalled(
             run.seams.observe(run.fleet, inventory, table), record.task_id, discarded
         )
-        return [
-            p for p in table.procs.values() if inside(p) and p.pid not in spared and not p.zombie
-        ]
+        seen = [p for p in table.procs.values() if inside(p) and not p.zombie]
+        return [p for p in seen if p.pid not in spared], {(p.pid, p.start_time) for p in seen}
 
-    targets = wanted()
+    targets, present = scan()
     if not targets:
         run.done(StepName.PROCESSES, target, StepOutcome.ABSENT, "no process runs there")
         return
@@ -319,9 +322,24 @@ def step_processes(run: Run, record: Record, slot: str | None, discarded: str | 
         raise run.fail(
             StepName.PROCESSES, target, "interrupted while waiting for the processes to end"
         )
-    left = wanted()
+    left, _ = scan()
+    signalled = {p.pid for p in targets}
+    # Spared at the first scan only as another task's endpoint, whose window has gone since
+    # (its own teardown ran meanwhile): a dead endpoint's shell (a live one would have made
+    # its task a live owner), in the slot from the start, which the return would end anyway.
+    released = [p for p in left if p.pid not in signalled and (p.pid, p.start_time) in present]
+    if released:
+        processes.terminate(
+            released, run.settings.term_grace, run.settings.kill_wait, run.signalled
+        )
+        targets = targets + released
+        signalled |= {p.pid for p in released}
+        if interrupts.requested():
+            raise run.fail(
+                StepName.PROCESSES, target, "interrupted while waiting for the processes to end"
+            )
+        left, _ = scan()
     if left:
-        signalled = {p.pid for p in targets}
         survivors = ", ".join(f"{p.name} ({p.pid})" for p in left if p.pid in signalled)
         newcomers = ", ".join(f"{p.name} ({p.pid})" for p in left if p.pid not in signalled)
         parts = []

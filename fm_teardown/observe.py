@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -24,6 +25,7 @@ from fm_teardown.world import (
     Endpoint,
     EndpointState,
     Environment,
+    InventoryStatus,
     Observation,
     Pane,
     Proc,
@@ -85,9 +87,39 @@ def self_and_ancestors(table: ProcessTable) -> frozenset[int]:
 def observe(
     settings: Settings, fleet: Fleet, remembered: Mapping[str, tuple[Proc, ...]] | None = None
 ) -> Observation:
-    inventory = tmux.list_panes(settings)
-    table = processes.scan()
+    inventory, table = settled_scans(settings)
     return assemble(settings, fleet, inventory, table, remembered)
+
+
+# How long a listing that shows a window mid-kill is taken again (see `settled_scans`).
+SETTLE_SECS = 0.5
+SETTLE_POLL_SECS = 0.02
+
+
+def settled_scans(settings: Settings) -> tuple[TmuxInventory, ProcessTable]:
+    """The tmux listing and the process scan, taken again while they catch a window mid-kill.
+
+    tmux lists a pane until it has reaped the pane's process and closed the window; caught in
+    between (another task's teardown killing its window), the pane's process is missing from
+    the scan and that task's endpoint would read `unreadable`, live, failing closed on a task
+    that is going away. So while some (not all: a tmux server whose pids this scan cannot see
+    is no transient) live panes' processes are missing, both are taken again, for at most
+    half a second; past that, the listing stands and the endpoint stays unreadable."""
+    deadline = time.monotonic() + SETTLE_SECS
+    while True:
+        inventory = tmux.list_panes(settings)
+        table = processes.scan()
+        if not _mid_kill(inventory, table) or time.monotonic() >= deadline:
+            return inventory, table
+        time.sleep(SETTLE_POLL_SECS)
+
+
+def _mid_kill(inventory: TmuxInventory, table: ProcessTable) -> bool:
+    if inventory.status != InventoryStatus.OK or table.error:
+        return False
+    live = [p for p in inventory.panes if not p.dead]
+    missing = sum(1 for p in live if p.pane_pid not in table.procs)
+    return 0 < missing < len(live)
 
 
 def assemble(

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -141,6 +142,66 @@ def test_process_ignoring_sighup_and_sigterm_is_killed(fleet: Fleet) -> None:
     [line] = journal(fleet)
     sig = next(s for s in line["signalled"] if s["pid"] == stubborn.pid)  # type: ignore[union-attr]
     assert sig["signals"] == ["SIGTERM", "SIGKILL"]
+
+
+def test_a_dead_endpoints_shell_whose_window_goes_meanwhile_is_ended(fleet: Fleet) -> None:
+    """Another task's dead endpoint has a shell in the slot: spared at the first scan (it is
+    that task's endpoint). Its window is killed while fm waits for the slot's processes (that
+    task's own teardown, say): the shell, there from the start, is now just a leftover in the
+    slot, ended like one, not mistaken for a newcomer that stops the run."""
+    slot = fleet.slot(1, holder="t1")
+    fleet.task("t1", slot, "dead", extra={"treehouse_lease_holder": "t1"})
+    # t0's dead endpoint: a shell that outlives its window (HUP ignored, blocked in a builtin
+    # `read` on a FIFO rather than on the terminal), as a shell still exiting would.
+    fleet.record("t0", slot, extra={"spawn_gen": "s1000.1.a"})
+    fifo = fleet.root / "t0.fifo"
+    os.mkfifo(fifo)
+    window = fleet.tmux.new_window(
+        "firstmate",
+        "fm-t0",
+        slot,
+        f'bash --norc --noprofile -c \'trap "" HUP; exec 9<>{fifo}; '
+        "while :; do read -t 1 -u 9; done'",
+    )
+    [shell] = fleet.tmux.pane_pids(window)
+    fleet.tracked.add(shell)
+    marker = fleet.root / "got-term"
+    stubborn = fleet.spawn(
+        [
+            sys.executable,
+            "-c",
+            "import pathlib,signal,time\n"
+            f"signal.signal(signal.SIGTERM, lambda *a: pathlib.Path({str(marker)!r}).touch())\n"
+            f"open({str(fleet.root / 'ready')!r},'w').close()\n"
+            "time.sleep(100000)",
+        ],
+        slot,
+    )
+    wait_for(lambda: (fleet.root / "ready").exists(), what="stubborn process ready")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fm_teardown", "teardown", "t1", "--json"],
+        cwd=fleet.fm_home,
+        env=fleet.env(FM_TERM_GRACE_SECS="3"),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(marker.exists, what="fm's SIGTERM to the stubborn process")
+        fleet.tmux.run("kill-window", "-t", window)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    doc = json.loads(out)
+    assert (proc.returncode, doc["verdict"]) == (0, "proceed"), (doc, err)
+    wait_for(lambda: gone(shell), what="t0's shell ended")
+    [line] = journal(fleet)
+    ended = {s["pid"] for s in line["signalled"]}  # type: ignore[union-attr]
+    assert stubborn.pid in ended and shell in ended
+    assert (fleet.state / "t0.meta").exists()  # t0's record is t0's own teardown's business
 
 
 def test_processes_that_keep_coming_back_stop_the_run(fleet: Fleet) -> None:

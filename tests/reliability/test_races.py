@@ -84,6 +84,12 @@ def finish(proc: subprocess.Popen[str]) -> tuple[int, dict[str, object]]:
         raise AssertionError(f"not one JSON object: {out!r} / {err!r}") from exc
 
 
+def brief(doc: dict[str, object]) -> str:
+    """What a failed assertion shows of a run: its verdict, reasons, owners and steps."""
+    keys = ("verdict", "exit_code", "reasons", "owners", "steps", "warnings")
+    return json.dumps({k: doc.get(k) for k in keys}, indent=1)
+
+
 def journal_of(fleet: Fleet, task: str) -> list[dict[str, object]]:
     return [e for e in journal(fleet) if e["task"] == task]
 
@@ -180,9 +186,9 @@ def test_two_teardowns_of_one_slot(races: RaceFleet, shape: str) -> None:
             # A's claim (§7a) and A's endpoint is dead, so the pool says the slot is A's: B's
             # own teardown finds its slot stale and clears only B's window and record. A
             # that decides only after that proceeds, as the slot's sole claimant.
-            assert (b_code, b_doc["verdict"]) == (0, "stale"), (what, b_doc)
+            assert (b_code, b_doc["verdict"]) == (0, "stale"), (what, brief(b_doc))
             if a_code == 4:
-                assert live_owner_ids(a_doc) == [pair.b.id], (what, a_doc)
+                assert live_owner_ids(a_doc) == [pair.b.id], (what, brief(a_doc))
                 assert pair.a.meta.read_bytes() == a_record, what
                 assert pair.a.window in fleet.tmux.windows(), what
                 assert not gone(pair.worker), what
@@ -195,24 +201,24 @@ def test_two_teardowns_of_one_slot(races: RaceFleet, shape: str) -> None:
                 assert return_calls(fleet, pair.slot) == [], what
             else:
                 # A decided (and re-checked under the lock) once B was no longer live.
-                assert (a_code, a_doc["verdict"]) == (0, "proceed"), (what, a_doc)
-                assert pair.b.id not in live_owner_ids(a_doc), (what, a_doc)
+                assert (a_code, a_doc["verdict"]) == (0, "proceed"), (what, brief(a_doc))
+                assert pair.b.id not in live_owner_ids(a_doc), (what, brief(a_doc))
                 assert len(return_calls(fleet, pair.slot)) == 1, what
             continue
         # A holds the lease: its teardown goes ahead, even with its own pane alive.
-        assert (a_code, a_doc["verdict"]) == (0, "proceed"), (what, a_doc)
+        assert (a_code, a_doc["verdict"]) == (0, "proceed"), (what, brief(a_doc))
         # B: refused while A's lease or live record claims the slot (naming A), a stale slot
         # (A is the more recent launch), already returned, or a changed decision (exit 1).
-        assert b_code in (0, 1, 4), (what, b_doc)
+        assert b_code in (0, 1, 4), (what, brief(b_doc))
         if b_code == 4:
-            assert live_owner_ids(b_doc) == [pair.a.id], (what, b_doc)
+            assert live_owner_ids(b_doc) == [pair.a.id], (what, brief(b_doc))
         if b_code == 0:
-            assert b_doc["verdict"] in ("stale", "proceed"), (what, b_doc)
+            assert b_doc["verdict"] in ("stale", "proceed"), (what, brief(b_doc))
         for _ in range(MAX_RERUNS):
             if not pair.b.meta.exists():
                 break
             code, doc = fm_json(fleet, "teardown", pair.b.id)
-            assert code in (0, 1), (what, doc)
+            assert code in (0, 1), (what, brief(doc))
         assert not pair.b.meta.exists(), f"{what}: B's record was never cleared"
         assert not pair.a.meta.exists(), what
         # The slot was returned exactly once: by A, conditionally on A's lease.
@@ -356,8 +362,8 @@ def test_teardown_racing_a_new_claimant(races: RaceFleet, honour_lock: bool) -> 
             # claimant; 3 is the teardown taking the claimant's new file for TASK's own
             # unlanded work (it read the records before the claimant's, git after): safe.
             if code == 4:
-                assert live_owner_ids(doc) == [cid], (what, doc)
-            assert doc["verdict"] == {3: "unlanded", 4: "live-owner"}[code], (what, doc)
+                assert live_owner_ids(doc) == [cid], (what, brief(doc))
+            assert doc["verdict"] == {3: "unlanded", 4: "live-owner"}[code], (what, brief(doc))
             check_untouched(fleet, c, what)
             assert calls == [], f"{what}: refused, yet the slot was returned"
             assert task.meta.exists(), f"{what}: refused, yet TASK's record was removed"
@@ -370,21 +376,21 @@ def test_teardown_racing_a_new_claimant(races: RaceFleet, honour_lock: bool) -> 
         )
         if honour_lock:
             # It waited for the lock, so it came after the whole locked section.
-            assert (code, doc["verdict"]) == (0, "proceed"), (what, doc)
+            assert (code, doc["verdict"]) == (0, "proceed"), (what, brief(doc))
             check_untouched(fleet, c, what)
         else:
-            assert code in (0, 1), (what, doc)
+            assert code in (0, 1), (what, brief(doc))
             if c.work.exists():
                 assert c.work.read_text() == f"{cid}'s work\n", what
         if code == 0:
-            assert doc["verdict"] == "proceed", (what, doc)
+            assert doc["verdict"] == "proceed", (what, brief(doc))
             assert not task.meta.exists(), f"{what}: torn down, yet TASK's record is kept"
             assert len(calls) == 1 and lease in calls[0]["argv"], (what, calls)  # type: ignore[operator]
             if honour_lock:
                 ret = log_time(str(calls[0]["time"]))
                 assert ret < c.acquired, f"{what}: returned at {ret}, claimant at {c.acquired}"
         else:
-            assert doc["verdict"] == "failed" and task.meta.exists(), (what, doc)
+            assert doc["verdict"] == "failed" and task.meta.exists(), (what, brief(doc))
             assert len(calls) <= 1, what
     print(f"claim races ({'honouring' if honour_lock else 'ignoring'} the lock): {stats}")
 
