@@ -44,10 +44,11 @@ from fm_teardown.records import Fleet, Record, RecordProblem, parse_record, read
 from fm_teardown.settings import Settings
 from fm_teardown.sparing import never_signalled
 from fm_teardown.tasktmp import task_tmp, tmp_root_of
+from fm_teardown.values import value
 from fm_teardown.world import InventoryStatus, Observation, Proc, ProcessTable, TmuxInventory
 
 
-@dataclass(frozen=True)
+@value
 class Seams:
     """What acting needs from the other stages, as plain callables (the-loop's `cleanup.py`).
 

@@ -10,13 +10,12 @@ project). Then the slots claimed by more than one record, and the fleet's loose 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from fm_teardown.decide import decide
 from fm_teardown.endpoint import ProcessClass, classify
 from fm_teardown.errors import Verdict
-from fm_teardown.observe import observe
+from fm_teardown.observe import observe, procs_by_slot
 from fm_teardown.ownership import lease_name, lease_task
 from fm_teardown.paths import ancestors
 from fm_teardown.plan import Decision, Flags
@@ -28,10 +27,11 @@ from fm_teardown.records import (
     task_id_problem,
 )
 from fm_teardown.settings import Settings
+from fm_teardown.values import value
 from fm_teardown.world import Observation
 
 
-@dataclass(frozen=True)
+@value
 class AuditRow:
     task: str
     slot: str | None
@@ -46,7 +46,7 @@ class AuditRow:
         return int(self.verdict.exit_code)
 
 
-@dataclass(frozen=True)
+@value
 class Orphan:
     kind: str  # window | lease | process
     id: str
@@ -54,7 +54,7 @@ class Orphan:
     detail: str
 
 
-@dataclass(frozen=True)
+@value
 class Audit:
     state_dir: Path
     rows: tuple[AuditRow, ...]
@@ -200,22 +200,23 @@ def orphans(fleet: Fleet, obs: Observation) -> tuple[Orphan, ...]:
         if holder is not None:
             detail += f"; it is {holder}'s lease, whose record names {obs.slot_of[holder]}"
         out.append(Orphan("lease", lease_name(entry), entry.canonical, detail))
-    free_set = set(free)
-    for proc in obs.processes.procs.values():
-        if proc.zombie or not proc.cwd or not proc.cwd.startswith("/"):
-            continue
-        if proc.pid in obs.endpoint_owner:
-            continue
-        slot = next((a for a in ancestors(proc.cwd) if a in free_set), None)
-        if slot is None or classify(proc.name, proc.argv0) != ProcessClass.AGENT:
-            continue
+    in_free = procs_by_slot(set(free), obs.processes)
+    loose: dict[int, tuple[str, str]] = {}  # pid -> (its nearest free slot, its name)
+    for slot in sorted(free, key=len, reverse=True):
+        for proc in in_free.get(slot, ()):
+            if proc.pid in loose or proc.pid in obs.endpoint_owner:
+                continue
+            if classify(proc.name, proc.argv0) == ProcessClass.AGENT:
+                loose[proc.pid] = (slot, proc.name or proc.argv0)
+    for pid in sorted(loose):
+        slot, name = loose[pid]
         out.append(
             Orphan(
                 "process",
-                f"pid:{proc.pid}",
+                f"pid:{pid}",
                 slot,
-                f"agent {proc.name or proc.argv0} ({proc.pid}) works in a slot no record claims "
-                "and belongs to no task's endpoint",
+                f"agent {name} ({pid}) works in a slot no record claims and belongs to no "
+                "task's endpoint",
             )
         )
     return tuple(out)

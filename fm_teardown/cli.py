@@ -13,6 +13,11 @@ from typing import Annotated, Any
 
 import typer
 
+from fm_teardown import cli_values
+
+# fm's str/bool/list[str] values skip typer's pydantic coercion (about 100 ms of imports).
+cli_values.install()
+
 EXIT_CODES = """\b
 Exit codes:
   0  torn down, or stale slot cleared (--dry-run: would proceed)

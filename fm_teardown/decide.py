@@ -42,12 +42,13 @@ from fm_teardown.sparing import (
     never_signalled,
     to_signal,
 )
+from fm_teardown.values import value
 from fm_teardown.world import Endpoint, EndpointState, Observation, PoolEntry, Proc, SlotFacts
 
 __all__ = ["Decision", "Flags", "LandedLike", "PoolReturn", "Step", "decide"]
 
 
-@dataclass(frozen=True)
+@value
 class Refusal:
     verdict: Verdict
     reasons: tuple[str, ...]
@@ -59,7 +60,7 @@ def _refusal(verdict: Verdict, lines: list[str], hints: list[str], headline: str
     return Refusal(verdict, tuple(lines), tuple(hints), headline)
 
 
-@dataclass(frozen=True)
+@value
 class Case:
     """What every rule reads: TASK, its record, slot and endpoint, and the world observed."""
 

@@ -14,19 +14,19 @@ import shlex
 import shutil
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from fm_teardown import runner
 from fm_teardown.errors import FmError, Verdict
 from fm_teardown.paths import canonical
 from fm_teardown.records import Record
+from fm_teardown.values import value
 
 _git = runner.git
 _HEX_OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
-@dataclass(frozen=True)
+@value
 class DiscardedRef:
     ref: str  # refs/fm/discarded/<id>/<UTC timestamp like 20261201T072550Z>
     commit: str  # full sha

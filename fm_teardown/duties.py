@@ -20,13 +20,13 @@ import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from fm_teardown import runner
 from fm_teardown.claim import still_names
 from fm_teardown.records import Record, RecordProblem, read_meta
 from fm_teardown.scaffold import SCAFFOLD_PATHS
+from fm_teardown.values import value
 
 _TOKEN = re.compile(r"[A-Za-z0-9._-]+")
 
@@ -139,7 +139,7 @@ def remove_own_claim(path: str, task: str) -> str:
 # -- hook auth entries --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@value
 class AuthEntries:
     removed: tuple[str, ...]
     warnings: tuple[str, ...]

@@ -23,12 +23,12 @@ import re
 import stat
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import psutil
 
 from fm_teardown import runner
 from fm_teardown.paths import canonical, is_within
+from fm_teardown.values import value
 
 # The message git (and treehouse, which passes git's text on) prints for a held index lock.
 LOCK_ERROR: re.Pattern[str] = re.compile(
@@ -39,7 +39,7 @@ _GIT_TIMEOUT = 30.0
 _PROC = "/proc"
 
 
-@dataclass(frozen=True)
+@value
 class LockVerdict:
     stale: bool
     reason: str

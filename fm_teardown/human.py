@@ -15,12 +15,14 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from fm_teardown.audit import Audit
 from fm_teardown.errors import ExitCode, FmError, Verdict
 from fm_teardown.outcome import Outcome
 from fm_teardown.plan import StepOutcome
+
+if TYPE_CHECKING:  # the audit's module only when an audit is rendered
+    from fm_teardown.audit import Audit
 
 VERDICT_STYLE = {
     "proceed": "green",

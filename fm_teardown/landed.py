@@ -39,6 +39,7 @@ from typing import TypeVar, cast
 from fm_teardown import runner
 from fm_teardown.records import Record, shown
 from fm_teardown.scaffold import SCAFFOLD_BYTES
+from fm_teardown.values import value
 
 # How many dirty paths, unlanded commits and child records a refusal names.
 MAX_LISTED = 10
@@ -51,7 +52,7 @@ _PR_NUMBER = re.compile(r"(?:^#?|/pull/)(\d+)(?:[/?#].*)?$")
 _SCOUT_REPORT = "report.md"
 
 
-@dataclass(frozen=True)
+@value
 class LandedFacts:
     landed: bool
     summary: str  # one line: why it is or is not landed
@@ -221,7 +222,7 @@ def _secondmate(record: Record) -> LandedFacts:
     )
 
 
-@dataclass(frozen=True)
+@value
 class SlotStatus:
     """One `git status` of a slot: what is uncommitted, and where HEAD is."""
 

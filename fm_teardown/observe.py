@@ -23,11 +23,14 @@ from fm_teardown.settings import Settings
 from fm_teardown.tasktmp import task_tmp, tmp_root_of
 from fm_teardown.world import (
     Endpoint,
+    EndpointOwners,
     EndpointState,
     Environment,
     InventoryStatus,
+    LazyMap,
     Observation,
     Pane,
+    PoolEntry,
     Proc,
     ProcessTable,
     SlotClaim,
@@ -144,19 +147,28 @@ def assemble(
         for tid, bad in fleet.invalid.items()
     }
     index = panes_by_window(inventory)
-    endpoints: dict[str, Endpoint] = {
-        tid: endpoint_of(r, inventory, table, index) for tid, r in fleet.records.items()
-    }
+    # TASK's own endpoint processes from before its window was killed, still running.
+    exact: dict[int, str] = {}
     for tid, procs_seen in (remembered or {}).items():
-        still = {
-            p.pid
-            for p in procs_seen
-            if (now := table.procs.get(p.pid)) is not None
-            and now.start_time == p.start_time
-            and not now.zombie
-        }
-        if tid in endpoints and still:
-            endpoints[tid] = replace(endpoints[tid], pids=endpoints[tid].pids | still)
+        if tid not in fleet.records:
+            continue
+        for p in procs_seen:
+            now = table.procs.get(p.pid)
+            if now is not None and now.start_time == p.start_time and not now.zombie:
+                exact[p.pid] = tid
+
+    def endpoint(tid: str) -> Endpoint:
+        ep = endpoint_of(fleet.records[tid], inventory, table, index)
+        still = frozenset(pid for pid, t in exact.items() if t == tid)
+        return replace(ep, pids=ep.pids | still) if still else ep
+
+    roots: dict[int, str] = {}
+    if not table.error and inventory.status == InventoryStatus.OK:
+        for tid, r in fleet.records.items():
+            if r.backend == "tmux":
+                for pane in index.get((r.session, r.window_name), ()):
+                    if not pane.dead:
+                        roots[pane.pane_pid] = tid
     tasktmp = {tid: task_tmp(r.tasktmp) for tid, r in fleet.records.items() if r.tasktmp}
     tmp_root = {tid: tmp_root_of(t) for tid, t in tasktmp.items() if t.exists and not t.problem}
     in_slot = procs_by_slot(set(slot_of.values()) | set(tmp_root.values()), table)
@@ -164,14 +176,15 @@ def assemble(
         tasktmp[tid] = replace(tasktmp[tid], procs=tuple(in_slot.get(root, ())))
     reader = PoolReader(canon)
     commons: dict[str, str | None] = {}
-    slots: dict[str, SlotFacts] = {}
-    for tid, record in fleet.records.items():
-        slot = slot_of[tid]
-        if slot in slots:
-            continue
+    first: dict[str, str] = {}  # canonical slot -> the first record naming it
+    for tid in fleet.records:
+        first.setdefault(slot_of[tid], tid)
+
+    def facts(slot: str) -> SlotFacts:
+        record = fleet.records[first[slot]]
         procs = tuple(in_slot.get(slot, ()))
         exists = os.path.isdir(slot)
-        project = project_of[tid]
+        project = project_of[first[slot]]
         if exists and project not in commons:
             commons[project] = common_dir(project)
         claim = read_claim(slot) if exists else None
@@ -179,7 +192,7 @@ def assemble(
             claim = replace(
                 claim, foreign_endpoint=foreign_endpoint(settings, claim, inventory, table, index)
             )
-        slots[slot] = SlotFacts(
+        return SlotFacts(
             canonical=slot,
             exists=exists,
             claim=claim,
@@ -190,17 +203,26 @@ def assemble(
             if exists
             else None,
         )
+
+    slots = LazyMap(first, facts)
+
+    def pool_entries() -> tuple[PoolEntry, ...]:
+        for slot in slots:
+            slots[slot]  # every slot's pool view read, each state file once
+        return reader.entries()
+
     return Observation(
         inventory=inventory,
         processes=table,
         env=environment(settings, table),
         slot_of=slot_of,
-        endpoints=endpoints,
+        endpoints=LazyMap(fleet.records, endpoint),
         slots=slots,
         invalid_slots=invalid_slots,
         project_of=project_of,
         tasktmp=tasktmp,
-        pool_entries=reader.entries(),
+        endpoint_owners=EndpointOwners(roots, exact, table),
+        read_pool_entries=pool_entries,
     )
 
 
@@ -230,16 +252,27 @@ def foreign_endpoint(
     return endpoint_of(record, inventory, table, index).state
 
 
+def _head(path: str) -> str:
+    """A canonical path's first component (`/tmp/x/y` → `/tmp`)."""
+    cut = path.find("/", 1)
+    return path if cut < 0 else path[:cut]
+
+
 def procs_by_slot(slots: set[str], table: ProcessTable) -> dict[str, list[Proc]]:
-    """Processes whose cwd lies inside each slot (a cwd is matched against its ancestors, so
-    this costs processes x path depth, not processes x slots)."""
+    """Processes whose cwd lies inside each slot. A cwd is matched against its own ancestors
+    (processes x path depth, not processes x slots), and only when its first component is
+    one a slot starts with: most processes of a machine work nowhere near a slot."""
     out: dict[str, list[Proc]] = {}
     if not slots:
         return out
+    heads = None if "/" in slots else {_head(s) for s in slots}
     for proc in table.procs.values():
-        if not proc.cwd or proc.zombie or not proc.cwd.startswith("/"):
+        cwd = proc.cwd
+        if not cwd or proc.zombie or not cwd.startswith("/"):
             continue
-        for anc in ancestors(proc.cwd):
+        if heads is not None and _head(cwd) not in heads:
+            continue
+        for anc in ancestors(cwd):
             if anc in slots:
                 out.setdefault(anc, []).append(proc)
     return out

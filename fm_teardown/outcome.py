@@ -6,13 +6,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from fm_teardown.errors import ExitCode, FmError, Verdict
 from fm_teardown.plan import Decision, Step
+from fm_teardown.values import value
 
 
-@dataclass(frozen=True)
+@value
 class Signal:
     """A process the processes step signalled: pid, start time, name and the signals sent."""
 
@@ -22,7 +21,7 @@ class Signal:
     signals: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@value
 class Outcome:
     task: str | None
     dry_run: bool

@@ -11,11 +11,11 @@ lease, then the launch order.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 
 from fm_teardown.records import Fleet, Record
+from fm_teardown.values import value
 from fm_teardown.world import EndpointState, Observation, PoolEntry, Proc, SlotClaim
 
 
@@ -25,7 +25,7 @@ class OwnerKind(StrEnum):
     PROCESS = "process"  # an agent process of unknown task, `pid:<PID>`
 
 
-@dataclass(frozen=True)
+@value
 class Owner:
     id: str
     kind: OwnerKind
@@ -54,15 +54,11 @@ def lease_task(entry: PoolEntry, task_id: str, fleet: Fleet) -> str | None:
     holder = entry.lease_holder
     if holder and holder != task_id and holder in fleet.records:
         return holder
-    matches = sorted(
-        tid
-        for tid, r in fleet.records.items()
-        if tid != task_id
-        and (
-            (entry.lease_id and r.lease_id == entry.lease_id)
-            or (holder and not r.lease_id and r.lease_holder == holder)
-        )
-    )
+    by_id, by_holder = fleet.by_lease
+    found = set(by_id.get(entry.lease_id, ())) if entry.lease_id else set()
+    if holder:
+        found.update(by_holder.get(holder, ()))
+    matches = sorted(found - {task_id})
     # Two records claiming one lease cannot both be its owner: leave it a lease owner.
     return matches[0] if len(matches) == 1 else None
 
@@ -259,7 +255,7 @@ def newer_launch(a: Record, b: Record) -> tuple[bool | None, str]:
     return None, "no launch order differs"
 
 
-@dataclass(frozen=True)
+@value
 class CurrentOwner:
     is_task: bool
     owner: str | None  # the other task that is current, None if TASK or cannot be told

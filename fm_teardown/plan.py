@@ -7,12 +7,12 @@ out) and `report` (which renders them).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
 from fm_teardown.errors import Verdict
 from fm_teardown.ownership import Owner
+from fm_teardown.values import value
 from fm_teardown.world import EndpointState
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ class StepOutcome(StrEnum):
     FAILED = "failed"
 
 
-@dataclass(frozen=True)
+@value
 class Flags:
     force: bool = False
     discard_live_owner: str | None = None
@@ -71,7 +71,7 @@ class LandedLike(Protocol):
     def default_branch(self) -> str | None: ...
 
 
-@dataclass(frozen=True)
+@value
 class Step:
     step: StepName
     target: str
@@ -79,7 +79,7 @@ class Step:
     outcome: StepOutcome = StepOutcome.PLANNED
 
 
-@dataclass(frozen=True)
+@value
 class PoolReturn:
     """`treehouse return --force [--if-lease-id ID] [--if-lease-holder H] <path>`."""
 
@@ -97,7 +97,7 @@ class PoolReturn:
         return [*argv, self.path]
 
 
-@dataclass(frozen=True)
+@value
 class BranchDelete:
     """TASK's branch, deleted after the return only if it still names the commit seen."""
 
@@ -106,7 +106,7 @@ class BranchDelete:
     default: str | None  # the project's default branch: never deleted
 
 
-@dataclass(frozen=True)
+@value
 class Decision:
     task: str
     verdict: Verdict
@@ -144,7 +144,7 @@ class Decision:
         return int(self.verdict.exit_code)
 
 
-@dataclass(frozen=True)
+@value
 class Planned:
     """A decision with the fleet and the observation it was made from."""
 

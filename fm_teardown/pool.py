@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from fm_teardown import runner
 from fm_teardown.paths import canonical
+from fm_teardown.values import value
 from fm_teardown.world import PoolEntry, PoolView
 
 STATE_FILE = "treehouse-state.json"
@@ -115,7 +115,7 @@ class PoolReader:
         return PoolView(first_file, None)
 
 
-@dataclass(frozen=True)
+@value
 class ReturnResult:
     returncode: int | None  # None: it did not finish in time (or could not be started)
     output: str

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 
 from fm_teardown import interrupts
-from fm_teardown.world import Proc, ProcessTable
+from fm_teardown.world import Proc, ProcessTable, read_argv0
 
 
 def scan() -> ProcessTable:
@@ -46,6 +46,20 @@ def _clock() -> tuple[float, int] | None:
     return (_BOOT[0], os.sysconf("SC_CLK_TCK")) if _BOOT else None
 
 
+def _read(path: str) -> bytes | None:
+    # os.open/os.read: a third of the cost of open() per file, on thousands of small files.
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _scan_proc() -> ProcessTable:
     boot, ticks = _clock() or (0.0, 100)
     procs: dict[int, Proc] = {}
@@ -54,10 +68,8 @@ def _scan_proc() -> ProcessTable:
         if not entry.isdigit():
             continue
         pid = int(entry)
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
+        stat = _read(f"/proc/{pid}/stat")
+        if not stat:
             continue  # gone since the listing
         # comm is in parentheses and may itself contain ") ": split at the last one.
         lpar, rpar = stat.find(b"("), stat.rfind(b")")
@@ -65,30 +77,21 @@ def _scan_proc() -> ProcessTable:
         fields = stat[rpar + 2 :].split()
         state, ppid, start_ticks = fields[0], int(fields[1]), int(fields[19])
         try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                argv0 = f.read().split(b"\0", 1)[0].decode("utf-8", "replace")
-        except OSError:
-            argv0 = ""
-        try:
             cwd: str | None = os.readlink(f"/proc/{pid}/cwd")
         except OSError:
             cwd = None
         if cwd and cwd.endswith(" (deleted)") and not os.path.lexists(cwd):
             cwd = cwd[: -len(" (deleted)")]  # as psutil reports it
         name = comm
-        if len(comm) >= 15 and argv0:
+        argv0: str | None = None  # read on first use (world.Proc)
+        if len(comm) >= 15:
             # The kernel truncates comm to 15 bytes; psutil extends it from argv[0].
+            argv0 = read_argv0(pid)
             base = os.path.basename(argv0)
-            if base.startswith(comm):
+            if argv0 and base.startswith(comm):
                 name = base
         procs[pid] = Proc(
-            pid=pid,
-            ppid=ppid,
-            name=name,
-            argv0=argv0,
-            cwd=cwd or None,
-            start_time=(float(start_ticks) / ticks) + boot,
-            zombie=state == b"Z",
+            pid, ppid, name, argv0, cwd or None, (float(start_ticks) / ticks) + boot, state == b"Z"
         )
         children.setdefault(ppid, []).append(pid)
     return ProcessTable(procs, None, {k: tuple(v) for k, v in children.items()})

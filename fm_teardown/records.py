@@ -12,10 +12,11 @@ import os
 import re
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from fm_teardown.errors import invalid, unsafe
+from fm_teardown.values import value
 
 TASK_ID_MAX = 64
 _TASK_ID = re.compile(r"[A-Za-z0-9._-]+")
@@ -51,7 +52,7 @@ def check_task_id(task_id: str) -> None:
         raise invalid(f"invalid task id '{shown(task_id)}': {problem}")
 
 
-@dataclass(frozen=True)
+@value
 class Record:
     task_id: str
     meta_path: str
@@ -85,7 +86,7 @@ class Record:
         return f"={self.session}:={self.window_name}"
 
 
-@dataclass(frozen=True)
+@value
 class InvalidRecord:
     """ANOTHER task's record that could not be read or validated.
 
@@ -277,7 +278,7 @@ def load_record(state_dir: Path, task_id: str) -> Record:
         raise unsafe(refused_record(meta_path, exc.problem)) from None
 
 
-@dataclass(frozen=True)
+@value
 class Fleet:
     """Every record of the state dir: the valid ones and the ones that could not be used."""
 
@@ -287,6 +288,24 @@ class Fleet:
     @property
     def task_ids(self) -> list[str]:
         return sorted({*self.records, *self.invalid})
+
+    @cached_property
+    def by_lease(self) -> tuple[Mapping[str, tuple[str, ...]], Mapping[str, tuple[str, ...]]]:
+        """(lease id -> the records naming it, holder -> the records with no lease id naming
+        it as their holder), in task-id order: who a pool lease belongs to, for every slot of
+        the fleet in one pass (the audit asks for every row)."""
+        ids: dict[str, list[str]] = {}
+        holders: dict[str, list[str]] = {}
+        for tid in sorted(self.records):
+            r = self.records[tid]
+            if r.lease_id:
+                ids.setdefault(r.lease_id, []).append(tid)
+            elif r.lease_holder:
+                holders.setdefault(r.lease_holder, []).append(tid)
+        return (
+            {k: tuple(v) for k, v in ids.items()},
+            {k: tuple(v) for k, v in holders.items()},
+        )
 
 
 def list_task_ids(state_dir: Path) -> list[str]:

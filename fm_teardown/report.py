@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from fm_teardown.audit import Audit
 from fm_teardown.errors import ExitCode, FmError, Verdict
 from fm_teardown.human import Printer, interrupted_line, render_audit, render_error, render_outcome
 from fm_teardown.outcome import Outcome
 from fm_teardown.plan import Step, StepOutcome
+
+if TYPE_CHECKING:  # the audit's module only when an audit is rendered
+    from fm_teardown.audit import Audit
 
 __all__ = ["Printer", "render", "render_audit", "render_error"]
 

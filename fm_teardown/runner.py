@@ -18,9 +18,9 @@ import os
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from fm_teardown.records import shown
+from fm_teardown.values import value
 
 # Local git commands (status, log, merge-tree, add) on a big slot can take a while, but
 # never forever: a hung filesystem must not hang the teardown.
@@ -44,7 +44,7 @@ _REPO_ENV = frozenset(
 )
 
 
-@dataclass(frozen=True)
+@value
 class Result:
     rc: int | None  # None: it could not be started, or it timed out and was killed
     out: bytes

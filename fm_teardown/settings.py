@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from fm_teardown.errors import invalid
+from fm_teardown.values import value
 
 
-@dataclass(frozen=True)
+@value
 class Settings:
     fm_home: Path
     state_dir: Path

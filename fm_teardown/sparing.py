@@ -13,9 +13,9 @@ its own ancestors are spared, and fm is one of them).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 
+from fm_teardown.values import value
 from fm_teardown.world import Observation, Proc
 
 
@@ -27,7 +27,7 @@ class Spared(StrEnum):
     FM = "fm itself or its ancestor"
 
 
-@dataclass(frozen=True)
+@value
 class Why:
     kind: Spared
     task: str | None = None  # the task whose endpoint it is (OTHER_ENDPOINT)
@@ -37,15 +37,9 @@ class Why:
 
 
 def spared_base(obs: Observation) -> dict[int, Why]:
-    """pid -> why fm never signals it, for every task at once (computed once per observation:
-    the audit asks for every row)."""
+    """pid -> why fm never signals it: fm, its ancestors and its pane, computed once per
+    observation. tmux and other endpoints `NeverSignalled` asks per process."""
     out: dict[int, Why] = {}
-    for pid, tid in obs.endpoint_owner.items():
-        out[pid] = Why(Spared.OTHER_ENDPOINT, tid)
-    for pid in obs.tmux_pids:
-        proc = obs.processes.procs.get(pid)
-        server = pid in obs.inventory.server_pids or (proc is not None and "server" in proc.name)
-        out[pid] = Why(Spared.TMUX_SERVER if server else Spared.TMUX)
     protected = obs.env.protected
     for pane in obs.inventory.panes:
         if pane.pane_pid in protected:
@@ -58,17 +52,31 @@ def spared_base(obs: Observation) -> dict[int, Why]:
 
 class NeverSignalled:
     """What fm never signals when tearing TASK down: the observation's spared processes, less
-    TASK's own endpoint and (under --discard-live-owner) the discarded owner's."""
+    TASK's own endpoint and (under --discard-live-owner) the discarded owner's.
 
-    def __init__(self, base: dict[int, Why], task: str, discarded: str | None) -> None:
-        self._base = base
+    Precedence: fm and its pane, then tmux, then another task's endpoint (a tmux client in
+    the discarded owner's pane is still tmux). Asked per process: only of the processes fm
+    might signal, so a one-task run never judges the whole process table."""
+
+    def __init__(self, obs: Observation, task: str, discarded: str | None) -> None:
+        self._obs = obs
+        self._base: dict[int, Why] = obs.spared
         self._mine = (task, discarded)
 
     def get(self, pid: int) -> Why | None:
         why = self._base.get(pid)
-        if why is not None and why.kind == Spared.OTHER_ENDPOINT and why.task in self._mine:
+        if why is not None:
+            return why
+        if self._obs.is_tmux(pid):
+            proc = self._obs.processes.procs.get(pid)
+            server = pid in self._obs.inventory.server_pids or (
+                proc is not None and "server" in proc.name
+            )
+            return Why(Spared.TMUX_SERVER if server else Spared.TMUX)
+        owner = self._obs.endpoint_owner.get(pid)
+        if owner is None or owner in self._mine:
             return None
-        return why
+        return Why(Spared.OTHER_ENDPOINT, owner)
 
     def __contains__(self, pid: object) -> bool:
         return isinstance(pid, int) and self.get(pid) is not None
@@ -81,10 +89,10 @@ class NeverSignalled:
 
 
 def never_signalled(obs: Observation, task: str, discarded: str | None) -> NeverSignalled:
-    return NeverSignalled(obs.spared, task, discarded)
+    return NeverSignalled(obs, task, discarded)
 
 
-@dataclass(frozen=True)
+@value
 class Blocker:
     """A process in the slot that fm never ends and that the pool's return would end."""
 

@@ -15,9 +15,9 @@ import contextlib
 import os
 import stat
 import threading
-from dataclasses import dataclass
 
 from fm_teardown.settings import Settings
+from fm_teardown.values import value
 from fm_teardown.world import InventoryStatus, Pane, TmuxInventory
 
 SEP = "\x1f"
@@ -42,7 +42,7 @@ _ABSENT = (
 )
 
 
-@dataclass(frozen=True)
+@value
 class TmuxResult:
     returncode: int
     stdout: list[str]

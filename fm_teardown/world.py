@@ -1,16 +1,25 @@
 """What the tool observed of the world, as plain immutable values.
 
-`observe` fills these in once per run; `decide` reads them and nothing else, which is what
-keeps the decision a pure function that the property tests can hammer.
+`observe` takes the scans once per run; `decide` reads these values and nothing else, which
+is what keeps the decision a pure function that the property tests can hammer. Some values
+are worked out on first read, each at most once per run (`LazyMap`: an endpoint, a slot's
+pool lease, claim and `.git`; `Proc.argv0`), so that one task's decision pays only for what
+it reads; tests that build observations by hand give every value up front.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import field
 from enum import StrEnum
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
+
+from fm_teardown.values import value
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 class EndpointState(StrEnum):
@@ -26,7 +35,7 @@ class EndpointState(StrEnum):
         return self not in (EndpointState.DEAD, EndpointState.MISSING)
 
 
-@dataclass(frozen=True)
+@value
 class Pane:
     session: str
     window_name: str
@@ -44,7 +53,7 @@ class InventoryStatus(StrEnum):
     ERROR = "error"  # the listing failed otherwise: every endpoint is unreadable
 
 
-@dataclass(frozen=True)
+@value
 class TmuxInventory:
     """One listing of every pane of the server."""
 
@@ -57,18 +66,72 @@ class TmuxInventory:
         return frozenset(p.server_pid for p in self.panes if p.server_pid > 0)
 
 
-@dataclass(frozen=True)
 class Proc:
-    pid: int
-    ppid: int
-    name: str
-    argv0: str
-    cwd: str | None
-    start_time: float
-    zombie: bool = False
+    """One process as scanned: an immutable value (treat it so; `__slots__` keeps it small).
+
+    `argv0=None` means the scan left argv[0] out: it is read from `/proc/<pid>/cmdline` on
+    first use, as psutil does. A fleet's machine runs thousands of processes and fm only ever
+    classifies a few hundred (panes' trees, processes in slots), so reading every cmdline up
+    front was a third of the scan. A process gone by then reads as "" (classified by name)."""
+
+    __slots__ = ("_argv0", "cwd", "name", "pid", "ppid", "start_time", "zombie")
+
+    def __init__(
+        self,
+        pid: int,
+        ppid: int,
+        name: str,
+        argv0: str | None,
+        cwd: str | None,
+        start_time: float,
+        zombie: bool = False,
+    ) -> None:
+        self.pid = pid
+        self.ppid = ppid
+        self.name = name
+        self._argv0 = argv0
+        self.cwd = cwd
+        self.start_time = start_time
+        self.zombie = zombie
+
+    @property
+    def argv0(self) -> str:
+        if self._argv0 is None:
+            self._argv0 = read_argv0(self.pid)
+        return self._argv0
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.pid, self.ppid, self.name, self.argv0, self.cwd, self.start_time, self.zombie)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Proc) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash((self.pid, self.start_time))
+
+    def __repr__(self) -> str:
+        return (
+            f"Proc(pid={self.pid}, ppid={self.ppid}, name={self.name!r}, argv0={self._argv0!r}, "
+            f"cwd={self.cwd!r}, start_time={self.start_time}, zombie={self.zombie})"
+        )
 
 
-@dataclass(frozen=True)
+def read_argv0(pid: int) -> str:
+    """argv[0] of `pid` from /proc ("" when it cannot be read)."""
+    try:
+        fd = os.open(f"/proc/{pid}/cmdline", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        raw = os.read(fd, 4096)
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+    return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+
+
+@value
 class ProcessTable:
     procs: Mapping[int, Proc]
     error: str | None = None
@@ -89,7 +152,7 @@ class ProcessTable:
         return out
 
 
-@dataclass(frozen=True)
+@value
 class Endpoint:
     """A task's endpoint as observed: its state, the windows found and their process trees."""
 
@@ -99,7 +162,7 @@ class Endpoint:
     pids: frozenset[int] = frozenset()
 
 
-@dataclass(frozen=True)
+@value
 class PoolEntry:
     name: str
     path: str  # exactly as the pool's state file stores it
@@ -114,7 +177,7 @@ class PoolEntry:
     owner_started_at: int = 0
 
 
-@dataclass(frozen=True)
+@value
 class PoolView:
     """The pool's facts about one slot, read from `<pool>/treehouse-state.json`.
 
@@ -127,7 +190,7 @@ class PoolView:
     error: str | None = None
 
 
-@dataclass(frozen=True)
+@value
 class Environment:
     """Facts about the machine that the rules need: the roots never to reset."""
 
@@ -144,7 +207,7 @@ class Environment:
     state_dir_problem: str | None = None
 
 
-@dataclass(frozen=True)
+@value
 class SlotFacts:
     canonical: str
     exists: bool
@@ -157,7 +220,7 @@ class SlotFacts:
     claim: SlotClaim | None = None  # the slot claim, when there is one
 
 
-@dataclass(frozen=True)
+@value
 class SlotClaim:
     """`<slot root>/.fm-slot-owner`, written by firstmate's spawn (CONTRACT §10): the task the
     pool slot was handed to, and that task's fleet home."""
@@ -171,7 +234,7 @@ class SlotClaim:
     foreign_endpoint: EndpointState | None = None
 
 
-@dataclass(frozen=True)
+@value
 class TaskTmp:
     """TASK's `/tmp/fm-<id>` as found on disk, judged without following a link (§7a)."""
 
@@ -182,7 +245,82 @@ class TaskTmp:
     procs: tuple[Proc, ...] = ()  # every process whose cwd is inside it
 
 
-@dataclass(frozen=True)
+class LazyMap(Mapping[K, V]):
+    """A mapping whose keys are known up front and whose values are worked out on first use.
+
+    Deciding one task needs the endpoints of a few tasks and the facts of one slot; the fleet
+    audit needs them all. So an observation holds every key (every record, every slot) and
+    computes a value, from the scans already taken, only when it is asked for."""
+
+    def __init__(self, keys: Iterable[K], compute: Callable[[K], V]) -> None:
+        self._keys = dict.fromkeys(keys)
+        self._compute = compute
+        self._values: dict[K, V] = {}
+
+    def __getitem__(self, key: K) -> V:
+        if key in self._values:
+            return self._values[key]
+        if key not in self._keys:
+            raise KeyError(key)
+        value = self._values[key] = self._compute(key)
+        return value
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+
+class EndpointOwners(Mapping[int, str]):
+    """pid -> the task whose endpoint holds it: in the process tree of a live pane of the
+    task's window (`roots`: pane pid -> task), or one of the task's own endpoint processes
+    remembered from before its window was killed (`exact`). Looked up per pid by walking the
+    pid's ancestors, so a one-task run never walks every window's tree."""
+
+    def __init__(self, roots: Mapping[int, str], exact: Mapping[int, str], table: ProcessTable):
+        self._roots = roots
+        self._exact = exact
+        self._procs = table.procs
+        self._memo: dict[int, str | None] = {}
+
+    def _find(self, pid: int) -> str | None:
+        if pid in self._memo:
+            return self._memo[pid]
+        found = self._exact.get(pid)
+        at: int | None = pid
+        seen: set[int] = set()
+        while found is None and at is not None and at not in seen and at in self._procs:
+            seen.add(at)
+            found = self._roots.get(at)
+            at = self._procs[at].ppid
+        self._memo[pid] = found
+        return found
+
+    def __getitem__(self, pid: int) -> str:
+        found = self._find(pid) if isinstance(pid, int) else None
+        if found is None:
+            raise KeyError(pid)
+        return found
+
+    def __contains__(self, pid: object) -> bool:
+        return isinstance(pid, int) and self._find(pid) is not None
+
+    def __iter__(self) -> Iterator[int]:
+        return (pid for pid in [*self._procs, *self._exact] if self._find(pid) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _no_entries() -> tuple[PoolEntry, ...]:
+    return ()
+
+
+@value
 class Observation:
     """Everything observed in one pass; indexes are by task id and by canonical slot."""
 
@@ -195,9 +333,10 @@ class Observation:
     invalid_slots: Mapping[str, tuple[str, ...] | None]  # invalid record id -> canonical slots
     project_of: Mapping[str, str]  # task id -> canonical project
     tasktmp: Mapping[str, TaskTmp] = field(default_factory=dict)  # task id -> its tasktmp
-    # Every entry of the pool state files read (the pools of the recorded slots): the audit's
-    # loose ends are the leases and agents on slots no record claims.
-    pool_entries: tuple[PoolEntry, ...] = ()
+    # pid -> the task whose endpoint holds it (`EndpointOwners`); None: from `endpoints`.
+    endpoint_owners: Mapping[int, str] | None = None
+    # Reads every pool state file of the recorded slots (each once) and returns its entries.
+    read_pool_entries: Callable[[], tuple[PoolEntry, ...]] = _no_entries
 
     # Derived indexes, computed once per observation, so that deciding for every task of a
     # fleet stays linear.
@@ -225,13 +364,15 @@ class Observation:
                     out.setdefault(slot, set()).update(claimed[parent])
         return {slot: tuple(sorted(tids)) for slot, tids in out.items()}
 
-    @cached_property
-    def tmux_pids(self) -> frozenset[int]:
-        """Every tmux server (the listing's `#{pid}`) and every process named tmux."""
+    def is_tmux(self, pid: int) -> bool:
+        """A tmux server (the listing's `#{pid}`) or a process named tmux. Asked per process
+        (only of the processes fm might signal), so argv[0] is read only for those."""
         from fm_teardown.endpoint import is_tmux
 
-        named = {p.pid for p in self.processes.procs.values() if is_tmux(p.name, p.argv0)}
-        return frozenset(named | self.inventory.server_pids)
+        if pid in self.inventory.server_pids:
+            return True
+        proc = self.processes.procs.get(pid)
+        return proc is not None and is_tmux(proc.name, proc.argv0)
 
     @cached_property
     def spared(self) -> dict[int, Any]:
@@ -243,4 +384,12 @@ class Observation:
     @cached_property
     def endpoint_owner(self) -> Mapping[int, str]:
         """pid -> the task whose endpoint process trees hold it."""
+        if self.endpoint_owners is not None:
+            return self.endpoint_owners
         return {pid: tid for tid, ep in self.endpoints.items() for pid in ep.pids}
+
+    @cached_property
+    def pool_entries(self) -> tuple[PoolEntry, ...]:
+        """Every entry of the pool state files of the recorded slots: the audit's loose ends
+        are the leases and agents on slots no record claims."""
+        return self.read_pool_entries()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from fm_teardown import journal, report
@@ -19,9 +18,10 @@ from fm_teardown.human import VERDICT_STYLE
 from fm_teardown.outcome import Outcome
 from fm_teardown.plan import Flags
 from fm_teardown.settings import Settings
+from fm_teardown.values import value
 
 
-@dataclass(frozen=True)
+@value
 class Skipped:
     """A task the batch did not reach."""
 

@@ -33,6 +33,7 @@ from fm_teardown.journal import JOURNAL
 from fm_teardown.paths import canonical
 from fm_teardown.records import check_task_id, shown
 from fm_teardown.report import SCHEMA, Printer, emit_json, render_error
+from fm_teardown.values import value
 
 USAGE = "usage: fm restore TASK [--to DIR [--ref REF]] [--project DIR] [--json]"
 PREFIX = "refs/fm/discarded/"
@@ -44,7 +45,7 @@ _SHOWN_FILES = 100
 _git = runner.git
 
 
-@dataclass(frozen=True)
+@value
 class Save:
     ref: str  # refs/fm/discarded/<TASK>/<stamp>
     stamp: str

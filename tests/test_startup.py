@@ -1,0 +1,89 @@
+"""What a one-task dry run loads and works out (issue 14): structure, never wall-clock time.
+
+Performance itself is measured in benchmarks/ (ratios against a floor, in one run); these
+tests pin the structure that keeps it there: no pydantic behind typer's option parsing, rich
+only on a terminal, and, for one task of a large fleet, only the endpoints and slot facts
+that its decision reads."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.fleet import Fleet
+
+REPO = Path(__file__).resolve().parent.parent
+
+PROBE = """
+import json, sys
+from fm_teardown import cli, endpoint, gitdir, observe
+calls = {"endpoints": 0, "git_checks": 0}
+real_endpoint, real_git = observe.endpoint_of, observe.slot_git_problem
+def counted_endpoint(*a, **k):
+    calls["endpoints"] += 1
+    return real_endpoint(*a, **k)
+def counted_git(*a, **k):
+    calls["git_checks"] += 1
+    return real_git(*a, **k)
+observe.endpoint_of, observe.slot_git_problem = counted_endpoint, counted_git
+try:
+    cli.main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+loaded = sorted({m.split(".")[0] for m in sys.modules} & {"pydantic", "rich", "psutil"})
+sys.stderr.write(json.dumps({"code": code, "loaded": loaded, **calls}) + "\\n")
+"""
+
+
+def probe(fleet: Fleet, *args: str) -> dict[str, object]:
+    r = subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        capture_output=True,
+        text=True,
+        cwd=fleet.fm_home,
+        env=fleet.env(),
+        timeout=120,
+        check=False,
+    )
+    return json.loads(r.stderr.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_one_task_dry_run_works_out_only_what_its_decision_reads(fleet: Fleet) -> None:
+    # Twelve slots, two records each; the task's slot is shared with one live other task.
+    tasks = []
+    for n in range(1, 13):
+        slot = fleet.slot(n, holder=f"n{n}")
+        fleet.task(f"o{n}", slot, "dead", extra={"spawn_gen": "s1000.1.a"})
+        fleet.task(f"n{n}", slot, "alive" if n == 1 else "dead", extra={"spawn_gen": "s2000.1.a"})
+        tasks += [f"o{n}", f"n{n}"]
+    seen = probe(fleet, "teardown", "o1", "--dry-run")
+    assert seen["code"] == 4  # n1, live, owns o1's slot
+    # o1's and n1's endpoints, o1's slot's .git: not 24 endpoints and 12 slots.
+    assert (seen["endpoints"], seen["git_checks"]) == (2, 1), seen
+    # typer's parsing never pulls in pydantic (fm_teardown/cli_values.py); no terminal: no
+    # rich; a dry run signals nothing: no psutil.
+    assert seen["loaded"] == [], seen
+    # The audit reads them all, of course.
+    audit = probe(fleet, "teardown", "--dry-run")
+    assert (audit["endpoints"], audit["git_checks"]) == (24, 12), audit
+
+
+def test_every_option_parses_without_pydantic() -> None:
+    code = (
+        "import sys\n"
+        "from fm_teardown import cli\n"
+        "for argv in (['teardown', 'a', 'b', '--dry-run', '--force', '--json', '--state-dir',"
+        " '/nonexistent', '--discard-live-owner', 'x'], ['restore', 'a', '--to', '/n/x',"
+        " '--ref', 'r', '--project', '/n', '--json'], ['runbook', 'live-owner']):\n"
+        "    try:\n"
+        "        cli.main(argv)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "sys.stderr.write(str(sorted(m for m in sys.modules if m.startswith('pydantic'))))\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60
+    )
+    assert r.stderr.strip().splitlines()[-1] == "[]", r.stderr
