@@ -245,12 +245,25 @@ def floor_targets(by: dict[int, SizeResult]) -> list[Target]:
     return out
 
 
+def bound(s: SizeResult) -> str:
+    """The most any program that loads the mandated stack can reach here: shell / floor+imports.
+
+    When the floor with the mandated imports is itself slower than the shell-style baseline,
+    a shell-style target at that N cannot be met without leaving the stack; the report says
+    so next to fm's figure rather than leave a bare FAIL.
+    """
+    return f"shell / floor+imports {s.ratio(SH1, FI1).show(1)}"
+
+
 def shell_targets(sizes: Sequence[SizeResult], by: dict[int, SizeResult]) -> list[Target]:
-    faster = [(s.n, s.ratio(SH1, FM1)) for s in sizes]
+    faster = [(s, s.ratio(SH1, FM1)) for s in sizes]
     out = [
         Target(
             "one task: fm faster than shell-style at every N (shell / fm > 1)",
-            ", ".join(f"N={n}: {r.show(1)}" for n, r in faster),
+            ", ".join(
+                f"N={s.n}: {r.show(1)}" + ("" if r.median > 1 else f" (bound: {bound(s)})")
+                for s, r in faster
+            ),
             all(r.median > 1 for _, r in faster) if faster else None,
         )
     ]
@@ -262,7 +275,11 @@ def shell_targets(sizes: Sequence[SizeResult], by: dict[int, SizeResult]) -> lis
     how = " (shell extrapolated from sampled tasks)" if by[500].shell_audit_extrapolated else ""
     return [
         *out,
-        Target(one, r1.show(1), r1.median >= SHELL_ONE_500),
+        Target(
+            one,
+            r1.show(1) + ("" if r1.median >= SHELL_ONE_500 else f" (bound: {bound(by[500])})"),
+            r1.median >= SHELL_ONE_500,
+        ),
         Target(audit, ra.show(0) + how, ra.median >= SHELL_AUDIT_500),
     ]
 
