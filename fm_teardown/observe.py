@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from fm_teardown import processes, tmux
@@ -35,6 +35,7 @@ from fm_teardown.world import (
     ProcessTable,
     SlotClaim,
     SlotFacts,
+    TaskTmp,
     TmuxInventory,
 )
 
@@ -169,11 +170,15 @@ def assemble(
                 for pane in index.get((r.session, r.window_name), ()):
                     if not pane.dead:
                         roots[pane.pane_pid] = tid
-    tasktmp = {tid: task_tmp(r.tasktmp) for tid, r in fleet.records.items() if r.tasktmp}
-    tmp_root = {tid: tmp_root_of(t) for tid, t in tasktmp.items() if t.exists and not t.problem}
-    in_slot = procs_by_slot(set(slot_of.values()) | set(tmp_root.values()), table)
-    for tid, root in tmp_root.items():
-        tasktmp[tid] = replace(tasktmp[tid], procs=tuple(in_slot.get(root, ())))
+    in_slot = SlotProcs(table, slot_of.values())
+
+    def tmp_of(tid: str) -> TaskTmp:
+        tmp = task_tmp(fleet.records[tid].tasktmp or "")  # keys: records with a tasktmp
+        if not tmp.exists or tmp.problem:
+            return tmp
+        return replace(tmp, procs=in_slot.get(tmp_root_of(tmp)))
+
+    tasktmp = LazyMap((tid for tid, r in fleet.records.items() if r.tasktmp), tmp_of)
     reader = PoolReader(canon)
     commons: dict[str, str | None] = {}
     first: dict[str, str] = {}  # canonical slot -> the first record naming it
@@ -182,7 +187,7 @@ def assemble(
 
     def facts(slot: str) -> SlotFacts:
         record = fleet.records[first[slot]]
-        procs = tuple(in_slot.get(slot, ()))
+        procs = in_slot.get(slot)
         exists = os.path.isdir(slot)
         project = project_of[first[slot]]
         if exists and project not in commons:
@@ -256,6 +261,40 @@ def _head(path: str) -> str:
     """A canonical path's first component (`/tmp/x/y` → `/tmp`)."""
     cut = path.find("/", 1)
     return path if cut < 0 else path[:cut]
+
+
+class SlotProcs:
+    """The processes working inside a slot (their cwd in it), worked out per slot on demand.
+
+    Deciding one task asks for one or two slots: each is one pass over the processes with a
+    prefix test. The audit asks for every slot: past a few, one `procs_by_slot` pass for all
+    the fleet's slots is cheaper than a pass per slot, and the rest are read from it."""
+
+    FEW = 4
+
+    def __init__(self, table: ProcessTable, slots: Iterable[str]) -> None:
+        self._table = table
+        self._slots = set(slots)
+        self._done: dict[str, tuple[Proc, ...]] = {}
+        self._all: dict[str, list[Proc]] | None = None
+
+    def get(self, slot: str) -> tuple[Proc, ...]:
+        found = self._done.get(slot)
+        if found is not None:
+            return found
+        if self._all is None and len(self._done) >= self.FEW:
+            self._all = procs_by_slot(self._slots, self._table)
+        if self._all is not None and slot in self._slots:
+            found = tuple(self._all.get(slot, ()))
+        else:
+            under = slot.rstrip("/") + "/"
+            found = tuple(
+                p
+                for p in self._table.procs.values()
+                if p.cwd and not p.zombie and (p.cwd == slot or p.cwd.startswith(under))
+            )
+        self._done[slot] = found
+        return found
 
 
 def procs_by_slot(slots: set[str], table: ProcessTable) -> dict[str, list[Proc]]:

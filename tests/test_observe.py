@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fm_teardown import observe, processes, tmux
 from fm_teardown.settings import load
@@ -74,3 +76,32 @@ def test_a_pane_that_stays_mid_kill_stands_after_the_deadline(
     inventory, t = observe.settled_scans(load(None, {}))
     assert (inventory, t) == (BOTH, table(10))  # unreadable, fail closed, as before
     assert calls[0] > 1
+
+
+# --------------------------------------------------------------------------- SlotProcs
+
+_DIRS = ["/", "/p", "/p/1", "/p/1/a", "/p/10", "/p/2", "/q", "/q/1", "/p/1/a/b"]
+
+
+@given(
+    cwds=st.lists(
+        st.tuples(st.sampled_from([*_DIRS, "", "relative", "/p/1-x"]), st.booleans()), max_size=25
+    ),
+    slots=st.lists(st.sampled_from(_DIRS), min_size=1, max_size=9),
+    asked=st.lists(st.sampled_from([*_DIRS, "/elsewhere"]), max_size=12),
+)
+def test_slot_procs_on_demand_are_what_one_pass_finds(
+    cwds: list[tuple[str, bool]], slots: list[str], asked: list[str]
+) -> None:
+    # One task asks for a slot or two (a prefix pass each), the audit for all (one pass):
+    # whichever way a slot's processes are found, they are the same, in the same order.
+    table = ProcessTable(
+        {
+            pid: Proc(pid, 1, "bash", "bash", cwd or None, 1.0, zombie)
+            for pid, (cwd, zombie) in enumerate(cwds, start=100)
+        }
+    )
+    lazy = observe.SlotProcs(table, slots)
+    for slot in asked + slots:
+        expected = observe.procs_by_slot({slot}, table).get(slot, [])
+        assert [p.pid for p in lazy.get(slot)] == [p.pid for p in expected]
