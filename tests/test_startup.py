@@ -19,21 +19,34 @@ REPO = Path(__file__).resolve().parent.parent
 PROBE = """
 import json, sys
 from fm_teardown import cli, endpoint, gitdir, observe
-calls = {"endpoints": 0, "git_checks": 0}
-real_endpoint, real_git = observe.endpoint_of, observe.slot_git_problem
+calls = {"endpoints": 0, "git_checks": 0, "tasktmps": 0}
+real_endpoint, real_git, real_tmp = observe.endpoint_of, observe.slot_git_problem, observe.task_tmp
 def counted_endpoint(*a, **k):
     calls["endpoints"] += 1
     return real_endpoint(*a, **k)
 def counted_git(*a, **k):
     calls["git_checks"] += 1
     return real_git(*a, **k)
+def counted_tmp(*a, **k):
+    calls["tasktmps"] += 1
+    return real_tmp(*a, **k)
 observe.endpoint_of, observe.slot_git_problem = counted_endpoint, counted_git
+observe.task_tmp = counted_tmp
+typer_main = sys.modules["typer.main"]
+typer_main.get_command(cli.app)  # what each start builds
+strings = [
+    (cb.__name__, name)
+    for info in [cli.app.registered_callback, *cli.app.registered_commands]
+    for cb in [info.callback]
+    for name, a in cb.__annotations__.items()
+    if isinstance(a, str)
+]
 try:
     cli.main(sys.argv[1:])
 except SystemExit as exc:
     code = exc.code
 loaded = sorted({m.split(".")[0] for m in sys.modules} & {"pydantic", "rich", "psutil"})
-sys.stderr.write(json.dumps({"code": code, "loaded": loaded, **calls}) + "\\n")
+sys.stderr.write(json.dumps({"code": code, "loaded": loaded, "strings": strings, **calls}) + "\\n")
 """
 
 
@@ -60,14 +73,17 @@ def test_one_task_dry_run_works_out_only_what_its_decision_reads(fleet: Fleet) -
         tasks += [f"o{n}", f"n{n}"]
     seen = probe(fleet, "teardown", "o1", "--dry-run")
     assert seen["code"] == 4  # n1, live, owns o1's slot
-    # o1's and n1's endpoints, o1's slot's .git: not 24 endpoints and 12 slots.
-    assert (seen["endpoints"], seen["git_checks"]) == (2, 1), seen
+    # o1's and n1's endpoints, o1's slot's .git, o1's tasktmp: not 24, 12 and 24.
+    assert (seen["endpoints"], seen["git_checks"], seen["tasktmps"]) == (2, 1, 1), seen
+    # typer reads the commands' signatures on every start: string annotations would make it
+    # compile and eval each one (fm_teardown/cli.py has no `from __future__ import ...`).
+    assert seen["strings"] == [], seen
     # typer's parsing never pulls in pydantic (fm_teardown/cli_values.py); no terminal: no
     # rich; a dry run signals nothing: no psutil.
     assert seen["loaded"] == [], seen
     # The audit reads them all, of course.
     audit = probe(fleet, "teardown", "--dry-run")
-    assert (audit["endpoints"], audit["git_checks"]) == (24, 12), audit
+    assert (audit["endpoints"], audit["git_checks"], audit["tasktmps"]) == (24, 12, 24), audit
 
 
 def test_every_option_parses_without_pydantic() -> None:
