@@ -244,7 +244,11 @@ def _attribution_lock(data_dir: str, attempts: int) -> Iterator[None]:
 
 def append_attribution(data_dir: str, record: Record, now: float, attempts: int) -> str:
     """Append TASK's row to `data/cost-attribution.tsv` in one write: a missing final newline
-    first, and the schema marker and header when the last marker is not this schema's."""
+    first, and the schema marker and header when the last marker is not this schema's.
+
+    A re-run after a crash between this row and the record's removal finds the row already
+    there (every field but `ended_at` the same: this very record's) and appends nothing, so
+    running the same command again does not count the task's cost twice."""
     if os.path.lexists(data_dir) and not os.path.isdir(data_dir):
         raise DutyWarning(f"the data dir {data_dir} is not a directory")
     os.makedirs(data_dir, exist_ok=True)
@@ -257,6 +261,10 @@ def append_attribution(data_dir: str, record: Record, now: float, attempts: int)
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise DutyWarning(f"{path} is not a regular file")
             existing = _read_all(fd)
+            row = attribution_row(record, now)
+            same_run = row[: row.rindex("\t") + 1].encode()
+            if any(line.startswith(same_run) for line in existing.splitlines()):
+                return f"{record.task_id}'s row is already in {path} (a re-run)"
             payload = ""
             if existing and not existing.endswith(b"\n"):
                 payload += "\n"
@@ -267,7 +275,7 @@ def append_attribution(data_dir: str, record: Record, now: float, attempts: int)
             ]
             if not schema or schema[-1] != SCHEMA_LINE:
                 payload += f"{SCHEMA_LINE}\n{HEADER}\n"
-            payload += attribution_row(record, now)
+            payload += row
             os.write(fd, payload.encode())
         finally:
             os.close(fd)

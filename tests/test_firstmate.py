@@ -380,6 +380,32 @@ def test_the_attribution_row_keeps_the_legacy_file_and_adds_one_header(fleet: Fl
     assert row1[8].endswith("Z") and len(row1[8]) == 20
 
 
+def test_a_rerun_after_a_crash_does_not_count_the_task_twice(fleet: Fleet) -> None:
+    # Killed after the row went in but before the record was removed: the re-run finishes
+    # the teardown and finds this record's row already there. A later task that reuses the
+    # id is another run (another start) and gets its own row.
+    rows = fleet.data / "cost-attribution.tsv"
+    slot = fleet.slot(1, holder="t1")
+    fleet.task("t1", slot, "dead", extra={"started_at": "2026-11-30T10:00:00Z"})
+    r = fleet.fm("teardown", "t1", env=fleet.env(FM_TEST_FAULT="crash:before-meta"))
+    assert r.returncode == -9 and (fleet.state / "t1.meta").exists()
+    assert [ln.split("\t")[0] for ln in rows.read_text().splitlines()[2:]] == ["t1"]
+    code, doc = fleet.fm_json("teardown", "t1")
+    assert code == 0 and not (fleet.state / "t1.meta").exists(), doc
+    attribution = [s for s in doc["steps"] if s["step"] == "attribution"]  # type: ignore[union-attr]
+    assert attribution[0]["outcome"] == "done" and "already" in attribution[0]["detail"]
+    assert [ln.split("\t")[7] for ln in rows.read_text().splitlines()[2:]] == [
+        "2026-11-30T10:00:00Z"
+    ]
+    slot = fleet.slot(1, holder="t1")
+    fleet.task("t1", slot, "dead", extra={"started_at": "2026-12-01T09:00:00Z"})
+    assert fleet.fm("teardown", "t1").returncode == 0
+    assert [ln.split("\t")[7] for ln in rows.read_text().splitlines()[2:]] == [
+        "2026-11-30T10:00:00Z",
+        "2026-12-01T09:00:00Z",
+    ]
+
+
 def test_an_attribution_that_cannot_be_written_only_warns(fleet: Fleet) -> None:
     """Reference scenario 37."""
     blocker = fleet.root / "data-is-a-file"
