@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -171,7 +172,7 @@ class Fleet:
         h = hashlib.sha256(str(self.origin).encode()).hexdigest()[:6]
         self.pool = root / "pool" / ".treehouse" / f"project-{h}"
         self.pool.mkdir(parents=True)
-        self.entries: list[dict[str, object]] = []
+        self.entries: list[dict[str, Any]] = []
         self.procs: list[subprocess.Popen[bytes]] = []
         # Every process a test started (pane trees and spawned workers): "nothing changed"
         # compares which of these are still alive.
@@ -198,7 +199,7 @@ class Fleet:
             git(self.project, "worktree", "add", "-q", "--detach", str(path), "main")
         if managed:
             self.entries = [e for e in self.entries if e["path"] != str(path)]
-            entry: dict[str, object] = {
+            entry: dict[str, Any] = {
                 "name": str(n),
                 "path": str(path),
                 "created_at": "2026-12-01T00:00:00Z",
@@ -338,9 +339,7 @@ class Fleet:
             check=False,
         )
 
-    def fm_json(
-        self, *args: str, env: dict[str, str] | None = None
-    ) -> tuple[int, dict[str, object]]:
+    def fm_json(self, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
         r = self.fm(*args, "--json", env=env)
         try:
             doc = json.loads(r.stdout)
@@ -364,14 +363,14 @@ class Fleet:
         wait_for(lambda: Path(f"{pause}.reached").exists(), what=f"pause at {boundary}")
         return proc, pause
 
-    def treehouse_calls(self) -> list[dict[str, object]]:
+    def treehouse_calls(self) -> list[dict[str, Any]]:
         log = self.root / "treehouse-calls.jsonl"
         if not log.exists():
             return []
         return [json.loads(line) for line in log.read_text().splitlines() if line]
 
     # -- "nothing changed" ----------------------------------------------------------------
-    def snapshot(self, *slots: Path) -> dict[str, object]:
+    def snapshot(self, *slots: Path) -> dict[str, Any]:
         return {
             "slots": {str(s): tree_hash(s) for s in slots},
             "state": tree_hash(self.state),

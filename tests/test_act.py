@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -17,18 +18,18 @@ import pytest
 from tests.fleet import Fleet, git, gone, tree_hash, wait_for
 
 
-def pool_entry(fleet: Fleet, slot: Path) -> dict[str, object]:
+def pool_entry(fleet: Fleet, slot: Path) -> dict[str, Any]:
     doc = json.loads((fleet.pool / "treehouse-state.json").read_text())
     return next(e for e in doc["worktrees"] if e["path"] == str(slot))
 
 
-def journal(fleet: Fleet) -> list[dict[str, object]]:
+def journal(fleet: Fleet) -> list[dict[str, Any]]:
     path = fleet.data / "teardown-log.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def outcomes(doc: dict[str, object]) -> list[tuple[str, str]]:
-    return [(s["step"], s["outcome"]) for s in doc["steps"]]  # type: ignore[index,union-attr]
+def outcomes(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(s["step"], s["outcome"]) for s in doc["steps"]]
 
 
 def test_happy_path_returns_the_slot_and_clears_the_record(fleet: Fleet) -> None:
@@ -75,12 +76,12 @@ def test_happy_path_returns_the_slot_and_clears_the_record(fleet: Fleet) -> None
         str(slot),
     ]
     assert call["stdin_closed_or_devnull"] is True
-    assert call["env"]["TREEHOUSE_NO_UPDATE_CHECK"] == "1"  # type: ignore[index]
+    assert call["env"]["TREEHOUSE_NO_UPDATE_CHECK"] == "1"
     assert not str(call["cwd"]).startswith(str(slot))
     [line] = journal(fleet)
     assert line["task"] == "t1" and line["verdict"] == "proceed" and line["exit_code"] == 0
-    assert worker.pid in [s["pid"] for s in line["signalled"]]  # type: ignore[union-attr]
-    assert [s["step"] for s in line["steps"]] == [  # type: ignore[union-attr]
+    assert worker.pid in [s["pid"] for s in line["signalled"]]
+    assert [s["step"] for s in line["steps"]] == [
         "endpoint",
         "processes",
         "hooks",
@@ -140,7 +141,7 @@ def test_process_ignoring_sighup_and_sigterm_is_killed(fleet: Fleet) -> None:
     wait_for(lambda: stubborn.poll() is not None, what="stubborn process killed")
     assert stubborn.returncode == -signal.SIGKILL
     [line] = journal(fleet)
-    sig = next(s for s in line["signalled"] if s["pid"] == stubborn.pid)  # type: ignore[union-attr]
+    sig = next(s for s in line["signalled"] if s["pid"] == stubborn.pid)
     assert sig["signals"] == ["SIGTERM", "SIGKILL"]
 
 
@@ -199,7 +200,7 @@ def test_a_dead_endpoints_shell_whose_window_goes_meanwhile_is_ended(fleet: Flee
     assert (proc.returncode, doc["verdict"]) == (0, "proceed"), (doc, err)
     wait_for(lambda: gone(shell), what="t0's shell ended")
     [line] = journal(fleet)
-    ended = {s["pid"] for s in line["signalled"]}  # type: ignore[union-attr]
+    ended = {s["pid"] for s in line["signalled"]}
     assert stubborn.pid in ended and shell in ended
     assert (fleet.state / "t0.meta").exists()  # t0's record is t0's own teardown's business
 
@@ -252,7 +253,7 @@ def test_lease_changed_after_deciding_is_not_returned(fleet: Fleet) -> None:
     out, _ = proc.communicate(timeout=60)
     doc = json.loads(out)
     assert (proc.returncode, doc["verdict"]) == (4, "live-owner")
-    reason = doc["reasons"][0]  # type: ignore[index]
+    reason = doc["reasons"][0]
     assert "lease:intruder" in reason and "already done by this run: endpoint" in reason
     assert "nothing was changed" not in reason
     assert ("pool", "skipped") in outcomes(doc) and ("record", "skipped") in outcomes(doc)
@@ -271,7 +272,7 @@ def test_stale_index_lock_that_stays_fails_and_keeps_everything(fleet: Fleet) ->
     )
     code, doc = fleet.fm_json("teardown", "t1", env=env)
     assert (code, doc["verdict"]) == (1, "failed")
-    pool_step = next(s for s in doc["steps"] if s["step"] == "pool")  # type: ignore[union-attr]
+    pool_step = next(s for s in doc["steps"] if s["step"] == "pool")
     assert pool_step["outcome"] == "failed" and "not provably stale" in pool_step["detail"]
     assert lock.exists()
     assert pool_entry(fleet, slot)["leased"] is True
@@ -288,10 +289,10 @@ def test_missing_treehouse_and_unmanaged_slot_refuse_before_anything(fleet: Flee
     env = fleet.env(FM_TREEHOUSE_BIN="", PATH="/usr/bin:/bin")
     code, doc = fleet.fm_json("teardown", "t1", env=env)
     assert (code, doc["verdict"]) == (5, "unsafe")
-    assert "treehouse" in doc["reasons"][0]  # type: ignore[index]
+    assert "treehouse" in doc["reasons"][0]
     code, doc = fleet.fm_json("teardown", "t2")
     assert (code, doc["verdict"]) == (5, "unsafe")
-    assert "not managed" in doc["reasons"][0]  # type: ignore[index]
+    assert "not managed" in doc["reasons"][0]
     assert fleet.snapshot(slot, s2) == before
     assert not any(gone(p) for p in t1.pids + t2.pids)
     # Refusals are journalled too.
@@ -340,7 +341,7 @@ def test_discard_live_owner_keeps_its_record_and_window_name(fleet: Fleet) -> No
     worker.wait()
     code, doc = fleet.fm_json("teardown", "done", "--force", "--discard-live-owner=live")
     assert (code, doc["verdict"]) == (0, "proceed"), doc
-    assert any("live's record is kept" in w for w in doc["warnings"])  # type: ignore[union-attr]
+    assert any("live's record is kept" in w for w in doc["warnings"])
     assert (fleet.state / "live.meta").exists()
     assert "firstmate:fm-live" in fleet.tmux.windows()
     assert not any(gone(p) for p in live.pids)
@@ -391,7 +392,7 @@ def test_rerun_after_crash_protects_a_task_that_took_the_slot(fleet: Fleet) -> N
     (slot / "b-work.txt").write_text("in progress\n")
     before = fleet.snapshot(slot)
     code, doc = fleet.fm_json("teardown", "t1")
-    assert code == 4 and [o["id"] for o in doc["owners"] if o["live"]] == ["b"]  # type: ignore[union-attr]
+    assert code == 4 and [o["id"] for o in doc["owners"] if o["live"]] == ["b"]
     assert fleet.snapshot(slot) == before
     assert not any(gone(p) for p in b.pids)
 
@@ -407,7 +408,7 @@ def test_recheck_under_the_lock_catches_a_new_live_claimant(fleet: Fleet) -> Non
     out, _ = proc.communicate(timeout=60)
     doc = json.loads(out)
     assert (proc.returncode, doc["verdict"]) == (4, "live-owner")
-    assert any("decision changed" in w for w in doc["warnings"])  # type: ignore[union-attr]
+    assert any("decision changed" in w for w in doc["warnings"])
     assert tree_hash(slot) == tree
     assert not any(gone(p) for p in intruder.pids)
     assert fleet.treehouse_calls() == []

@@ -14,26 +14,27 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.fleet import Fleet, git, gone, tree_hash
 
 
-def journal(fleet: Fleet) -> list[dict[str, object]]:
+def journal(fleet: Fleet) -> list[dict[str, Any]]:
     path = fleet.data / "teardown-log.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def outcomes(doc: dict[str, object]) -> list[tuple[str, str]]:
-    return [(s["step"], s["outcome"]) for s in doc["steps"]]  # type: ignore[index,union-attr]
+def outcomes(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(s["step"], s["outcome"]) for s in doc["steps"]]
 
 
-def live_ids(doc: dict[str, object]) -> list[str]:
-    return sorted(o["id"] for o in doc["owners"] if o["live"])  # type: ignore[index,union-attr]
+def live_ids(doc: dict[str, Any]) -> list[str]:
+    return sorted(o["id"] for o in doc["owners"] if o["live"])
 
 
-def pool_entry(fleet: Fleet, slot: Path) -> dict[str, object]:
+def pool_entry(fleet: Fleet, slot: Path) -> dict[str, Any]:
     doc = json.loads((fleet.pool / "treehouse-state.json").read_text())
     return next(e for e in doc["worktrees"] if e["path"] == str(slot))
 
@@ -57,9 +58,9 @@ def test_a_tmux_server_in_the_slot_refuses_and_keeps_the_fleet(fleet: Fleet) -> 
     for args in ([], ["--force"]):
         code, doc = fleet.fm_json("teardown", "t1", "--dry-run", *args)
         assert (code, doc["verdict"]) == (5, "unsafe"), doc
-        reason = str(doc["reasons"][0])  # type: ignore[index]
+        reason = str(doc["reasons"][0])
         assert "tmux server" in reason and str(server_pid) in reason
-        assert any("outside the pool" in h for h in doc["hints"])  # type: ignore[union-attr]
+        assert any("outside the pool" in h for h in doc["hints"])
     r = fleet.fm("teardown", "t1")
     assert r.returncode == 5 and "tmux server" in r.stderr
     assert fleet.snapshot(slot) == before
@@ -85,10 +86,10 @@ def test_a_dry_run_lists_every_process_it_would_signal(fleet: Fleet) -> None:
     workers = [fleet.spawn(["sleep", "100000"], slot) for _ in range(7)]
     code, doc = fleet.fm_json("teardown", "t1", "--dry-run")
     assert code == 0, doc
-    [step] = [s for s in doc["steps"] if s["step"] == "processes"]  # type: ignore[union-attr]
+    [step] = [s for s in doc["steps"] if s["step"] == "processes"]
     for w in workers:
-        assert f"sleep ({w.pid})" in step["detail"]  # type: ignore[index]
-    assert "…" not in step["detail"]  # type: ignore[index]
+        assert f"sleep ({w.pid})" in step["detail"]
+    assert "…" not in step["detail"]
 
 
 # -- 2. a symlinked tasktmp ------------------------------------------------------------------
@@ -109,7 +110,7 @@ def test_a_symlinked_tasktmp_is_refused_and_never_a_kill_root(
     before = fleet.snapshot(s1, s2)
     code, doc = fleet.fm_json("teardown", "t1")
     assert (code, doc["verdict"]) == (5, "unsafe"), doc
-    reason = str(doc["reasons"][0])  # type: ignore[index]
+    reason = str(doc["reasons"][0])
     assert "/tmp/fm-t1" in reason and "symlink" in reason
     assert tasktmp.is_symlink()
     assert fleet.snapshot(s1, s2) == before
@@ -121,7 +122,7 @@ def test_a_tasktmp_that_is_a_file_is_refused(fleet: Fleet, tasktmp: Path) -> Non
     tasktmp.write_text("not a directory\n")
     code, doc = fleet.fm_json("teardown", "t1", "--dry-run")
     assert (code, doc["verdict"]) == (5, "unsafe")
-    assert "not a directory" in str(doc["reasons"][0])  # type: ignore[index]
+    assert "not a directory" in str(doc["reasons"][0])
 
 
 # -- 3. the sidecar sweep --------------------------------------------------------------------
@@ -167,7 +168,7 @@ def test_a_copy_of_a_live_slot_is_refused_with_or_without_force(fleet: Fleet) ->
     for args in ([], ["--force"]):
         code, doc = fleet.fm_json("teardown", "copy", *args)
         assert (code, doc["verdict"]) == (5, "unsafe"), doc
-        assert "another slot" in str(doc["reasons"][0])  # type: ignore[index]
+        assert "another slot" in str(doc["reasons"][0])
     assert (index.read_bytes(), tree_hash(live_slot)) == before
     assert git(live_slot, "rev-parse", "HEAD") == head
     assert git(live_slot, "diff", "--cached", "--name-only") == "staged.txt"
@@ -183,7 +184,7 @@ def test_a_slot_without_git_is_refused(fleet: Fleet) -> None:
     fleet.task("t1", slot, "dead")
     code, doc = fleet.fm_json("teardown", "t1", "--dry-run")
     assert (code, doc["verdict"]) == (5, "unsafe")
-    assert "no .git" in str(doc["reasons"][0])  # type: ignore[index]
+    assert "no .git" in str(doc["reasons"][0])
 
 
 # -- 5. a live slot nested inside TASK's slot --------------------------------------------------
@@ -234,8 +235,8 @@ def test_a_lease_granted_between_the_recheck_and_the_return_stops_the_run(
     out, _ = proc.communicate(timeout=60)
     doc = json.loads(out)
     assert (proc.returncode, doc["verdict"]) == (4, "live-owner"), doc
-    assert "lease:newtask" in str(doc["reasons"][0])  # type: ignore[index]
-    assert [c for c in fleet.treehouse_calls() if c["argv"][0] == "return"] == []  # type: ignore[index]
+    assert "lease:newtask" in str(doc["reasons"][0])
+    assert [c for c in fleet.treehouse_calls() if c["argv"][0] == "return"] == []
     assert pool_entry(fleet, slot)["lease_holder"] == "newtask"
     assert not any(gone(p) for p in newtask.pids)
     assert (fleet.state / "t1.meta").exists()
@@ -345,7 +346,7 @@ def test_a_refusal_found_at_the_recheck_says_the_endpoint_was_ended(fleet: Fleet
     out, _ = proc.communicate(timeout=60)
     doc = json.loads(out)
     assert (proc.returncode, doc["verdict"]) == (4, "live-owner")
-    reason = str(doc["reasons"][0])  # type: ignore[index]
+    reason = str(doc["reasons"][0])
     assert "already done by this run: endpoint" in reason
     assert "nothing was changed" not in reason
 
@@ -385,5 +386,5 @@ def test_a_dead_endpoints_shell_in_the_slot_is_never_signalled_by_fm(fleet: Flee
     code, doc = fleet.fm_json("teardown", "t1")
     assert code == 0, doc
     [line] = journal(fleet)
-    sent = {s["pid"] for s in line["signalled"]}  # type: ignore[union-attr,index]
+    sent = {s["pid"] for s in line["signalled"]}
     assert not sent & set(d_pids)

@@ -7,21 +7,22 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 from tests.fleet import Fleet, git
 
 
-def audit(fleet: Fleet, env: dict[str, str] | None = None) -> dict[str, object]:
+def audit(fleet: Fleet, env: dict[str, str] | None = None) -> dict[str, Any]:
     code, doc = fleet.fm_json("teardown", "--dry-run", env=env)
     assert code == 0 and doc["exit_code"] == 0, doc
     return doc
 
 
-def rows(doc: dict[str, object]) -> dict[str, dict[str, object]]:
-    return {str(r["task"]): r for r in doc["tasks"]}  # type: ignore[union-attr,index]
+def rows(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {str(r["task"]): r for r in doc["tasks"]}
 
 
-def same_as_dry_run(fleet: Fleet, doc: dict[str, object]) -> None:
+def same_as_dry_run(fleet: Fleet, doc: dict[str, Any]) -> None:
     for task, row in rows(doc).items():
         code, one = fleet.fm_json("teardown", task, "--dry-run")
         got = (row["verdict"], row["exit_code"], row["reasons"])
@@ -50,8 +51,8 @@ def test_a_dirty_task_is_unlanded_in_the_audit_as_in_its_dry_run(fleet: Fleet) -
     assert (
         "notes.txt" in str(r["dirty"]["headline"])
         and "untracked: notes.txt" in r["dirty"]["reasons"]
-    )  # type: ignore[operator]
-    assert any("feature not pushed" in x for x in r["ahead"]["reasons"])  # type: ignore[union-attr]
+    )
+    assert any("feature not pushed" in x for x in r["ahead"]["reasons"])
     same_as_dry_run(fleet, doc)
     assert fleet.snapshot(clean, dirty, unpushed) == before
     assert not (fleet.data / "teardown-log.jsonl").exists()
@@ -64,7 +65,7 @@ def test_loose_ends_are_listed_and_change_no_exit_code(fleet: Fleet) -> None:
     agent = fleet.agent_in(free)
     ghost = fleet.endpoint("ghost", fleet.root, "alive")  # a window with no record
     doc = audit(fleet)
-    orphans = {(o["kind"], o["id"]): o for o in doc["orphans"]}  # type: ignore[union-attr,index]
+    orphans = {(o["kind"], o["id"]): o for o in doc["orphans"]}
     assert set(orphans) == {
         ("window", "ghost"),
         ("lease", "lease:ci-bot"),
@@ -145,7 +146,7 @@ def test_a_pool_executable_that_does_not_exist_refuses_before_anything(fleet: Fl
         assert (code, doc["verdict"]) == (5, "unsafe"), doc
         code, doc = fleet.fm_json("teardown", "t1", env=env)
         assert (code, doc["verdict"]) == (5, "unsafe"), doc
-        assert bad in str(doc["reasons"][0])  # type: ignore[index]
+        assert bad in str(doc["reasons"][0])
         assert doc["steps"] == []
     assert fleet.snapshot(slot) == before
     assert "firstmate:fm-t1" in fleet.tmux.windows() and t1.pids

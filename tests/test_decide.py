@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,6 +26,7 @@ from fm_teardown.world import (
     Endpoint,
     EndpointState,
     Environment,
+    InventoryStatus,
     Observation,
     Pane,
     PoolEntry,
@@ -255,7 +257,7 @@ class World:
             if r.tasktmp or t in self.tmp_problems
         }
         obs = Observation(
-            inventory=TmuxInventory("ok"),
+            inventory=TmuxInventory(InventoryStatus.OK),
             processes=ProcessTable({p.pid: p for p in all_procs}),
             env=Environment(self.home, self.fm_home, self.treehouse_bin),
             slot_of={t: r.worktree for t, r in self.records.items()},
@@ -1258,11 +1260,11 @@ class RealWorld:
         self.project = self.root / "project"
         self.project.mkdir()
         self.pool = self.root / "pool" / "proj-abc"
-        self.entries: list[dict[str, object]] = []
+        self.entries: list[dict[str, Any]] = []
         self.panes: list[Pane] = []
         self.procs: dict[int, Proc] = {}
         self.children: dict[int, list[int]] = {}
-        self.inventory_status = "ok"
+        self.inventory_status = InventoryStatus.OK
 
     def slot(self, n: int, *, create: bool = True, **lease: object) -> Path:
         path = self.pool / str(n) / "proj"
@@ -1457,7 +1459,7 @@ def test_assembled_no_tmux_server_means_missing_endpoints(real: RealWorld) -> No
     s1 = real.slot(1)
     real.record("a", s1)
     real.record("b", s1)
-    real.inventory_status = "no-server"
+    real.inventory_status = InventoryStatus.NO_SERVER
     d = real.decide("a")
     assert d.verdict == Verdict.STALE  # b is not live, and b was written last or as a tie
 
@@ -1466,7 +1468,7 @@ def test_assembled_unreadable_tmux_means_live_others(real: RealWorld) -> None:
     s1 = real.slot(1)
     real.record("a", s1)
     real.record("b", s1)
-    real.inventory_status = "error"
+    real.inventory_status = InventoryStatus.ERROR
     d = real.decide("a")
     assert d.verdict == Verdict.LIVE_OWNER
     assert live_owners(d) == ["b"]

@@ -155,8 +155,8 @@ class Scenario:
             w.foreign_git(slot)
         if self.bad_tmp:
             w.bad_tmp(self.task)
-        for tid, claimed in self.invalid.items():
-            w.invalid(tid, claimed)
+        for tid, slots_claimed in self.invalid.items():
+            w.invalid(tid, slots_claimed)
         return w
 
     def decide(self, *, force: bool | None = None, discard: str | bool | None = False) -> Decision:

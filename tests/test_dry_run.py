@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,20 +15,20 @@ from tests.fleet import Fleet
 
 def dry(
     fleet: Fleet, task: str, *flags: str, env: dict[str, str] | None = None
-) -> tuple[int, dict[str, object]]:
+) -> tuple[int, dict[str, Any]]:
     return fleet.fm_json("teardown", task, "--dry-run", *flags, env=env)
 
 
-def owner_ids(doc: dict[str, object]) -> list[str]:
-    return [o["id"] for o in doc["owners"] if o["live"]]  # type: ignore[index,union-attr]
+def owner_ids(doc: dict[str, Any]) -> list[str]:
+    return [o["id"] for o in doc["owners"] if o["live"]]
 
 
 RECORD = ["auth", "attribution", "record"]  # the record's duties go with it (§10)
 FULL = ["endpoint", "processes", "hooks", "pool", *RECORD]
 
 
-def steps(doc: dict[str, object]) -> list[str]:
-    return [s["step"] for s in doc["steps"]]  # type: ignore[index,union-attr]
+def steps(doc: dict[str, Any]) -> list[str]:
+    return [s["step"] for s in doc["steps"]]
 
 
 @pytest.fixture
@@ -58,7 +59,7 @@ def test_force_alone_refuses(shared: tuple[Fleet, Path]) -> None:
     before = fleet.snapshot(slot)
     code, doc = dry(fleet, "done", "--force")
     assert (code, doc["verdict"]) == (4, "live-owner")
-    assert any("--force does not lift" in h for h in doc["hints"])  # type: ignore[union-attr]
+    assert any("--force does not lift" in h for h in doc["hints"])
     assert fleet.snapshot(slot) == before
 
 
@@ -68,7 +69,7 @@ def test_force_with_matching_discard_proceeds(shared: tuple[Fleet, Path]) -> Non
     code, doc = dry(fleet, "done", "--force", "--discard-live-owner=live")
     assert (code, doc["verdict"]) == (0, "proceed")
     assert steps(doc) == FULL
-    assert any("live's record is kept" in w for w in doc["warnings"])  # type: ignore[union-attr]
+    assert any("live's record is kept" in w for w in doc["warnings"])
     assert fleet.snapshot(slot) == before
 
 
@@ -83,7 +84,7 @@ def test_discard_without_force_refuses(shared: tuple[Fleet, Path]) -> None:
     fleet, _ = shared
     code, doc = dry(fleet, "done", "--discard-live-owner=live")
     assert (code, doc["verdict"]) == (4, "live-owner")
-    assert any("together with --force" in h for h in doc["hints"])  # type: ignore[union-attr]
+    assert any("together with --force" in h for h in doc["hints"])
 
 
 @pytest.mark.parametrize("other_state", ["dead", "missing"])
@@ -98,7 +99,7 @@ def test_non_live_other_claim_is_stale(fleet: Fleet, other_state: str) -> None:
     assert steps(doc) == ["endpoint", *RECORD]
     # The promise: a warning that says the slot is stale for `older`, names `newer` as the
     # task it belongs to now, and says the tree is left alone.
-    [warning] = [w for w in doc["warnings"] if "stale" in w]  # type: ignore[union-attr]
+    [warning] = [w for w in doc["warnings"] if "stale" in w]
     assert "is stale for older: it belongs to newer" in warning
     assert "the tree, its processes and the pool slot are left alone" in warning
     assert fleet.snapshot(slot) == before
@@ -111,9 +112,9 @@ def test_own_live_pane_proceeds(fleet: Fleet) -> None:
     code, doc = dry(fleet, "solo")
     assert (code, doc["verdict"], doc["endpoint"]) == (0, "proceed", "alive")
     assert steps(doc) == FULL
-    pool = doc["steps"][3]  # type: ignore[index]
-    assert pool["target"] == str(slot)  # type: ignore[index]
-    assert f"--if-lease-id {1:032x}" in pool["detail"]  # type: ignore[index]
+    pool = doc["steps"][3]
+    assert pool["target"] == str(slot)
+    assert f"--if-lease-id {1:032x}" in pool["detail"]
     assert fleet.snapshot(slot) == before
 
 
@@ -155,7 +156,7 @@ def test_leftover_agent_of_the_sole_claimant_is_not_an_owner(fleet: Fleet) -> No
     worker = fleet.agent_in(slot)
     code, doc = dry(fleet, "solo")
     assert (code, doc["verdict"]) == (0, "proceed")
-    assert str(worker.pid) in doc["steps"][1]["detail"]  # type: ignore[index]
+    assert str(worker.pid) in doc["steps"][1]["detail"]
 
 
 def test_foreign_lease_is_a_live_owner(fleet: Fleet) -> None:
@@ -179,7 +180,7 @@ def test_unreadable_inventory_fails_closed(fleet: Fleet) -> None:
     env = fleet.env(PATH=f"{fake}:{os.environ['PATH']}")
     code, doc = fleet.fm_json("teardown", "t1", "--dry-run", env=env)
     assert (code, owner_ids(doc)) == (4, ["t2"])
-    assert doc["owners"][0]["endpoint"] == "unreadable"  # type: ignore[index]
+    assert doc["owners"][0]["endpoint"] == "unreadable"
 
 
 def test_no_tmux_server_means_missing(fleet: Fleet) -> None:
@@ -190,7 +191,7 @@ def test_no_tmux_server_means_missing(fleet: Fleet) -> None:
     code, doc = dry(fleet, "t1")
     # t2 is newer by spawn_gen, but the pool lease is t1's: t1 is the slot's current owner.
     assert (code, doc["verdict"], doc["endpoint"]) == (0, "proceed", "missing")
-    assert [(o["id"], o["endpoint"], o["live"]) for o in doc["owners"]] == [  # type: ignore[index,union-attr]
+    assert [(o["id"], o["endpoint"], o["live"]) for o in doc["owners"]] == [
         ("t2", "missing", False)
     ]
 
@@ -203,12 +204,12 @@ def test_lease_of_a_dead_other_task_makes_the_slot_stale(fleet: Fleet) -> None:
     fleet.task("newer", slot, "dead", extra={"spawn_gen": "s100.1.a"})
     code, doc = dry(fleet, "older")
     assert (code, doc["verdict"], owner_ids(doc)) == (0, "stale", [])
-    assert any("newer" in w for w in doc["warnings"])  # type: ignore[union-attr]
+    assert any("newer" in w for w in doc["warnings"])
     # older's dead shell in the slot is no owner, and fm never signals it.
     code, doc = dry(fleet, "newer")
     assert (code, doc["verdict"]) == (0, "proceed")
-    processes = next(s for s in doc["steps"] if s["step"] == "processes")  # type: ignore[union-attr]
-    assert "older's endpoint" in processes["detail"]  # type: ignore[index]
+    processes = next(s for s in doc["steps"] if s["step"] == "processes")
+    assert "older's endpoint" in processes["detail"]
 
 
 def test_socket_path_that_does_not_exist_is_unreadable(fleet: Fleet) -> None:
@@ -219,7 +220,7 @@ def test_socket_path_that_does_not_exist_is_unreadable(fleet: Fleet) -> None:
     for wrong in (str(fleet.root / "no-such-socket"), "/etc/passwd"):
         code, doc = dry(fleet, "t1", env=fleet.env(FM_TMUX_SOCKET=wrong))
         assert (code, doc["verdict"]) == (4, "live-owner"), doc
-        [t2] = [o for o in doc["owners"] if o["id"] == "t2"]  # type: ignore[union-attr]
+        [t2] = [o for o in doc["owners"] if o["id"] == "t2"]
         assert t2["endpoint"] == "unreadable" and wrong in t2["why"]
 
 
@@ -229,7 +230,7 @@ def test_invalid_other_record_claiming_the_slot_refuses(fleet: Fleet) -> None:
     fleet.record("bad", slot, lines=[f"worktree={slot}", "window=firstmate:fm-other"])
     code, doc = dry(fleet, "t1")
     assert (code, doc["verdict"]) == (5, "unsafe")
-    assert "bad" in doc["reasons"][0]  # type: ignore[index]
+    assert "bad" in doc["reasons"][0]
     # The audit reports it and still exits 0.
     r = fleet.fm("teardown", "--dry-run")
     assert r.returncode == 0 and "bad" in r.stdout
@@ -250,7 +251,7 @@ def test_unmanaged_slot_and_missing_treehouse_refuse(fleet: Fleet) -> None:
     env = fleet.env(FM_TREEHOUSE_BIN="", PATH="/usr/bin:/bin")
     code, doc = fleet.fm_json("teardown", "t2", "--dry-run", env=env)
     assert (code, doc["verdict"]) == (5, "unsafe")
-    assert "treehouse" in doc["reasons"][0]  # type: ignore[index]
+    assert "treehouse" in doc["reasons"][0]
 
 
 def test_missing_slot_directory_plans_endpoint_and_record(fleet: Fleet) -> None:
@@ -287,7 +288,7 @@ def test_fleet_audit(fleet: Fleet) -> None:
     before = fleet.snapshot(s1, s2)
     code, doc = fleet.fm_json("teardown", "--dry-run")
     assert code == 0 and doc["audit"] is True and doc["schema"] == "fm-teardown/1"
-    rows = {t["task"]: t for t in doc["tasks"]}  # type: ignore[index,union-attr]
+    rows = {t["task"]: t for t in doc["tasks"]}
     assert rows["done"]["verdict"] == "live-owner" and rows["done"]["exit_code"] == 4
     assert rows["solo"]["verdict"] == "proceed" and rows["solo"]["endpoint"] == "missing"
     assert rows["live"]["endpoint"] == "alive"

@@ -7,7 +7,14 @@ import pytest
 
 from fm_teardown.endpoint import classify, endpoint_of
 from fm_teardown.records import Record
-from fm_teardown.world import EndpointState, Pane, Proc, ProcessTable, TmuxInventory
+from fm_teardown.world import (
+    EndpointState,
+    InventoryStatus,
+    Pane,
+    Proc,
+    ProcessTable,
+    TmuxInventory,
+)
 
 
 @pytest.mark.parametrize(
@@ -60,18 +67,20 @@ def state(inv: TmuxInventory, procs: ProcessTable) -> EndpointState:
 
 def test_the_five_states() -> None:
     shell_then_agent = table(proc(10, 1, "bash"), proc(11, 10, "claude"))
-    ok = TmuxInventory("ok", (pane(10),))
+    ok = TmuxInventory(InventoryStatus.OK, (pane(10),))
     assert state(ok, shell_then_agent) == EndpointState.ALIVE
     assert state(ok, table(proc(10, 1, "bash"))) == EndpointState.DEAD
     assert state(ok, table(proc(10, 1, "bash"), proc(11, 10, "sleep"))) == EndpointState.AMBIGUOUS
-    assert state(TmuxInventory("no-server"), shell_then_agent) == EndpointState.MISSING
-    assert state(TmuxInventory("ok", (pane(10, "fm-t10"),)), shell_then_agent) == (
+    assert (
+        state(TmuxInventory(InventoryStatus.NO_SERVER), shell_then_agent) == EndpointState.MISSING
+    )
+    assert state(TmuxInventory(InventoryStatus.OK, (pane(10, "fm-t10"),)), shell_then_agent) == (
         EndpointState.MISSING
     )
-    assert state(TmuxInventory("ok", (pane(10, session="other"),)), shell_then_agent) == (
-        EndpointState.MISSING
-    )
-    assert state(TmuxInventory("error", error="lost server"), shell_then_agent) == (
+    assert state(
+        TmuxInventory(InventoryStatus.OK, (pane(10, session="other"),)), shell_then_agent
+    ) == (EndpointState.MISSING)
+    assert state(TmuxInventory(InventoryStatus.ERROR, error="lost server"), shell_then_agent) == (
         EndpointState.UNREADABLE
     )
     assert state(ok, ProcessTable({}, "no /proc")) == EndpointState.UNREADABLE
@@ -80,8 +89,8 @@ def test_the_five_states() -> None:
 
 def test_zombies_and_dead_panes_do_not_count() -> None:
     procs = table(proc(10, 1, "bash"), proc(11, 10, "claude", zombie=True))
-    assert state(TmuxInventory("ok", (pane(10),)), procs) == EndpointState.DEAD
-    inv = TmuxInventory("ok", (pane(10), pane(20, dead=True)))
+    assert state(TmuxInventory(InventoryStatus.OK, (pane(10),)), procs) == EndpointState.DEAD
+    inv = TmuxInventory(InventoryStatus.OK, (pane(10), pane(20, dead=True)))
     assert state(inv, table(proc(10, 1, "bash"))) == EndpointState.DEAD
 
 
@@ -93,7 +102,7 @@ def test_an_agent_deep_in_any_pane_of_the_window_makes_it_alive() -> None:
         proc(22, 21, "sh"),
         proc(23, 22, "codex"),
     )
-    inv = TmuxInventory("ok", (pane(10), pane(20)))
+    inv = TmuxInventory(InventoryStatus.OK, (pane(10), pane(20)))
     ep = endpoint_of(REC, inv, procs)
     assert ep.state == EndpointState.ALIVE and {10, 20, 21, 22, 23} <= ep.pids
 
@@ -103,6 +112,8 @@ def test_another_backend_is_unreadable() -> None:
 
     rec = replace(REC, backend="herdr")
     assert (
-        endpoint_of(rec, TmuxInventory("ok", (pane(10),)), table(proc(10, 1, "bash"))).state
+        endpoint_of(
+            rec, TmuxInventory(InventoryStatus.OK, (pane(10),)), table(proc(10, 1, "bash"))
+        ).state
         == EndpointState.UNREADABLE
     )

@@ -252,9 +252,9 @@ def test_the_tasks_own_claim_is_returned_normally_and_removed(fleet: Fleet) -> N
     path = claim(slot, "mine", fleet.fm_home)
     code, doc = fleet.fm_json("teardown", "mine")
     assert (code, doc["verdict"]) == (0, "proceed"), doc
-    assert ("claim", "done") in [(s["step"], s["outcome"]) for s in doc["steps"]]  # type: ignore[union-attr,index]
+    assert ("claim", "done") in [(s["step"], s["outcome"]) for s in doc["steps"]]
     assert not path.exists()
-    assert [c["argv"][0] for c in fleet.treehouse_calls()] == ["return"]  # type: ignore[index]
+    assert [c["argv"][0] for c in fleet.treehouse_calls()] == ["return"]
 
 
 def test_a_superseded_duplicate_record_retires_only_itself(fleet: Fleet) -> None:
@@ -300,8 +300,8 @@ def test_hook_files_leave_the_slot_before_the_return(fleet: Fleet) -> None:
     assert not (slot / ".claude" / "settings.local.json").exists()
     assert not (slot / ".fm-grok-turnend").exists()
     assert (outside / "plugins" / "fm-turn-end.js").read_text() == "keep me\n"
-    [hooks] = [s for s in doc["steps"] if s["step"] == "hooks"]  # type: ignore[union-attr,index]
-    assert hooks["outcome"] == "done" and "symlink" in hooks["detail"]  # type: ignore[index]
+    [hooks] = [s for s in doc["steps"] if s["step"] == "hooks"]
+    assert hooks["outcome"] == "done" and "symlink" in hooks["detail"]
 
 
 def test_a_stale_slot_keeps_its_hook_files(fleet: Fleet) -> None:
@@ -392,7 +392,7 @@ def test_a_rerun_after_a_crash_does_not_count_the_task_twice(fleet: Fleet) -> No
     assert [ln.split("\t")[0] for ln in rows.read_text().splitlines()[2:]] == ["t1"]
     code, doc = fleet.fm_json("teardown", "t1")
     assert code == 0 and not (fleet.state / "t1.meta").exists(), doc
-    attribution = [s for s in doc["steps"] if s["step"] == "attribution"]  # type: ignore[union-attr]
+    attribution = [s for s in doc["steps"] if s["step"] == "attribution"]
     assert attribution[0]["outcome"] == "done" and "already" in attribution[0]["detail"]
     assert [ln.split("\t")[7] for ln in rows.read_text().splitlines()[2:]] == [
         "2026-11-30T10:00:00Z"
@@ -431,7 +431,7 @@ def test_the_tasks_branch_is_deleted_after_the_return(fleet: Fleet) -> None:
     fleet.task("t1", slot, "dead")
     code, doc = fleet.fm_json("teardown", "t1")
     assert code == 0, doc
-    assert ("branch", "done") in [(s["step"], s["outcome"]) for s in doc["steps"]]  # type: ignore[union-attr,index]
+    assert ("branch", "done") in [(s["step"], s["outcome"]) for s in doc["steps"]]
     assert git(fleet.project, "branch", "--list", "fm/t1") == ""
     assert git(fleet.project, "branch", "--list", "main").strip().endswith("main")
 

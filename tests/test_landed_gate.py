@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,7 @@ def commit(slot: Path, name: str, text: str, msg: str) -> str:
     return git(slot, "rev-parse", "--short", "HEAD")
 
 
-def teardown(fleet: Fleet, *args: str, **env: str) -> tuple[int, dict[str, object]]:
+def teardown(fleet: Fleet, *args: str, **env: str) -> tuple[int, dict[str, Any]]:
     return fleet.fm_json("teardown", *args, env=fleet.env(**env))
 
 
@@ -51,7 +52,7 @@ def test_untracked_only_refuses(fleet: Fleet, slot: Path) -> None:
     (slot / "notes.txt").write_text("mine\n")
     code, doc = teardown(fleet, "t1")
     assert (code, doc["verdict"]) == (3, "unlanded")
-    assert any("notes.txt" in r for r in doc["reasons"])  # type: ignore[union-attr]
+    assert any("notes.txt" in r for r in doc["reasons"])
 
 
 def test_scaffold_files_only_proceed(fleet: Fleet, slot: Path) -> None:
@@ -153,7 +154,7 @@ def test_force_saves_the_work_and_it_comes_back_byte_identical(fleet: Fleet, slo
     }
     code, doc = teardown(fleet, "t1", "--dry-run", "--force")
     assert code == 0
-    assert [s["step"] for s in doc["steps"]] == [  # type: ignore[union-attr]
+    assert [s["step"] for s in doc["steps"]] == [
         "endpoint",
         "processes",
         "save-discarded",
@@ -248,7 +249,7 @@ def test_fresh_lock_that_clears_on_retry(fleet: Fleet, slot: Path) -> None:
         text=True,
     )
     wait_for(lambda: len(fleet.treehouse_calls()) >= 1, timeout=30, what="the first return")
-    first = int(fleet.treehouse_calls()[0]["pid"])  # type: ignore[call-overload]
+    first = int(fleet.treehouse_calls()[0]["pid"])
     wait_for(lambda: gone(first), timeout=30, what="the first return to fail")
     lock.unlink()  # the writer finished
     _, err = proc.communicate(timeout=60)

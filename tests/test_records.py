@@ -7,6 +7,7 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,7 +73,7 @@ def exit_code_of(call: Callable[[], object]) -> int:
 
 def finishes_fast(call: Callable[[], object], seconds: float = 5.0) -> object:
     """Run `call` in a daemon thread; fail (without hanging the run) if it blocks."""
-    box: dict[str, object] = {}
+    box: dict[str, Any] = {}
 
     def run() -> None:
         try:
@@ -85,7 +86,7 @@ def finishes_fast(call: Callable[[], object], seconds: float = 5.0) -> object:
     t.join(seconds)
     assert not t.is_alive(), "the call blocked"
     if "error" in box:
-        raise box["error"]  # type: ignore[misc]
+        raise box["error"]
     return box.get("value")
 
 

@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.fleet import Fleet
 
@@ -50,7 +51,7 @@ sys.stderr.write(json.dumps({"code": code, "loaded": loaded, "strings": strings,
 """
 
 
-def probe(fleet: Fleet, *args: str) -> dict[str, object]:
+def probe(fleet: Fleet, *args: str) -> dict[str, Any]:
     r = subprocess.run(
         [sys.executable, "-c", PROBE, *args],
         capture_output=True,

@@ -122,7 +122,7 @@ def test_every_audit_row_is_the_one_task_dry_run(world: World) -> None:
         code, doc = fleet.fm_json("teardown", "--dry-run")
         assert code == 0 and doc["exit_code"] == 0, doc
         assert isinstance(doc["orphans"], list)
-        tasks = {str(r["task"]): r for r in doc["tasks"]}  # type: ignore[union-attr,index]
+        tasks = {str(r["task"]): r for r in doc["tasks"]}
         assert sorted(tasks) == sorted(IDS[: len(world.records)])
         for tid, row in tasks.items():
             one_code, one = fleet.fm_json("teardown", tid, "--dry-run")

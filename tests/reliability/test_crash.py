@@ -35,6 +35,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,7 +71,7 @@ def fm_env(fleet: Fleet, **extra: str) -> dict[str, str]:
     return env
 
 
-def fm_json(fleet: Fleet, *args: str, **extra: str) -> tuple[int, dict[str, object]]:
+def fm_json(fleet: Fleet, *args: str, **extra: str) -> tuple[int, dict[str, Any]]:
     r = fleet.fm(*args, "--json", env=fm_env(fleet, **extra))
     try:
         doc = json.loads(r.stdout)
@@ -104,13 +105,13 @@ def stop(proc: subprocess.Popen[str]) -> None:
         proc.communicate(timeout=10)
 
 
-def journal(fleet: Fleet) -> list[dict[str, object]]:
+def journal(fleet: Fleet) -> list[dict[str, Any]]:
     path = fleet.data / "teardown-log.jsonl"
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
-def live_owner_ids(doc: dict[str, object]) -> list[str]:
-    return sorted(o["id"] for o in doc.get("owners", []) if o["live"])  # type: ignore[union-attr,index]
+def live_owner_ids(doc: dict[str, Any]) -> list[str]:
+    return sorted(o["id"] for o in doc.get("owners", []) if o["live"])
 
 
 _RFC3339 = re.compile(r"^(.*T\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
@@ -132,22 +133,22 @@ def lease_id(tag: str) -> str:
     return hashlib.sha256(tag.encode()).hexdigest()[:32]
 
 
-def pool_doc(fleet: Fleet) -> dict[str, object]:
+def pool_doc(fleet: Fleet) -> dict[str, Any]:
     path = fleet.pool / "treehouse-state.json"
     if not path.exists():
         return {"worktrees": None}
     return json.loads(path.read_text())  # type: ignore[no-any-return]
 
 
-def pool_entry(fleet: Fleet, slot: Path) -> dict[str, object]:
+def pool_entry(fleet: Fleet, slot: Path) -> dict[str, Any]:
     entries = pool_doc(fleet)["worktrees"] or []
-    return next(e for e in entries if e["path"] == str(slot))  # type: ignore[union-attr,index]
+    return next(e for e in entries if e["path"] == str(slot))
 
 
 def add_slot(fleet: Fleet, n: int, *, holder: str, lease: str) -> Path:
     """A new leased slot, without rewriting what the stand-in has written for the others."""
     with hold_state_lock(fleet.pool):
-        fleet.entries = list(pool_doc(fleet)["worktrees"] or [])  # type: ignore[arg-type]
+        fleet.entries = list(pool_doc(fleet)["worktrees"] or [])
         return fleet.slot(n, holder=holder, lease_id=lease)
 
 
@@ -156,7 +157,7 @@ def reissue(fleet: Fleet, slot: Path, *, holder: str, lease: str) -> None:
     pool's lock, so never in the middle of a return)."""
     with hold_state_lock(fleet.pool):
         doc = pool_doc(fleet)
-        for e in doc["worktrees"] or []:  # type: ignore[union-attr]
+        for e in doc["worktrees"] or []:
             if e["path"] == str(slot):
                 e.update(
                     leased=True,
@@ -167,14 +168,14 @@ def reissue(fleet: Fleet, slot: Path, *, holder: str, lease: str) -> None:
         tmp = fleet.pool / "treehouse-state.json.test-tmp"
         tmp.write_text(json.dumps(doc, indent=2))
         os.replace(tmp, fleet.pool / "treehouse-state.json")
-        fleet.entries = list(doc["worktrees"] or [])  # type: ignore[call-overload]
+        fleet.entries = list(doc["worktrees"] or [])
 
 
-def return_calls(fleet: Fleet, slot: Path) -> list[dict[str, object]]:
+def return_calls(fleet: Fleet, slot: Path) -> list[dict[str, Any]]:
     return [
         c
         for c in fleet.treehouse_calls()
-        if c["argv"] and c["argv"][0] == "return" and c["argv"][-1] == str(slot)  # type: ignore[index]
+        if c["argv"] and c["argv"][0] == "return" and c["argv"][-1] == str(slot)
     ]
 
 
@@ -189,7 +190,7 @@ class Guarded:
     pids: list[int] = field(default_factory=list)
     trees: dict[Path, str] = field(default_factory=dict)
     metas: dict[Path, bytes] = field(default_factory=dict)
-    leases: dict[Path, dict[str, object]] = field(default_factory=dict)
+    leases: dict[Path, dict[str, Any]] = field(default_factory=dict)
 
     def add(self, fleet: Fleet, task: Task, *, extra_pids: tuple[int, ...] = ()) -> None:
         self.tasks.append(task)
@@ -313,7 +314,7 @@ def check_after_crash(fleet: Fleet, scene: Scene, where: str) -> None:
         assert entry.get("lease_id") == scene.lease, f"{where}: lease changed: {entry}"
     for call in return_calls(fleet, scene.slot):
         argv = call["argv"]
-        assert "--if-lease-id" in argv and scene.lease in argv, f"unconditional return: {argv}"  # type: ignore[operator]
+        assert "--if-lease-id" in argv and scene.lease in argv, f"unconditional return: {argv}"
 
 
 def check_converged(fleet: Fleet, scene: Scene) -> None:
@@ -390,8 +391,8 @@ def kill_in_pool_return(fleet: Fleet, scene: Scene, *, group: bool) -> int | Non
         )
         assert proc.poll() is None, f"fm ended before the return: {proc.communicate()}"
         [call] = fleet.treehouse_calls()[calls:]
-        assert call["argv"][0] == "return"  # type: ignore[index]
-        standin = int(call["pid"])  # type: ignore[call-overload]
+        assert call["argv"][0] == "return"
+        standin = int(call["pid"])
         # Inside the return: the stand-in sleeps holding the pool's lock.
         wait_for(lambda: state_lock_held(fleet.pool) or gone(standin), what="the pool lock held")
         if group:
@@ -471,7 +472,7 @@ def test_crash_then_slot_reissued_to_a_live_task_is_never_touched(
         elif code == 4:
             assert doc["verdict"] == "live-owner", doc
             assert live_owner_ids(doc) == [b_id], doc
-            assert b_id in " ".join(doc["reasons"]), doc  # type: ignore[arg-type]
+            assert b_id in " ".join(doc["reasons"]), doc
             assert scene.meta.exists()
         else:
             # Only TASK's endpoint and record may go (a stale slot for TASK).

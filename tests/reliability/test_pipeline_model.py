@@ -36,6 +36,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -400,12 +401,12 @@ def build(fleet: Fleet, world: World) -> Built:
 # -- observing what changed -------------------------------------------------------------------
 
 
-def journal(fleet: Fleet) -> list[dict[str, object]]:
+def journal(fleet: Fleet) -> list[dict[str, Any]]:
     path = fleet.data / "teardown-log.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def pool_entries(fleet: Fleet) -> dict[str, dict[str, object]]:
+def pool_entries(fleet: Fleet) -> dict[str, dict[str, Any]]:
     path = fleet.pool / "treehouse-state.json"
     if not path.exists():
         return {}
@@ -413,7 +414,7 @@ def pool_entries(fleet: Fleet) -> dict[str, dict[str, object]]:
     return {str(e["path"]): e for e in doc["worktrees"] or []}
 
 
-def lease(entry: dict[str, object] | None) -> tuple[object, ...] | None:
+def lease(entry: dict[str, Any] | None) -> tuple[object, ...] | None:
     """What a pool entry says about its lease (the pool omits an empty holder when it writes
     its state file, so entries are compared by meaning, not by keys)."""
     if entry is None:
@@ -427,10 +428,10 @@ def refs(fleet: Fleet) -> str:
 
 @dataclass
 class Before:
-    snapshot: dict[str, object]
+    snapshot: dict[str, Any]
     records: dict[str, bytes]
     trees: dict[str, str]  # slot path -> tree hash
-    pool: dict[str, dict[str, object]]
+    pool: dict[str, dict[str, Any]]
     refs: str
 
 
@@ -444,7 +445,7 @@ def observe(fleet: Fleet, world: World, built: Built) -> Before:
     )
 
 
-def run(fleet: Fleet, *args: str) -> tuple[int, dict[str, object]]:
+def run(fleet: Fleet, *args: str) -> tuple[int, dict[str, Any]]:
     r = fleet.fm("teardown", TASK, *args, "--json", env=fleet.env(**FAST))
     where = f"fm teardown {TASK} {' '.join(args)}"
     assert "Traceback" not in r.stderr, (where, r.stderr)
@@ -458,8 +459,8 @@ def run(fleet: Fleet, *args: str) -> tuple[int, dict[str, object]]:
     return r.returncode, doc
 
 
-def live_ids(doc: dict[str, object]) -> set[str]:
-    return {str(o["id"]) for o in doc["owners"] if o["live"]}  # type: ignore[union-attr,index]
+def live_ids(doc: dict[str, Any]) -> set[str]:
+    return {str(o["id"]) for o in doc["owners"] if o["live"]}
 
 
 def assert_unchanged(fleet: Fleet, before: Before, built: Built, what: str) -> None:
@@ -470,7 +471,7 @@ def assert_unchanged(fleet: Fleet, before: Before, built: Built, what: str) -> N
 
 def dry(
     fleet: Fleet, before: Before, built: Built, args: list[str], allowed: set[str]
-) -> tuple[int, dict[str, object]]:
+) -> tuple[int, dict[str, Any]]:
     """A dry run: its verdict is one the model allows, and it changes nothing at all."""
     code, doc = run(fleet, "--dry-run", *args)
     assert doc["verdict"] in allowed, (args, allowed, doc)
@@ -530,7 +531,7 @@ def check(fleet: Fleet, world: World, fs: Flagset) -> None:
     discarded = force and single and code == 0
     # §7a: fm never signals a tmux server, another task's endpoint (but the discarded owner's
     # in the slot), or anything outside TASK's slot and tasktmp.
-    sent = {int(x["pid"]) for x in lines[0]["signalled"]}  # type: ignore[union-attr,index]
+    sent = {int(x["pid"]) for x in lines[0]["signalled"]}
     assert not sent & set(built.servers), ("a tmux server was signalled", lines[0])
     assert not any(gone(p) for p in built.servers), "a tmux server ended"
     for t in others:
@@ -583,14 +584,14 @@ def check(fleet: Fleet, world: World, fs: Flagset) -> None:
         assert tree_hash(task_slot) == before.trees[str(task_slot)], "stale: tree changed"
         assert fleet.treehouse_calls() == [], "stale: the pool was called"
         assert pool_entries(fleet) == before.pool, "stale: the pool changed"
-        spared = set(before.snapshot["live"]) - set(built.pids[TASK])  # type: ignore[arg-type]
+        spared = set(before.snapshot["live"]) - set(built.pids[TASK])
         ended = sorted(p for p in spared if gone(p))
         assert not ended, f"stale: processes ended: {ended}"
     else:
         assert "leased" not in pool_entries(fleet)[str(task_slot)], "proceed: still leased"
         if discarded and wanted in world.ids:
             warnings = doc.get("warnings", [])
-            assert any(wanted in w for w in warnings), ("no word on the kept record", doc)  # type: ignore[union-attr]
+            assert any(wanted in w for w in warnings), ("no word on the kept record", doc)
         # Discarding a live task saves its work, under its own name (§7a).
         owner = wanted if discarded and wanted in world.ids else TASK
         saved = git(

@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -72,7 +73,7 @@ def races(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RaceFleet]:
         fleet.close()
 
 
-def finish(proc: subprocess.Popen[str]) -> tuple[int, dict[str, object]]:
+def finish(proc: subprocess.Popen[str]) -> tuple[int, dict[str, Any]]:
     try:
         out, err = proc.communicate(timeout=120)
     finally:
@@ -84,22 +85,22 @@ def finish(proc: subprocess.Popen[str]) -> tuple[int, dict[str, object]]:
         raise AssertionError(f"not one JSON object: {out!r} / {err!r}") from exc
 
 
-def brief(doc: dict[str, object]) -> str:
+def brief(doc: dict[str, Any]) -> str:
     """What a failed assertion shows of a run: its verdict, reasons, owners and steps."""
     keys = ("verdict", "exit_code", "reasons", "owners", "steps", "warnings")
     return json.dumps({k: doc.get(k) for k in keys}, indent=1)
 
 
-def journal_of(fleet: Fleet, task: str) -> list[dict[str, object]]:
+def journal_of(fleet: Fleet, task: str) -> list[dict[str, Any]]:
     return [e for e in journal(fleet) if e["task"] == task]
 
 
-def signalled(entries: list[dict[str, object]]) -> set[int]:
-    return {int(s["pid"]) for e in entries for s in e["signalled"]}  # type: ignore[union-attr,index]
+def signalled(entries: list[dict[str, Any]]) -> set[int]:
+    return {int(s["pid"]) for e in entries for s in e["signalled"]}
 
 
-def pool_steps(entries: list[dict[str, object]]) -> list[str]:
-    return [s["outcome"] for e in entries for s in e["steps"] if s["step"] == "pool"]  # type: ignore[union-attr,index]
+def pool_steps(entries: list[dict[str, Any]]) -> list[str]:
+    return [s["outcome"] for e in entries for s in e["steps"] if s["step"] == "pool"]
 
 
 # -- a. two teardowns of two tasks sharing one slot ---------------------------------------------
@@ -146,7 +147,7 @@ def make_pair(races: RaceFleet, a_state: str, b_state: str) -> Pair:
     return Pair(slot, a, b, lease_a, worker)
 
 
-def run_pair(fleet: Fleet, pair: Pair, offset: float) -> tuple[tuple[int, dict[str, object]], ...]:
+def run_pair(fleet: Fleet, pair: Pair, offset: float) -> tuple[tuple[int, dict[str, Any]], ...]:
     """Both teardowns with the same environment, B started `offset` seconds after A (0: both
     together), so that B decides at every stage of A's run. A short grace keeps it quick: a
     bare interactive shell ignores SIGTERM."""
@@ -224,7 +225,7 @@ def test_two_teardowns_of_one_slot(races: RaceFleet, shape: str) -> None:
         # The slot was returned exactly once: by A, conditionally on A's lease.
         calls = return_calls(fleet, pair.slot)
         assert len(calls) == 1, (what, [c["argv"] for c in calls])
-        assert "--if-lease-id" in calls[0]["argv"] and pair.lease_a in calls[0]["argv"]  # type: ignore[operator]
+        assert "--if-lease-id" in calls[0]["argv"] and pair.lease_a in calls[0]["argv"]
         assert not pool_entry(fleet, pair.slot).get("leased"), what
         # B's teardowns never signalled A's processes and never returned the slot.
         b_runs = journal_of(fleet, pair.b.id)
@@ -233,7 +234,11 @@ def test_two_teardowns_of_one_slot(races: RaceFleet, shape: str) -> None:
         windows = fleet.tmux.windows()
         assert pair.a.window not in windows and pair.b.window not in windows, what
         pids = [*pair.a.pids, pair.worker]
-        wait_for(lambda p=pids: all(gone(x) for x in p), what=f"{what}: A's processes gone")
+
+        def all_gone(p: list[int] = pids) -> bool:
+            return all(gone(x) for x in p)
+
+        wait_for(all_gone, what=f"{what}: A's processes gone")
     print(f"{shape}: {stats}")
 
 
@@ -352,7 +357,7 @@ def test_teardown_racing_a_new_claimant(races: RaceFleet, honour_lock: bool) -> 
             stop(proc)
         count("races")
         outcome = f"{code}:{doc['verdict']}" + (
-            "(re-check)" if any("decision changed" in w for w in doc.get("warnings", [])) else ""  # type: ignore[union-attr]
+            "(re-check)" if any("decision changed" in w for w in doc.get("warnings", [])) else ""
         )
         stats[outcome] = stats.get(outcome, 0) + 1
         calls = return_calls(fleet, slot)
@@ -385,7 +390,7 @@ def test_teardown_racing_a_new_claimant(races: RaceFleet, honour_lock: bool) -> 
         if code == 0:
             assert doc["verdict"] == "proceed", (what, brief(doc))
             assert not task.meta.exists(), f"{what}: torn down, yet TASK's record is kept"
-            assert len(calls) == 1 and lease in calls[0]["argv"], (what, calls)  # type: ignore[operator]
+            assert len(calls) == 1 and lease in calls[0]["argv"], (what, calls)
             if honour_lock:
                 ret = log_time(str(calls[0]["time"]))
                 assert ret < c.acquired, f"{what}: returned at {ret}, claimant at {c.acquired}"
