@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -402,6 +403,20 @@ class Fleet:
                 path.unlink()
             elif path.is_dir():
                 shutil.rmtree(path, ignore_errors=True)
+
+
+def files_of(root: Path) -> dict[str, tuple[bytes, bool]]:
+    """Every file below root (git metadata aside): its bytes and whether it is executable."""
+    out: dict[str, tuple[bytes, bool]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames:
+            if name == ".git":
+                continue
+            path = Path(dirpath, name)
+            rel = path.relative_to(root).as_posix()
+            out[rel] = (path.read_bytes(), bool(path.stat().st_mode & stat.S_IXUSR))
+    return out
 
 
 def tree_hash(root: Path) -> str:

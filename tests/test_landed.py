@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shlex
-import stat
 import subprocess
 import time
 from collections.abc import Iterator
@@ -27,6 +25,7 @@ from fm_teardown.errors import FmError, Verdict
 from fm_teardown.landed import LandedFacts, check_landed
 from fm_teardown.records import Record
 from fm_teardown.scaffold import SCAFFOLD_PATHS
+from tests.fleet import files_of
 
 TID = "task-x1"
 
@@ -463,20 +462,6 @@ def test_secondmate_home_defaults_to_worktree(repos: Repos) -> None:
 
 
 # --------------------------------------------------------------------------- save_discarded
-
-
-def files_of(root: Path) -> dict[str, tuple[bytes, bool]]:
-    """Every file below root (git metadata aside): its bytes and whether it is executable."""
-    out: dict[str, tuple[bytes, bool]] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d != ".git"]
-        for name in filenames:
-            if name == ".git":
-                continue
-            path = Path(dirpath, name)
-            rel = path.relative_to(root).as_posix()
-            out[rel] = (path.read_bytes(), bool(path.stat().st_mode & stat.S_IXUSR))
-    return out
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ import pytest
 
 from fm_teardown.discard import save_discarded
 from fm_teardown.records import Record
-from tests.fleet import Fleet, git, tree_hash
+from tests.fleet import Fleet, files_of, git, tree_hash
 
 # Task ids of their own: /tmp/fm-<id> is global, and other runs on this machine use t1, t2.
 TASK = f"rs{os.getpid()}"
@@ -69,19 +69,6 @@ def run_json(fleet: Fleet, task: str, **kw: Any) -> tuple[int, dict[str, Any]]:
     assert isinstance(doc, dict)
     assert doc["schema"] == "fm-teardown/1" and doc["restore"] is True and doc["task"] == task
     return r.returncode, doc
-
-
-def files_of(root: Path) -> dict[str, tuple[bytes, bool]]:
-    """Every file below `root` outside .git: its bytes and whether it is executable."""
-    out: dict[str, tuple[bytes, bool]] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d != ".git"]
-        for name in filenames:
-            if name == ".git":
-                continue
-            p = Path(dirpath) / name
-            out[str(p.relative_to(root))] = (p.read_bytes(), os.access(p, os.X_OK))
-    return out
 
 
 def worktrees(fleet: Fleet) -> list[str]:
