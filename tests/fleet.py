@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -230,6 +231,7 @@ class Fleet:
         extra: dict[str, str] | None = None,
         lines: list[str] | None = None,
     ) -> Path:
+        run_unique(task_id)
         meta = self.state / f"{task_id}.meta"
         if lines is None:
             self.claim_tasktmp(task_id)
@@ -253,6 +255,7 @@ class Fleet:
     def claim_tasktmp(self, task_id: str) -> Path:
         """`/tmp/fm-<id>` for this fleet's task: refuse to run over one that exists (a real
         task's temp dir that a teardown would remove), and remove it when the fleet closes."""
+        run_unique(task_id)
         path = Path(f"/tmp/fm-{task_id}")
         if path not in self.tasktmps:
             if os.path.lexists(path):
@@ -270,6 +273,7 @@ class Fleet:
     def endpoint(self, task_id: str, cwd: Path, state: str, session: str = SESSION) -> list[int]:
         """Open the task's window: `alive` runs an agent, `dead` a bare shell, `ambiguous` a
         non-agent program; `missing` opens nothing. Returns the pane's process pids."""
+        run_unique(task_id)
         if state == "missing":
             return []
         command = {
@@ -320,6 +324,8 @@ class Fleet:
             "FM_TREEHOUSE_BIN": str(self.treehouse),
             "LANG": "C.UTF-8",
             "NO_COLOR": "1",
+            # fm runs as on a fresh machine: no git identity, no system or global git config.
+            "GIT_CONFIG_NOSYSTEM": "1",
             "TREEHOUSE_ROOT": str(self.root / "pool"),
             "TREEHOUSE_STANDIN_LOG": str(self.root / "treehouse-calls.jsonl"),
         }
@@ -405,6 +411,13 @@ class Fleet:
                 shutil.rmtree(path, ignore_errors=True)
 
 
+def run_unique(task_id: str) -> None:
+    """Refuse a valid task id that is not unique to this run (see `tid`): two test runs on
+    one machine would meet at its `/tmp/fm-<id>`."""
+    if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", task_id) and f"-{RUN_TAG}" not in task_id:
+        raise AssertionError(f"task id {task_id!r} is not unique to this test run: use tid()")
+
+
 def files_of(root: Path) -> dict[str, tuple[bytes, bool]]:
     """Every file below root (git metadata aside): its bytes and whether it is executable."""
     out: dict[str, tuple[bytes, bool]] = {}
@@ -446,3 +459,13 @@ def fleet_fixture(tmp_path: Path) -> Iterator[Fleet]:
         yield f
     finally:
         f.close()
+
+
+# Task ids unique to this test run: /tmp/fm-<id> is fixed by the record format, so two runs
+# on one machine must never share an id.
+RUN_TAG = f"{os.getpid():x}"
+
+
+def tid(name: str) -> str:
+    """`name` made unique to this run (`t1` -> `t1-3f2a`)."""
+    return f"{name}-{RUN_TAG}"

@@ -9,7 +9,20 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from tests.fleet import Fleet, git
+from tests.fleet import Fleet, git, tid
+
+ID_AHEAD = tid("ahead")
+ID_ALPHA = tid("alpha")
+ID_BRAVO = tid("bravo")
+ID_BUSY = tid("busy")
+ID_CHARLIE = tid("charlie")
+ID_CLEAN = tid("clean")
+ID_DELTA = tid("delta")
+ID_DIRTY = tid("dirty")
+ID_GHOST = tid("ghost")
+ID_IDLE = tid("idle")
+ID_T1 = tid("t1")
+ID_TYPO = tid("typo")
 
 
 def audit(fleet: Fleet, env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -30,87 +43,90 @@ def same_as_dry_run(fleet: Fleet, doc: dict[str, Any]) -> None:
 
 
 def test_a_dirty_task_is_unlanded_in_the_audit_as_in_its_dry_run(fleet: Fleet) -> None:
-    clean = fleet.slot(1, holder="clean")
-    fleet.task("clean", clean, "dead")
-    dirty = fleet.slot(2, holder="dirty")
-    fleet.task("dirty", dirty, "dead")
+    clean = fleet.slot(1, holder=ID_CLEAN)
+    fleet.task(ID_CLEAN, clean, "dead")
+    dirty = fleet.slot(2, holder=ID_DIRTY)
+    fleet.task(ID_DIRTY, dirty, "dead")
     (dirty / "notes.txt").write_text("not committed\n")
-    unpushed = fleet.slot(3, holder="ahead")
-    fleet.task("ahead", unpushed, "dead")
+    unpushed = fleet.slot(3, holder=ID_AHEAD)
+    fleet.task(ID_AHEAD, unpushed, "dead")
     (unpushed / "feature.txt").write_text("x\n")
     git(unpushed, "add", "feature.txt")
     git(unpushed, "commit", "-q", "-m", "feature not pushed")
     before = fleet.snapshot(clean, dirty, unpushed)
     doc = audit(fleet)
     r = rows(doc)
-    assert (r["clean"]["verdict"], r["dirty"]["verdict"], r["ahead"]["verdict"]) == (
+    assert (r[ID_CLEAN]["verdict"], r[ID_DIRTY]["verdict"], r[ID_AHEAD]["verdict"]) == (
         "proceed",
         "unlanded",
         "unlanded",
     )
     assert (
-        "notes.txt" in str(r["dirty"]["headline"])
-        and "untracked: notes.txt" in r["dirty"]["reasons"]
+        "notes.txt" in str(r[ID_DIRTY]["headline"])
+        and "untracked: notes.txt" in r[ID_DIRTY]["reasons"]
     )
-    assert any("feature not pushed" in x for x in r["ahead"]["reasons"])
+    assert any("feature not pushed" in x for x in r[ID_AHEAD]["reasons"])
     same_as_dry_run(fleet, doc)
     assert fleet.snapshot(clean, dirty, unpushed) == before
     assert not (fleet.data / "teardown-log.jsonl").exists()
 
 
 def test_loose_ends_are_listed_and_change_no_exit_code(fleet: Fleet) -> None:
-    slot = fleet.slot(1, holder="t1")
-    fleet.task("t1", slot, "dead")
+    slot = fleet.slot(1, holder=ID_T1)
+    fleet.task(ID_T1, slot, "dead")
     free = fleet.slot(2, holder="ci-bot")  # leased, but no record claims it
     agent = fleet.agent_in(free)
-    ghost = fleet.endpoint("ghost", fleet.root, "alive")  # a window with no record
+    ghost = fleet.endpoint(ID_GHOST, fleet.root, "alive")  # a window with no record
     doc = audit(fleet)
     orphans = {(o["kind"], o["id"]): o for o in doc["orphans"]}
     assert set(orphans) == {
-        ("window", "ghost"),
+        ("window", ID_GHOST),
         ("lease", "lease:ci-bot"),
         ("process", f"pid:{agent.pid}"),
     }, orphans
-    assert orphans[("window", "ghost")]["slot"] is None
+    assert orphans[("window", ID_GHOST)]["slot"] is None
     assert orphans[("lease", "lease:ci-bot")]["slot"] == str(free)
     assert orphans[("process", f"pid:{agent.pid}")]["slot"] == str(free)
-    assert rows(doc)["t1"]["verdict"] == "proceed"
+    assert rows(doc)[ID_T1]["verdict"] == "proceed"
     r = fleet.fm("teardown", "--dry-run")
     assert r.returncode == 0
     tail = r.stdout.split("loose ends", 1)[1]
-    assert "ghost" in tail and "lease:ci-bot" in tail and f"pid:{agent.pid}" in tail
+    assert ID_GHOST in tail and "lease:ci-bot" in tail and f"pid:{agent.pid}" in tail
     assert ghost  # its window stays
 
 
 def test_the_audit_names_the_state_dir_owners_and_bad_records(fleet: Fleet) -> None:
-    shared = fleet.slot(1, holder="bravo")
-    fleet.task("alpha", shared, "dead")
-    fleet.task("bravo", shared, "alive", extra={"treehouse_lease_holder": "bravo"})
-    other = fleet.slot(2, holder="charlie")
-    fleet.task("charlie", other, "dead")
+    shared = fleet.slot(1, holder=ID_BRAVO)
+    fleet.task(ID_ALPHA, shared, "dead")
+    fleet.task(ID_BRAVO, shared, "alive", extra={"treehouse_lease_holder": ID_BRAVO})
+    other = fleet.slot(2, holder=ID_CHARLIE)
+    fleet.task(ID_CHARLIE, other, "dead")
     # A typo in one record: `worktree =` — the record is invalid, but it still names its slot,
     # so only the task on that slot is refused for it, with the reason.
-    typo = fleet.slot(3, holder="delta")
-    fleet.task("delta", typo, "dead")
+    typo = fleet.slot(3, holder=ID_DELTA)
+    fleet.task(ID_DELTA, typo, "dead")
     fleet.record(
-        "typo",
+        ID_TYPO,
         typo,
-        lines=["window=firstmate:fm-typo", f"worktree ={typo}", f"project={fleet.project}"],
+        lines=[f"window=firstmate:fm-{ID_TYPO}", f"worktree ={typo}", f"project={fleet.project}"],
     )
     r = fleet.fm("teardown", "--dry-run")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0].startswith(f"fleet audit of {fleet.state}")
     by_task = {line.split()[0]: line for line in lines if line.split()[:1] and line.split()[0] in
-               ("alpha", "bravo", "charlie", "delta", "typo")}  # fmt: skip
-    assert "live-owner" in by_task["alpha"] and "bravo is working in this slot" in by_task["alpha"]
-    assert "proceed" in by_task["charlie"]
-    assert "unsafe" in by_task["delta"] and "typo.meta" in by_task["delta"]
-    assert "'worktree=' must appear exactly once" in by_task["typo"]
-    assert str(fleet.pool) not in by_task["charlie"]  # pool paths are shortened
+               (ID_ALPHA, ID_BRAVO, ID_CHARLIE, ID_DELTA, ID_TYPO)}  # fmt: skip
+    assert (
+        "live-owner" in by_task[ID_ALPHA]
+        and f"{ID_BRAVO} is working in this slot" in by_task[ID_ALPHA]
+    )
+    assert "proceed" in by_task[ID_CHARLIE]
+    assert "unsafe" in by_task[ID_DELTA] and f"{ID_TYPO}.meta" in by_task[ID_DELTA]
+    assert "'worktree=' must appear exactly once" in by_task[ID_TYPO]
+    assert str(fleet.pool) not in by_task[ID_CHARLIE]  # pool paths are shortened
     doc = audit(fleet)
     assert doc["state_dir"] == str(fleet.state)
-    assert rows(doc)["alpha"]["owners"] == ["bravo"]
+    assert rows(doc)[ID_ALPHA]["owners"] == [ID_BRAVO]
     same_as_dry_run(fleet, doc)
 
 
@@ -137,19 +153,19 @@ def test_a_state_dir_that_cannot_be_read_gives_the_audits_own_shape(fleet: Fleet
 
 
 def test_a_pool_executable_that_does_not_exist_refuses_before_anything(fleet: Fleet) -> None:
-    slot = fleet.slot(1, holder="t1")
-    t1 = fleet.task("t1", slot, "alive")
+    slot = fleet.slot(1, holder=ID_T1)
+    t1 = fleet.task(ID_T1, slot, "alive")
     before = fleet.snapshot(slot)
     for bad in (str(fleet.root / "no-treehouse"), "/etc/passwd"):
         env = fleet.env(FM_TREEHOUSE_BIN=bad)
-        code, doc = fleet.fm_json("teardown", "t1", "--dry-run", env=env)
+        code, doc = fleet.fm_json("teardown", ID_T1, "--dry-run", env=env)
         assert (code, doc["verdict"]) == (5, "unsafe"), doc
-        code, doc = fleet.fm_json("teardown", "t1", env=env)
+        code, doc = fleet.fm_json("teardown", ID_T1, env=env)
         assert (code, doc["verdict"]) == (5, "unsafe"), doc
         assert bad in str(doc["reasons"][0])
         assert doc["steps"] == []
     assert fleet.snapshot(slot) == before
-    assert "firstmate:fm-t1" in fleet.tmux.windows() and t1.pids
+    assert f"firstmate:fm-{ID_T1}" in fleet.tmux.windows() and t1.pids
 
 
 def _git_log_wrapper(fleet: Fleet) -> tuple[dict[str, str], Path]:
@@ -168,19 +184,19 @@ def _git_log_wrapper(fleet: Fleet) -> tuple[dict[str, str], Path]:
 def test_the_audit_pays_one_status_per_slot_and_a_few_calls_per_project(fleet: Fleet) -> None:
     n = 6
     for i in range(1, n + 1):
-        fleet.task(f"t{i}", fleet.slot(i, holder=f"t{i}"), "dead")
-    ahead = fleet.slot(n + 1, holder="ahead")
-    fleet.task("ahead", ahead, "dead")
+        fleet.task(tid(f"t{i}"), fleet.slot(i, holder=tid(f"t{i}")), "dead")
+    ahead = fleet.slot(n + 1, holder=ID_AHEAD)
+    fleet.task(ID_AHEAD, ahead, "dead")
     (ahead / "f.txt").write_text("x\n")
     git(ahead, "add", "f.txt")
     git(ahead, "commit", "-q", "-m", "unpushed")
     # Refused before rule 5 (a live owner): no git at all for this row.
-    shared = fleet.slot(n + 2, holder="busy")
-    fleet.task("idle", shared, "dead")
-    fleet.task("busy", shared, "alive", extra={"treehouse_lease_holder": "busy"})
+    shared = fleet.slot(n + 2, holder=ID_BUSY)
+    fleet.task(ID_IDLE, shared, "dead")
+    fleet.task(ID_BUSY, shared, "alive", extra={"treehouse_lease_holder": ID_BUSY})
     env, log = _git_log_wrapper(fleet)
     doc = audit(fleet, env=env)
-    assert rows(doc)["idle"]["verdict"] == "live-owner"
+    assert rows(doc)[ID_IDLE]["verdict"] == "live-owner"
     calls = [line.split("\t", 1)[1] for line in log.read_text().splitlines()]
     status = [c for c in calls if " status " in f" {c} "]
     assert len(status) == n + 2, calls  # the clean ones, `ahead` and `busy`: one each

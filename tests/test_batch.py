@@ -11,7 +11,29 @@ from typing import Any
 
 import pytest
 
-from tests.fleet import Fleet, Task, gone, tree_hash, wait_for
+from tests.fleet import Fleet, Task, gone, tid, tree_hash, wait_for
+
+ID_BUSY = tid("busy")
+ID_F1 = tid("f1")
+ID_F2 = tid("f2")
+ID_F3 = tid("f3")
+ID_I1 = tid("i1")
+ID_I2 = tid("i2")
+ID_I3 = tid("i3")
+ID_T1 = tid("t1")
+ID_T2 = tid("t2")
+ID_M1 = tid("m1")
+ID_M2 = tid("m2")
+ID_M3 = tid("m3")
+ID_M4 = tid("m4")
+ID_DIRTY = tid("dirty")
+ID_M5 = tid("m5")
+ID_OK = tid("ok")
+ID_S6 = tid("s6")
+ID_S7 = tid("s7")
+ID_SHARED = tid("shared")
+ID_W3 = tid("w3")
+ID_W4 = tid("w4")
 
 
 def journal(fleet: Fleet) -> list[dict[str, Any]]:
@@ -26,14 +48,14 @@ def summary(doc: dict[str, Any]) -> list[tuple[object, object, object]]:
 def incident(fleet: Fleet) -> tuple[list[Path], list[Task], list[Path]]:
     """Four merged tasks; the slots of two of them were recycled to live workers."""
     mine = []
-    for i, tid in enumerate(["m1", "m2"], start=1):
-        slot = fleet.slot(i, holder=tid)
-        fleet.task(tid, slot, "dead", extra={"treehouse_lease_holder": tid})
+    for i, task_id in enumerate([ID_M1, ID_M2], start=1):
+        slot = fleet.slot(i, holder=task_id)
+        fleet.task(task_id, slot, "dead", extra={"treehouse_lease_holder": task_id})
         mine.append(slot)
     workers, recycled = [], []
-    for i, (tid, worker) in enumerate([("m3", "w3"), ("m4", "w4")], start=3):
+    for i, (task_id, worker) in enumerate([(ID_M3, ID_W3), (ID_M4, ID_W4)], start=3):
         slot = fleet.slot(i, holder=worker, lease_id=f"{worker:>032}")
-        fleet.task(tid, slot, "dead", extra={"spawn_gen": "s100.1.a"})
+        fleet.task(task_id, slot, "dead", extra={"spawn_gen": "s100.1.a"})
         workers.append(fleet.task(worker, slot, "alive", extra={"spawn_gen": "s900.1.b"}))
         (slot / f"{worker}-work.txt").write_text("in progress\n")
         recycled.append(slot)
@@ -43,52 +65,62 @@ def incident(fleet: Fleet) -> tuple[list[Path], list[Task], list[Path]]:
 def test_the_incident_fleet_as_a_batch_spares_the_live_workers(fleet: Fleet) -> None:
     _, workers, recycled = incident(fleet)
     trees = {s: tree_hash(s) for s in recycled}
-    code, doc = fleet.fm_json("teardown", "m1", "m3", "m2", "m4")
+    code, doc = fleet.fm_json("teardown", ID_M1, ID_M3, ID_M2, ID_M4)
     assert (code, doc["batch"], doc["dry_run"], doc["exit_code"]) == (4, True, False, 4)
     assert summary(doc) == [
-        ("m1", "proceed", 0),
-        ("m3", "live-owner", 4),
-        ("m2", "proceed", 0),
-        ("m4", "live-owner", 4),
+        (ID_M1, "proceed", 0),
+        (ID_M3, "live-owner", 4),
+        (ID_M2, "proceed", 0),
+        (ID_M4, "live-owner", 4),
     ]
     for w, s in zip(workers, recycled, strict=True):
         assert not any(gone(p) for p in w.pids) and tree_hash(s) == trees[s]
         assert w.window in fleet.tmux.windows()
-    assert (fleet.state / "m3.meta").exists() and (fleet.state / "m4.meta").exists()
-    assert not (fleet.state / "m1.meta").exists() and not (fleet.state / "m2.meta").exists()
-    assert [e["task"] for e in journal(fleet)] == ["m1", "m3", "m2", "m4"]
+    assert (fleet.state / f"{ID_M3}.meta").exists() and (fleet.state / f"{ID_M4}.meta").exists()
+    assert (
+        not (fleet.state / f"{ID_M1}.meta").exists()
+        and not (fleet.state / f"{ID_M2}.meta").exists()
+    )
+    assert [e["task"] for e in journal(fleet)] == [ID_M1, ID_M3, ID_M2, ID_M4]
     # The human form: what each single command prints, then one summary line per task.
-    r = fleet.fm("teardown", "m3", "m4")
+    r = fleet.fm("teardown", ID_M3, ID_M4)
     assert r.returncode == 4
     tail = r.stdout.split("summary", 1)[1].splitlines()[1:]
     assert [line.split()[:3] for line in tail] == [
-        ["m3", "live-owner", "4"],
-        ["m4", "live-owner", "4"],
+        [ID_M3, "live-owner", "4"],
+        [ID_M4, "live-owner", "4"],
     ]
-    assert "w3" in tail[0] and "w4" in tail[1]
+    assert ID_W3 in tail[0] and ID_W4 in tail[1]
 
 
 def test_landed_selects_exactly_what_the_audit_says_is_ready(fleet: Fleet) -> None:
     mine, workers, recycled = incident(fleet)
-    dirty = fleet.slot(5, holder="m5")
-    fleet.task("m5", dirty, "dead")
+    dirty = fleet.slot(5, holder=ID_M5)
+    fleet.task(ID_M5, dirty, "dead")
     (dirty / "unsaved.txt").write_text("wip\n")
     stale = fleet.slot(6, leased=False)
-    fleet.task("s6", stale, "dead", extra={"spawn_gen": "s1.1.a"})
+    fleet.task(ID_S6, stale, "dead", extra={"spawn_gen": "s1.1.a"})
     # s7 is the newer launch on s6's slot, without a window: s6 is stale, s7 the current owner
-    fleet.record("s7", stale, extra={"spawn_gen": "s2.1.b"})
+    fleet.record(ID_S7, stale, extra={"spawn_gen": "s2.1.b"})
     before = fleet.snapshot(*mine, *recycled, dirty, stale)
     code, doc = fleet.fm_json("teardown", "--landed", "--dry-run")
     assert code == 0, doc
-    ready = [("m1", "proceed", 0), ("m2", "proceed", 0), ("s6", "stale", 0), ("s7", "proceed", 0)]
+    ready = [
+        (ID_M1, "proceed", 0),
+        (ID_M2, "proceed", 0),
+        (ID_S6, "stale", 0),
+        (ID_S7, "proceed", 0),
+    ]
     assert summary(doc) == ready
     assert all(r["steps"] for r in doc["results"])
     assert fleet.snapshot(*mine, *recycled, dirty, stale) == before
     r = fleet.fm("teardown", "--landed", "--dry-run")
-    assert r.stdout.splitlines()[0] == "--landed selected 4 tasks: m1, m2, s6, s7"
+    assert (
+        r.stdout.splitlines()[0] == f"--landed selected 4 tasks: {ID_M1}, {ID_M2}, {ID_S6}, {ID_S7}"
+    )
     code, doc = fleet.fm_json("teardown", "--landed")
     assert (code, summary(doc)) == (0, ready)
-    for t in ("m3", "m4", "m5", "w3", "w4"):
+    for t in (ID_M3, ID_M4, ID_M5, ID_W3, ID_W4):
         assert (fleet.state / f"{t}.meta").exists(), t
     assert all(not any(gone(p) for p in w.pids) for w in workers)
     # Nothing is ready any more: an empty selection, exit 0.
@@ -97,51 +129,55 @@ def test_landed_selects_exactly_what_the_audit_says_is_ready(fleet: Fleet) -> No
 
 
 def test_a_failure_stops_the_batch_and_skips_the_rest(fleet: Fleet) -> None:
-    for i, tid in enumerate(["f1", "f2", "f3"], start=1):
-        fleet.task(tid, fleet.slot(i, holder=tid), "dead")
+    for i, task_id in enumerate([ID_F1, ID_F2, ID_F3], start=1):
+        fleet.task(task_id, fleet.slot(i, holder=task_id), "dead")
     fleet.spawn(["sleep", "100000"], fleet.root)  # keep a bystander around
     env = fleet.env(TREEHOUSE_STANDIN_FAULT="survivor")  # every return fails
-    r = fleet.fm("teardown", "f1", "f2", "f3", "--json", env=env)
+    r = fleet.fm("teardown", ID_F1, ID_F2, ID_F3, "--json", env=env)
     doc = json.loads(r.stdout)
     assert (r.returncode, doc["exit_code"]) == (1, 1)
-    assert summary(doc) == [("f1", "failed", 1), ("f2", "skipped", None), ("f3", "skipped", None)]
-    assert doc["results"][1]["reasons"] == ["not run: f1 failed"]
-    assert all((fleet.state / f"{t}.meta").exists() for t in ("f1", "f2", "f3"))
-    assert [e["task"] for e in journal(fleet)] == ["f1"]
+    assert summary(doc) == [
+        (ID_F1, "failed", 1),
+        (ID_F2, "skipped", None),
+        (ID_F3, "skipped", None),
+    ]
+    assert doc["results"][1]["reasons"] == [f"not run: {ID_F1} failed"]
+    assert all((fleet.state / f"{t}.meta").exists() for t in (ID_F1, ID_F2, ID_F3))
+    assert [e["task"] for e in journal(fleet)] == [ID_F1]
 
 
 def test_the_exit_code_rule(fleet: Fleet) -> None:
-    s1 = fleet.slot(1, holder="ok")
-    fleet.task("ok", s1, "dead")
-    s2 = fleet.slot(2, holder="dirty")
-    fleet.task("dirty", s2, "dead")
+    s1 = fleet.slot(1, holder=ID_OK)
+    fleet.task(ID_OK, s1, "dead")
+    s2 = fleet.slot(2, holder=ID_DIRTY)
+    fleet.task(ID_DIRTY, s2, "dead")
     (s2 / "x.txt").write_text("x\n")
-    s3 = fleet.slot(3, holder="busy")
-    fleet.task("shared", s3, "dead")
-    fleet.task("busy", s3, "alive", extra={"treehouse_lease_holder": "busy"})
-    code, doc = fleet.fm_json("teardown", "dirty", "shared", "--dry-run")
-    assert (code, summary(doc)) == (4, [("dirty", "unlanded", 3), ("shared", "live-owner", 4)])
-    code, _ = fleet.fm_json("teardown", "dirty", "ok", "--dry-run")
+    s3 = fleet.slot(3, holder=ID_BUSY)
+    fleet.task(ID_SHARED, s3, "dead")
+    fleet.task(ID_BUSY, s3, "alive", extra={"treehouse_lease_holder": ID_BUSY})
+    code, doc = fleet.fm_json("teardown", ID_DIRTY, ID_SHARED, "--dry-run")
+    assert (code, summary(doc)) == (4, [(ID_DIRTY, "unlanded", 3), (ID_SHARED, "live-owner", 4)])
+    code, _ = fleet.fm_json("teardown", ID_DIRTY, ID_OK, "--dry-run")
     assert code == 3  # the largest refusal code
-    code, _ = fleet.fm_json("teardown", "ok", "busy", "--dry-run")
+    code, _ = fleet.fm_json("teardown", ID_OK, ID_BUSY, "--dry-run")
     assert code == 0
-    code, doc = fleet.fm_json("teardown", "ok", "nosuch", "--dry-run")
+    code, doc = fleet.fm_json("teardown", ID_OK, "nosuch", "--dry-run")
     assert (code, summary(doc)[1]) == (2, ("nosuch", "invalid", 2))
 
 
 @pytest.mark.parametrize(
     "args",
     [
-        ["--landed", "t1"],
+        ["--landed", ID_T1],
         ["--landed", "--force"],
         ["--landed", "--discard-live-owner=x"],
-        ["t1", "t2", "--force"],
-        ["t1", "t2", "--force", "--discard-live-owner=x"],
-        ["t1", "t1"],
+        [ID_T1, ID_T2, "--force"],
+        [ID_T1, ID_T2, "--force", "--discard-live-owner=x"],
+        [ID_T1, ID_T1],
     ],
 )
 def test_forbidden_combinations_are_usage_errors(fleet: Fleet, args: list[str]) -> None:
-    for t in ("t1", "t2"):
+    for t in (ID_T1, ID_T2):
         fleet.task(t, fleet.slot(int(t[1]), holder=t), "dead")
     before = fleet.snapshot()
     r = fleet.fm("teardown", *args)
@@ -151,12 +187,12 @@ def test_forbidden_combinations_are_usage_errors(fleet: Fleet, args: list[str]) 
 
 
 def test_an_interrupted_batch_stops_at_a_step_boundary_and_converges(fleet: Fleet) -> None:
-    for i, tid in enumerate(["i1", "i2", "i3"], start=1):
-        fleet.task(tid, fleet.slot(i, holder=tid), "dead")
+    for i, task_id in enumerate([ID_I1, ID_I2, ID_I3], start=1):
+        fleet.task(task_id, fleet.slot(i, holder=task_id), "dead")
     pause = fleet.root / "pause"
     pause.touch()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fm_teardown", "teardown", "i1", "i2", "i3", "--json"],
+        [sys.executable, "-m", "fm_teardown", "teardown", ID_I1, ID_I2, ID_I3, "--json"],
         cwd=fleet.fm_home,
         env=fleet.env(FM_TEST_FAULT=f"pause:after-endpoint:{pause}"),
         stdout=subprocess.PIPE,
@@ -169,8 +205,12 @@ def test_an_interrupted_batch_stops_at_a_step_boundary_and_converges(fleet: Flee
     out, err = proc.communicate(timeout=60)
     doc = json.loads(out)
     assert (proc.returncode, doc["exit_code"]) == (130, 130), err
-    assert summary(doc) == [("i1", "failed", 130), ("i2", "skipped", None), ("i3", "skipped", None)]
-    assert all((fleet.state / f"{t}.meta").exists() for t in ("i1", "i2", "i3"))
-    assert [(e["task"], e["exit_code"]) for e in journal(fleet)] == [("i1", 130)]
-    code, doc = fleet.fm_json("teardown", "i1", "i2", "i3")  # the same command converges
+    assert summary(doc) == [
+        (ID_I1, "failed", 130),
+        (ID_I2, "skipped", None),
+        (ID_I3, "skipped", None),
+    ]
+    assert all((fleet.state / f"{t}.meta").exists() for t in (ID_I1, ID_I2, ID_I3))
+    assert [(e["task"], e["exit_code"]) for e in journal(fleet)] == [(ID_I1, 130)]
+    code, doc = fleet.fm_json("teardown", ID_I1, ID_I2, ID_I3)  # the same command converges
     assert (code, [v for _, v, _ in summary(doc)]) == (0, ["proceed"] * 3)

@@ -13,7 +13,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet import Fleet, git, gone, tree_hash
+from tests.fleet import Fleet, git, gone, tid, tree_hash
+
+ID_DONE = tid("done")
+ID_LIVE = tid("live")
+ID_MINE = tid("mine")
+ID_NEW = tid("new")
+ID_NEWER = tid("newer")
+ID_NEWER_TASK = tid("newer-task")
+ID_OLD = tid("old")
+ID_OLDER = tid("older")
+ID_OLDER_TASK = tid("older-task")
+ID_OTHER = tid("other")
+ID_T1 = tid("t1")
+ID_T2 = tid("t2")
 
 
 def fm_teardown(
@@ -50,53 +63,55 @@ def claim(slot: Path, task: str, home: Path | str) -> Path:
 
 
 def test_the_success_line_and_the_manual_backlog_reminder(fleet: Fleet) -> None:
-    slot = fleet.slot(1, holder="t1")
-    fleet.task("t1", slot, "alive")
-    r = fm_teardown(fleet, "t1")
+    slot = fleet.slot(1, holder=ID_T1)
+    fleet.task(ID_T1, slot, "alive")
+    r = fm_teardown(fleet, ID_T1)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert lines[-2] == success_line("t1", fleet, slot)
-    assert lines[-1].startswith("Backlog: t1 just finished. Update data/backlog.md - move t1")
-    assert not (fleet.state / "t1.meta").exists()
+    assert lines[-2] == success_line(ID_T1, fleet, slot)
+    assert lines[-1].startswith(
+        f"Backlog: {ID_T1} just finished. Update data/backlog.md - move {ID_T1}"
+    )
+    assert not (fleet.state / f"{ID_T1}.meta").exists()
     [entry] = [json.loads(x) for x in (fleet.data / "teardown-log.jsonl").read_text().splitlines()]
-    assert (entry["task"], entry["exit_code"]) == ("t1", 0)
+    assert (entry["task"], entry["exit_code"]) == (ID_T1, 0)
 
 
 def test_the_tasks_axi_reminder_names_the_last_pr(fleet: Fleet) -> None:
-    slot = fleet.slot(1, holder="t1")
-    fleet.task("t1", slot, "dead", extra={"pr": "https://x/pull/1"})
-    with (fleet.state / "t1.meta").open("a") as f:
+    slot = fleet.slot(1, holder=ID_T1)
+    fleet.task(ID_T1, slot, "dead", extra={"pr": "https://x/pull/1"})
+    with (fleet.state / f"{ID_T1}.meta").open("a") as f:
         f.write("pr=https://x/pull/2\n")
     stub = fleet.root / "axibin"
     stub.mkdir()
     (stub / "tasks-axi").write_text("#!/bin/sh\nexit 0\n")
     (stub / "tasks-axi").chmod(0o755)
     env = fleet.env(PATH=f"{stub}:{os.environ['PATH']}")
-    r = fm_teardown(fleet, "t1", env=env)
+    r = fm_teardown(fleet, ID_T1, env=env)
     assert r.returncode == 0, r.stderr
-    assert "tasks-axi done t1 --pr https://x/pull/2" in r.stdout.splitlines()[-1]
+    assert f"tasks-axi done {ID_T1} --pr https://x/pull/2" in r.stdout.splitlines()[-1]
     assert "tasks-axi ready" in r.stdout.splitlines()[-1]
     # A manual backend wins over tasks-axi on PATH.
-    slot2 = fleet.slot(2, holder="t2")
-    fleet.task("t2", slot2, "dead")
+    slot2 = fleet.slot(2, holder=ID_T2)
+    fleet.task(ID_T2, slot2, "dead")
     (fleet.fm_home / "config").mkdir()
     (fleet.fm_home / "config" / "backlog-backend").write_text("manual\n")
-    r = fm_teardown(fleet, "t2", env=env)
-    assert "Update data/backlog.md - move t2 to Done" in r.stdout.splitlines()[-1]
+    r = fm_teardown(fleet, ID_T2, env=env)
+    assert f"Update data/backlog.md - move {ID_T2} to Done" in r.stdout.splitlines()[-1]
 
 
 def test_argument_two_counts_only_when_it_is_exactly_force(fleet: Fleet) -> None:
-    slot = fleet.slot(1, holder="t1")
-    fleet.task("t1", slot, "dead")
+    slot = fleet.slot(1, holder=ID_T1)
+    fleet.task(ID_T1, slot, "dead")
     (slot / "wip.txt").write_text("unlanded\n")
-    r = fm_teardown(fleet, "t1", "--forcex", "extra")
+    r = fm_teardown(fleet, ID_T1, "--forcex", "extra")
     assert r.returncode == 3
     warnings = [line for line in r.stderr.splitlines() if line.startswith("warning:")]
     assert any("'--forcex'" in w for w in warnings) and any("'extra'" in w for w in warnings)
-    assert first_error_line(r.stderr).startswith("REFUSED: t1's own work is not landed")
-    r = fm_teardown(fleet, "t1", "--force")
+    assert first_error_line(r.stderr).startswith(f"REFUSED: {ID_T1}'s own work is not landed")
+    r = fm_teardown(fleet, ID_T1, "--force")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines()[-2] == success_line("t1", fleet, slot)
+    assert r.stdout.splitlines()[-2] == success_line(ID_T1, fleet, slot)
 
 
 @pytest.mark.parametrize("args", [[], ["../x"], [".hidden"], ["a b"]])
@@ -107,46 +122,46 @@ def test_an_invalid_request_is_exit_2_with_the_scripts_words(fleet: Fleet, args:
 
 
 def test_refusals_start_with_refused_and_errors_with_error(fleet: Fleet) -> None:
-    slot = fleet.slot(1, holder="live")
-    fleet.task("done", slot, "dead")
-    live = fleet.task("live", slot, "alive", extra={"treehouse_lease_holder": "live"})
+    slot = fleet.slot(1, holder=ID_LIVE)
+    fleet.task(ID_DONE, slot, "dead")
+    live = fleet.task(ID_LIVE, slot, "alive", extra={"treehouse_lease_holder": ID_LIVE})
     before = fleet.snapshot(slot)
-    for args in (["done"], ["done", "--force"]):
+    for args in ([ID_DONE], [ID_DONE, "--force"]):
         r = fm_teardown(fleet, *args)
         assert r.returncode == 4
         assert first_error_line(r.stderr).startswith("REFUSED: ")
-        assert "live" in first_error_line(r.stderr)
+        assert ID_LIVE in first_error_line(r.stderr)
     assert fleet.snapshot(slot) == before and not any(gone(p) for p in live.pids)
     r = fm_teardown(fleet, "nosuch")
     assert r.returncode == 2 and first_error_line(r.stderr).startswith("error: no such task")
     # A step that fails (here: the record rewritten meanwhile, a relaunch) is `error:`, exit 1.
-    slot2 = fleet.slot(2, holder="t2")
-    fleet.task("t2", slot2, "dead")
+    slot2 = fleet.slot(2, holder=ID_T2)
+    fleet.task(ID_T2, slot2, "dead")
     env = fleet.env(FM_TEST_FAULT=f"pause:after-pool:{fleet.root / 'p'}")
     (fleet.root / "p").touch()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fm_teardown.firstmate", "t2"],
+        [sys.executable, "-m", "fm_teardown.firstmate", ID_T2],
         cwd=fleet.fm_home, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     from tests.fleet import wait_for
 
     wait_for(lambda: (fleet.root / "p.reached").exists(), what="pause after the pool")
-    with (fleet.state / "t2.meta").open("a") as f:
+    with (fleet.state / f"{ID_T2}.meta").open("a") as f:
         f.write("spawn_gen=s9.9.relaunch\n")
     (fleet.root / "p").unlink()
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1
-    assert first_error_line(err).startswith("error: teardown t2 stopped: record:")
+    assert first_error_line(err).startswith(f"error: teardown {ID_T2} stopped: record:")
 
 
 def test_fm_home_falls_back_to_fm_root_override(fleet: Fleet) -> None:
-    slot = fleet.slot(1, holder="t1")
-    fleet.task("t1", slot, "dead")
+    slot = fleet.slot(1, holder=ID_T1)
+    fleet.task(ID_T1, slot, "dead")
     env = fleet.env(FM_ROOT_OVERRIDE=str(fleet.fm_home))
     del env["FM_HOME"]
     for cmd in (
-        [sys.executable, "-m", "fm_teardown", "teardown", "t1", "--dry-run"],
-        [sys.executable, "-m", "fm_teardown.firstmate", "t1"],
+        [sys.executable, "-m", "fm_teardown", "teardown", ID_T1, "--dry-run"],
+        [sys.executable, "-m", "fm_teardown.firstmate", ID_T1],
     ):
         r = subprocess.run(cmd, capture_output=True, text=True, cwd="/", env=env, check=False)
         assert r.returncode == 0, r.stderr
@@ -162,47 +177,48 @@ def test_the_console_script_is_installed() -> None:
 
 
 def test_a_gate_agent_must_not_drive_the_fleet(fleet: Fleet) -> None:
-    slot = fleet.slot(1, holder="t1")
-    t1 = fleet.task("t1", slot, "alive")
+    slot = fleet.slot(1, holder=ID_T1)
+    t1 = fleet.task(ID_T1, slot, "alive")
     before = fleet.snapshot(slot)
-    r = fm_teardown(fleet, "t1", env=fleet.env(NO_MISTAKES_GATE="1"))
+    r = fm_teardown(fleet, ID_T1, env=fleet.env(NO_MISTAKES_GATE="1"))
     assert r.returncode == 5
     assert first_error_line(r.stderr) == (
         "error: no-mistakes gate agent must not drive the fleet (NO_MISTAKES_GATE set)"
     )
-    r = fleet.fm("teardown", "t1", env=fleet.env(NO_MISTAKES_GATE=""))
+    r = fleet.fm("teardown", ID_T1, env=fleet.env(NO_MISTAKES_GATE=""))
     assert r.returncode == 5 and r.stderr.startswith("error: no-mistakes gate agent")
     gate = fleet.root / ".no-mistakes" / "repos" / "project.git"
     gate.mkdir(parents=True)
-    r = fm_teardown(fleet, "t1", cwd=gate)
+    r = fm_teardown(fleet, ID_T1, cwd=gate)
     assert r.returncode == 5
     assert first_error_line(r.stderr).startswith("error: no-mistakes gate agent must not drive")
     assert fleet.snapshot(slot) == before and not any(gone(p) for p in t1.pids)
     # Dry runs are not refused; the bypass lifts it for real runs.
     assert (
-        fleet.fm("teardown", "t1", "--dry-run", env=fleet.env(NO_MISTAKES_GATE="1")).returncode == 0
+        fleet.fm("teardown", ID_T1, "--dry-run", env=fleet.env(NO_MISTAKES_GATE="1")).returncode
+        == 0
     )
     env = fleet.env(NO_MISTAKES_GATE="1", FM_GATE_REFUSE_BYPASS="1")
-    assert fm_teardown(fleet, "t1", env=env).returncode == 0
+    assert fm_teardown(fleet, ID_T1, env=env).returncode == 0
 
 
 # -- the slot claim -----------------------------------------------------------------------------
 
 
 def test_a_claim_naming_a_live_task_of_another_home_is_a_live_owner(fleet: Fleet) -> None:
-    slot = fleet.slot(1, holder="old")
-    fleet.task("old", slot, "dead")
+    slot = fleet.slot(1, holder=ID_OLD)
+    fleet.task(ID_OLD, slot, "dead")
     other_home = fleet.root / "second"
     (other_home / "state").mkdir(parents=True)
-    (other_home / "state" / "new.meta").write_text(
-        f"window=firstmate:fm-new\nworktree={slot}\nproject={fleet.project}\n"
+    (other_home / "state" / f"{ID_NEW}.meta").write_text(
+        f"window=firstmate:fm-{ID_NEW}\nworktree={slot}\nproject={fleet.project}\n"
     )
-    pids = fleet.endpoint("new", slot, "alive")
-    claim(slot, "new", other_home)
+    pids = fleet.endpoint(ID_NEW, slot, "alive")
+    claim(slot, ID_NEW, other_home)
     before = fleet.snapshot(slot)
-    r = fleet.fm("teardown", "old", "--json")
+    r = fleet.fm("teardown", ID_OLD, "--json")
     doc = json.loads(r.stdout)
-    assert (r.returncode, [o["id"] for o in doc["owners"] if o["live"]]) == (4, ["new"])
+    assert (r.returncode, [o["id"] for o in doc["owners"] if o["live"]]) == (4, [ID_NEW])
     assert fleet.snapshot(slot) == before and not any(gone(p) for p in pids)
 
 
@@ -211,46 +227,49 @@ def test_a_claim_naming_another_task_not_live_makes_the_slot_stale(
     fleet: Fleet, force: bool
 ) -> None:
     """The incident's shape: a clean, landed ship whose slot was reassigned."""
-    slot = fleet.slot(1, holder="old")
-    fleet.task("old", slot, "dead", extra={"treehouse_lease_holder": "old"})
-    path = claim(slot, "newer", "/elsewhere/home")
+    slot = fleet.slot(1, holder=ID_OLD)
+    fleet.task(ID_OLD, slot, "dead", extra={"treehouse_lease_holder": ID_OLD})
+    path = claim(slot, ID_NEWER, "/elsewhere/home")
     (slot / "newer-work.txt").write_text("in progress\n")
     tree, pool_before = tree_hash(slot), (fleet.pool / "treehouse-state.json").read_bytes()
-    r = fm_teardown(fleet, "old", *(["--force"] if force else []))
+    r = fm_teardown(fleet, ID_OLD, *(["--force"] if force else []))
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines()[-2] == success_line("old", fleet, slot)
+    assert r.stdout.splitlines()[-2] == success_line(ID_OLD, fleet, slot)
     warning = next(w for w in r.stderr.splitlines() if "reassigned" in w)
-    assert "newer" in warning and "/elsewhere/home" in warning
+    assert ID_NEWER in warning and "/elsewhere/home" in warning
     assert (
-        not (fleet.state / "old.meta").exists() and "firstmate:fm-old" not in fleet.tmux.windows()
+        not (fleet.state / f"{ID_OLD}.meta").exists()
+        and f"firstmate:fm-{ID_OLD}" not in fleet.tmux.windows()
     )
-    assert tree_hash(slot) == tree and path.read_text() == "task=newer\nhome=/elsewhere/home\n"
+    assert (
+        tree_hash(slot) == tree and path.read_text() == f"task={ID_NEWER}\nhome=/elsewhere/home\n"
+    )
     assert (fleet.pool / "treehouse-state.json").read_bytes() == pool_before
     assert fleet.treehouse_calls() == []
 
 
 def test_an_unreadable_claim_refuses_naming_it(fleet: Fleet) -> None:
-    slot = fleet.slot(1, holder="t1")
-    fleet.task("t1", slot, "dead")
+    slot = fleet.slot(1, holder=ID_T1)
+    fleet.task(ID_T1, slot, "dead")
     path = slot.parent / ".fm-slot-owner"
     path.write_text("owner: who knows\n")
     before = fleet.snapshot(slot)
-    r = fm_teardown(fleet, "t1")
+    r = fm_teardown(fleet, ID_T1)
     assert r.returncode == 5
     assert first_error_line(r.stderr).startswith(f"REFUSED: the slot claim {path}")
     assert fleet.snapshot(slot) == before
     path.unlink()
     path.symlink_to("/etc/passwd")
-    assert fm_teardown(fleet, "t1").returncode == 5
+    assert fm_teardown(fleet, ID_T1).returncode == 5
 
 
 def test_the_tasks_own_claim_is_returned_normally_and_removed(fleet: Fleet) -> None:
     slot = fleet.slot(1, leased=False)
     # Its own claim makes it the current owner even though `other` is a newer launch.
-    fleet.task("mine", slot, "dead", extra={"spawn_gen": "s100.1.a"})
-    fleet.record("other", slot, extra={"spawn_gen": "s900.1.b"})
-    path = claim(slot, "mine", fleet.fm_home)
-    code, doc = fleet.fm_json("teardown", "mine")
+    fleet.task(ID_MINE, slot, "dead", extra={"spawn_gen": "s100.1.a"})
+    fleet.record(ID_OTHER, slot, extra={"spawn_gen": "s900.1.b"})
+    path = claim(slot, ID_MINE, fleet.fm_home)
+    code, doc = fleet.fm_json("teardown", ID_MINE)
     assert (code, doc["verdict"]) == (0, "proceed"), doc
     assert ("claim", "done") in [(s["step"], s["outcome"]) for s in doc["steps"]]
     assert not path.exists()
@@ -260,20 +279,20 @@ def test_the_tasks_own_claim_is_returned_normally_and_removed(fleet: Fleet) -> N
 def test_a_superseded_duplicate_record_retires_only_itself(fleet: Fleet) -> None:
     """Reference §7.3 (c): the older of two records on one slot, its endpoint dead."""
     slot = fleet.slot(1, leased=False)
-    fleet.task("older-task", slot, "dead", extra={"spawn_gen": "s100.1.a"})
-    newer = fleet.task("newer-task", slot, "alive", extra={"spawn_gen": "s200.1.b"})
+    fleet.task(ID_OLDER_TASK, slot, "dead", extra={"spawn_gen": "s100.1.a"})
+    newer = fleet.task(ID_NEWER_TASK, slot, "alive", extra={"spawn_gen": "s200.1.b"})
     tree = tree_hash(slot)
     # newer-task is live: the older one is refused (4) by it, naming it ...
-    r = fm_teardown(fleet, "older-task")
-    assert r.returncode == 4 and "newer-task" in first_error_line(r.stderr)
+    r = fm_teardown(fleet, ID_OLDER_TASK)
+    assert r.returncode == 4 and ID_NEWER_TASK in first_error_line(r.stderr)
     # ... and once it is done (its agent gone, its shell left), the older record retires alone.
-    fleet.tmux.run("respawn-pane", "-k", "-t", "=firstmate:=fm-newer-task", "bash --norc")
-    r = fm_teardown(fleet, "older-task")
+    fleet.tmux.run("respawn-pane", "-k", "-t", f"=firstmate:=fm-{ID_NEWER_TASK}", "bash --norc")
+    r = fm_teardown(fleet, ID_OLDER_TASK)
     assert r.returncode == 0, r.stderr
-    assert any("newer-task" in w for w in r.stderr.splitlines() if w.startswith("warning:"))
-    assert "firstmate:fm-newer-task" in fleet.tmux.windows()
-    assert "firstmate:fm-older-task" not in fleet.tmux.windows()
-    assert (fleet.state / "newer-task.meta").exists() and tree_hash(slot) == tree
+    assert any(ID_NEWER_TASK in w for w in r.stderr.splitlines() if w.startswith("warning:"))
+    assert f"firstmate:fm-{ID_NEWER_TASK}" in fleet.tmux.windows()
+    assert f"firstmate:fm-{ID_OLDER_TASK}" not in fleet.tmux.windows()
+    assert (fleet.state / f"{ID_NEWER_TASK}.meta").exists() and tree_hash(slot) == tree
     assert fleet.treehouse_calls() == []
     assert newer.pids
 
@@ -282,7 +301,7 @@ def test_a_superseded_duplicate_record_retires_only_itself(fleet: Fleet) -> None
 
 
 def test_hook_files_leave_the_slot_before_the_return(fleet: Fleet) -> None:
-    slot = fleet.slot(1, holder="t1")
+    slot = fleet.slot(1, holder=ID_T1)
     # Ignored by git, so the pool's clean would keep them: only the hooks step removes them.
     exclude = Path(git(slot, "rev-parse", "--path-format=absolute", "--git-common-dir"))
     (exclude / "info").mkdir(exist_ok=True)
@@ -294,8 +313,8 @@ def test_hook_files_leave_the_slot_before_the_return(fleet: Fleet) -> None:
     (outside / "plugins").mkdir(parents=True)
     (outside / "plugins" / "fm-turn-end.js").write_text("keep me\n")
     (slot / ".opencode").symlink_to(outside)  # a parent that is a symlink: never followed
-    fleet.task("t1", slot, "dead")
-    code, doc = fleet.fm_json("teardown", "t1")
+    fleet.task(ID_T1, slot, "dead")
+    code, doc = fleet.fm_json("teardown", ID_T1)
     assert code == 0, doc
     assert not (slot / ".claude" / "settings.local.json").exists()
     assert not (slot / ".fm-grok-turnend").exists()
@@ -306,10 +325,10 @@ def test_hook_files_leave_the_slot_before_the_return(fleet: Fleet) -> None:
 
 def test_a_stale_slot_keeps_its_hook_files(fleet: Fleet) -> None:
     slot = fleet.slot(1, leased=False)
-    fleet.task("older", slot, "dead", extra={"spawn_gen": "s100.1.a"})
-    fleet.record("newer", slot, extra={"spawn_gen": "s200.1.b"})
+    fleet.task(ID_OLDER, slot, "dead", extra={"spawn_gen": "s100.1.a"})
+    fleet.record(ID_NEWER, slot, extra={"spawn_gen": "s200.1.b"})
     (slot / ".fm-kimi-turnend").write_text("newer's hook\n")
-    assert fleet.fm("teardown", "older").returncode == 0
+    assert fleet.fm("teardown", ID_OLDER).returncode == 0
     assert (slot / ".fm-kimi-turnend").read_text() == "newer's hook\n"
 
 
@@ -322,25 +341,25 @@ def test_hook_auth_entries_go_for_proceed_and_stale(fleet: Fleet) -> None:
     for d in entries.values():
         d.mkdir(parents=True)
     env = fleet.env(GROK_HOME=str(grok))
-    slot = fleet.slot(1, holder="t1")
-    fleet.task("t1", slot, "dead")
-    (fleet.state / "t1.grok-turnend-token").write_text("tok-g1\n")
-    (fleet.state / "t1.kimi-turnend-token").write_text("tok-k1\n")
+    slot = fleet.slot(1, holder=ID_T1)
+    fleet.task(ID_T1, slot, "dead")
+    (fleet.state / f"{ID_T1}.grok-turnend-token").write_text("tok-g1\n")
+    (fleet.state / f"{ID_T1}.kimi-turnend-token").write_text("tok-k1\n")
     (entries["grok"] / "tok-g1").write_text("")
     (entries["kimi"] / "tok-k1").write_text("")
     (entries["grok"] / "keep").write_text("")
-    r = fm_teardown(fleet, "t1", env=env)
+    r = fm_teardown(fleet, ID_T1, env=env)
     assert r.returncode == 0, r.stderr
     assert not (entries["grok"] / "tok-g1").exists() and not (entries["kimi"] / "tok-k1").exists()
     assert (entries["grok"] / "keep").exists()
     # A stale slot clears them too; a token that is not a plain name is ignored, loudly.
     s2 = fleet.slot(2, leased=False)
-    fleet.task("old", s2, "dead", extra={"spawn_gen": "s1.1.a"})
-    fleet.record("new", s2, extra={"spawn_gen": "s2.1.b"})
-    (fleet.state / "old.grok-turnend-token").write_text("../keep\n")
-    (fleet.state / "old.kimi-turnend-token").write_text("tok-k2\n")
+    fleet.task(ID_OLD, s2, "dead", extra={"spawn_gen": "s1.1.a"})
+    fleet.record(ID_NEW, s2, extra={"spawn_gen": "s2.1.b"})
+    (fleet.state / f"{ID_OLD}.grok-turnend-token").write_text("../keep\n")
+    (fleet.state / f"{ID_OLD}.kimi-turnend-token").write_text("tok-k2\n")
     (entries["kimi"] / "tok-k2").symlink_to(entries["grok"] / "keep")  # only the link goes
-    r = fm_teardown(fleet, "old", env=env)
+    r = fm_teardown(fleet, ID_OLD, env=env)
     assert r.returncode == 0, r.stderr
     assert (entries["grok"] / "keep").exists() and not os.path.lexists(entries["kimi"] / "tok-k2")
     assert any("no usable token" in line for line in r.stderr.splitlines())
@@ -350,12 +369,12 @@ def test_the_attribution_row_keeps_the_legacy_file_and_adds_one_header(fleet: Fl
     """Reference scenario 36."""
     legacy = b"task\tnotes\nold-1\tsomething\nold-2\tno final newline"
     (fleet.data / "cost-attribution.tsv").write_bytes(legacy)
-    slot = fleet.slot(1, holder="t1")
+    slot = fleet.slot(1, holder=ID_T1)
     fleet.record(
-        "t1",
+        ID_T1,
         slot,
         lines=[
-            "window=firstmate:fm-t1",
+            f"window=firstmate:fm-{ID_T1}",
             f"worktree={slot}",
             f"project={fleet.project}",
             "harness=claude",
@@ -363,10 +382,10 @@ def test_the_attribution_row_keeps_the_legacy_file_and_adds_one_header(fleet: Fl
             "started_at=2026-11-30T10:00:00Z",
         ],
     )
-    assert fleet.fm("teardown", "t1").returncode == 0
-    s2 = fleet.slot(2, holder="t2")
-    fleet.task("t2", s2, "dead")
-    assert fleet.fm("teardown", "t2").returncode == 0
+    assert fleet.fm("teardown", ID_T1).returncode == 0
+    s2 = fleet.slot(2, holder=ID_T2)
+    fleet.task(ID_T2, s2, "dead")
+    assert fleet.fm("teardown", ID_T2).returncode == 0
     data = (fleet.data / "cost-attribution.tsv").read_bytes()
     assert data.startswith(legacy + b"\n")
     rest = data[len(legacy) + 1 :].decode().splitlines()
@@ -374,9 +393,9 @@ def test_the_attribution_row_keeps_the_legacy_file_and_adds_one_header(fleet: Fl
     assert rest[1] == "task\tworktree\tharness\tmodel\teffort\tkind\tproject\tstarted_at\tended_at"
     row1, row2 = rest[2].split("\t"), rest[3].split("\t")
     assert len(rest) == 4 and len(row1) == 9 and len(row2) == 9
-    assert row1[:8] == ["t1", str(slot), "claude", "default", "hi\\tgh", "ship",
+    assert row1[:8] == [ID_T1, str(slot), "claude", "default", "hi\\tgh", "ship",
                         str(fleet.project), "2026-11-30T10:00:00Z"]  # fmt: skip
-    assert row2[0] == "t2" and row2[2] == "claude" and row2[3] == "default"
+    assert row2[0] == ID_T2 and row2[2] == "claude" and row2[3] == "default"
     assert row1[8].endswith("Z") and len(row1[8]) == 20
 
 
@@ -385,21 +404,21 @@ def test_a_rerun_after_a_crash_does_not_count_the_task_twice(fleet: Fleet) -> No
     # the teardown and finds this record's row already there. A later task that reuses the
     # id is another run (another start) and gets its own row.
     rows = fleet.data / "cost-attribution.tsv"
-    slot = fleet.slot(1, holder="t1")
-    fleet.task("t1", slot, "dead", extra={"started_at": "2026-11-30T10:00:00Z"})
-    r = fleet.fm("teardown", "t1", env=fleet.env(FM_TEST_FAULT="crash:before-meta"))
-    assert r.returncode == -9 and (fleet.state / "t1.meta").exists()
-    assert [ln.split("\t")[0] for ln in rows.read_text().splitlines()[2:]] == ["t1"]
-    code, doc = fleet.fm_json("teardown", "t1")
-    assert code == 0 and not (fleet.state / "t1.meta").exists(), doc
+    slot = fleet.slot(1, holder=ID_T1)
+    fleet.task(ID_T1, slot, "dead", extra={"started_at": "2026-11-30T10:00:00Z"})
+    r = fleet.fm("teardown", ID_T1, env=fleet.env(FM_TEST_FAULT="crash:before-meta"))
+    assert r.returncode == -9 and (fleet.state / f"{ID_T1}.meta").exists()
+    assert [ln.split("\t")[0] for ln in rows.read_text().splitlines()[2:]] == [ID_T1]
+    code, doc = fleet.fm_json("teardown", ID_T1)
+    assert code == 0 and not (fleet.state / f"{ID_T1}.meta").exists(), doc
     attribution = [s for s in doc["steps"] if s["step"] == "attribution"]
     assert attribution[0]["outcome"] == "done" and "already" in attribution[0]["detail"]
     assert [ln.split("\t")[7] for ln in rows.read_text().splitlines()[2:]] == [
         "2026-11-30T10:00:00Z"
     ]
-    slot = fleet.slot(1, holder="t1")
-    fleet.task("t1", slot, "dead", extra={"started_at": "2026-12-01T09:00:00Z"})
-    assert fleet.fm("teardown", "t1").returncode == 0
+    slot = fleet.slot(1, holder=ID_T1)
+    fleet.task(ID_T1, slot, "dead", extra={"started_at": "2026-12-01T09:00:00Z"})
+    assert fleet.fm("teardown", ID_T1).returncode == 0
     assert [ln.split("\t")[7] for ln in rows.read_text().splitlines()[2:]] == [
         "2026-11-30T10:00:00Z",
         "2026-12-01T09:00:00Z",
@@ -410,44 +429,44 @@ def test_an_attribution_that_cannot_be_written_only_warns(fleet: Fleet) -> None:
     """Reference scenario 37."""
     blocker = fleet.root / "data-is-a-file"
     blocker.write_text("")
-    slot = fleet.slot(1, holder="t1")
-    fleet.task("t1", slot, "dead")
-    r = fm_teardown(fleet, "t1", env=fleet.env(FM_DATA_OVERRIDE=str(blocker)))
+    slot = fleet.slot(1, holder=ID_T1)
+    fleet.task(ID_T1, slot, "dead")
+    r = fm_teardown(fleet, ID_T1, env=fleet.env(FM_DATA_OVERRIDE=str(blocker)))
     assert r.returncode == 0, r.stderr
     assert (
-        "warning: could not append AI effort attribution for task t1; teardown will continue"
+        f"warning: could not append AI effort attribution for task {ID_T1}; teardown will continue"
         in r.stderr.splitlines()
     )
-    assert not (fleet.state / "t1.meta").exists()
+    assert not (fleet.state / f"{ID_T1}.meta").exists()
 
 
 def test_the_tasks_branch_is_deleted_after_the_return(fleet: Fleet) -> None:
-    slot = fleet.slot(1, holder="t1")
-    git(slot, "checkout", "-q", "-b", "fm/t1")
+    slot = fleet.slot(1, holder=ID_T1)
+    git(slot, "checkout", "-q", "-b", f"fm/{ID_T1}")
     (slot / "feature.txt").write_text("done\n")
     git(slot, "add", "feature.txt")
     git(slot, "commit", "-q", "-m", "feature")
-    git(slot, "push", "-q", "origin", "fm/t1")
-    fleet.task("t1", slot, "dead")
-    code, doc = fleet.fm_json("teardown", "t1")
+    git(slot, "push", "-q", "origin", f"fm/{ID_T1}")
+    fleet.task(ID_T1, slot, "dead")
+    code, doc = fleet.fm_json("teardown", ID_T1)
     assert code == 0, doc
     assert ("branch", "done") in [(s["step"], s["outcome"]) for s in doc["steps"]]
-    assert git(fleet.project, "branch", "--list", "fm/t1") == ""
+    assert git(fleet.project, "branch", "--list", f"fm/{ID_T1}") == ""
     assert git(fleet.project, "branch", "--list", "main").strip().endswith("main")
 
 
 def test_a_branch_that_moved_or_is_checked_out_elsewhere_is_kept(fleet: Fleet) -> None:
-    slot = fleet.slot(1, holder="t1")
-    git(slot, "checkout", "-q", "-b", "fm/t1")
-    fleet.task("t1", slot, "dead")
+    slot = fleet.slot(1, holder=ID_T1)
+    git(slot, "checkout", "-q", "-b", f"fm/{ID_T1}")
+    fleet.task(ID_T1, slot, "dead")
     other = fleet.root / "other-wt"
-    proc, pause = fleet.fm_paused("after-pool", "t1")
+    proc, pause = fleet.fm_paused("after-pool", ID_T1)
     # The pool's reset detached the slot; now someone checks fm/t1 out elsewhere.
-    git(fleet.project, "worktree", "add", "-q", str(other), "fm/t1")
+    git(fleet.project, "worktree", "add", "-q", str(other), f"fm/{ID_T1}")
     pause.unlink()
     out, _ = proc.communicate(timeout=60)
     doc = json.loads(out)
     assert (proc.returncode, doc["verdict"]) == (0, "proceed")
     [branch] = [s for s in doc["steps"] if s["step"] == "branch"]
     assert branch["outcome"] == "skipped" and "checked out" in branch["detail"]
-    assert git(fleet.project, "branch", "--list", "fm/t1").strip().endswith("fm/t1")
+    assert git(fleet.project, "branch", "--list", f"fm/{ID_T1}").strip().endswith(f"fm/{ID_T1}")

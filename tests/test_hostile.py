@@ -27,7 +27,7 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.fleet import Fleet, git
+from tests.fleet import RUN_TAG, Fleet, git, tid
 from tests.reliability.figures import count
 
 CASES_DIR = Path(__file__).resolve().parent / "hostile" / "cases"
@@ -92,6 +92,14 @@ def valid_id(task: str | None) -> bool:
 
 
 # -- the corpus ---------------------------------------------------------------------------------
+
+
+def run_unique(case: dict[str, Any]) -> dict[str, Any]:
+    """The case with its task ids `t1`..`t9` made unique to this run (`t1` -> `t1-<tag>`, as
+    `tid` does; `.t7` and `t1.meta` stay as hostile as they were): two runs on one machine
+    must never meet at `/tmp/fm-<id>`."""
+    text = re.sub(r"(?<![A-Za-z0-9])(t[1-9])(?![0-9])", rf"\1-{RUN_TAG}", json.dumps(case))
+    return dict(json.loads(text), name=case["name"], why=case["why"])
 
 
 def load_case(path: Path) -> dict[str, Any]:
@@ -270,7 +278,7 @@ HUNG_TMUX = '#!/bin/bash\necho $$ >> "{pids}"\nexec -a "$0" sleep 20\n'
 
 def build(fleet: Fleet, case: dict[str, Any]) -> Built:
     task: str | None = case.get("task")
-    rid = task if valid_id(task) else "t1"
+    rid = task if valid_id(task) else tid("t1")
     assert rid is not None
     places = {
         "root": str(fleet.root),
@@ -291,7 +299,7 @@ def build(fleet: Fleet, case: dict[str, Any]) -> Built:
     if "{other_slot}" in json.dumps(case) or any(
         o.get("slot") == "other" for o in case.get("other_records", [])
     ):
-        other = fleet.slot(2, holder="t2")
+        other = fleet.slot(2, holder=tid("t2"))
         places["other_slot"] = str(other)
         built.slots.append(other)
     # TASK's record (when the task id can name a file), then the others.
@@ -486,6 +494,7 @@ def test_hostile_case(fleet: Fleet, case: dict[str, Any]) -> None:
     nothing, refusals change nothing but the journal, so the modes cannot disturb each other);
     every run is checked on its own."""
     count("hostile")
+    case = run_unique(case)
     built = build(fleet, case)
     bugs: list[str] = []
     state = snapshot(built)

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.fleet import Fleet, git, gone, tree_hash
+from tests.fleet import Fleet, git, gone, tid, tree_hash
+
+ID_T1 = tid("t1")
 
 
 def commit(slot: Path, name: str, text: str, msg: str) -> str:
@@ -27,20 +29,20 @@ def teardown(fleet: Fleet, *args: str, **env: str) -> tuple[int, dict[str, Any]]
 
 @pytest.fixture
 def slot(fleet: Fleet) -> Path:
-    s = fleet.slot(1, holder="t1")
-    fleet.task("t1", s, "dead")
+    s = fleet.slot(1, holder=ID_T1)
+    fleet.task(ID_T1, s, "dead")
     return s
 
 
 def test_clean_and_pushed_proceeds(fleet: Fleet, slot: Path) -> None:
-    code, doc = teardown(fleet, "t1")
+    code, doc = teardown(fleet, ID_T1)
     assert (code, doc["verdict"]) == (0, "proceed"), doc
 
 
 def test_dirty_tracked_refuses_and_names_the_paths(fleet: Fleet, slot: Path) -> None:
     (slot / "README").write_text("changed\n")
     before = fleet.snapshot(slot)
-    r = fleet.fm("teardown", "t1")
+    r = fleet.fm("teardown", ID_T1)
     assert r.returncode == 3
     assert "README" in r.stderr and "--force" in r.stderr and "land it" in r.stderr
     assert fleet.snapshot(slot) == before
@@ -50,7 +52,7 @@ def test_dirty_tracked_refuses_and_names_the_paths(fleet: Fleet, slot: Path) -> 
 def test_untracked_only_refuses(fleet: Fleet, slot: Path) -> None:
     git(slot, "config", "status.showUntrackedFiles", "no")
     (slot / "notes.txt").write_text("mine\n")
-    code, doc = teardown(fleet, "t1")
+    code, doc = teardown(fleet, ID_T1)
     assert (code, doc["verdict"]) == (3, "unlanded")
     assert any("notes.txt" in r for r in doc["reasons"])
 
@@ -59,13 +61,13 @@ def test_scaffold_files_only_proceed(fleet: Fleet, slot: Path) -> None:
     (slot / ".fm-grok-turnend").write_text("")
     (slot / ".claude").mkdir()
     (slot / ".claude" / "settings.local.json").write_text("{}")
-    code, doc = teardown(fleet, "t1")
+    code, doc = teardown(fleet, ID_T1)
     assert (code, doc["verdict"]) == (0, "proceed"), doc
 
 
 def test_unpushed_commit_refuses_and_lists_it(fleet: Fleet, slot: Path) -> None:
     sha = commit(slot, "feature.txt", "x\n", "add the feature")
-    r = fleet.fm("teardown", "t1")
+    r = fleet.fm("teardown", ID_T1)
     assert r.returncode == 3
     assert f"{sha} add the feature" in r.stderr
 
@@ -75,9 +77,9 @@ def test_pushed_to_a_fork_proceeds(fleet: Fleet, slot: Path) -> None:
     fork = fleet.root / "fork.git"
     git(fleet.root, "init", "-q", "--bare", str(fork))
     git(fleet.project, "remote", "add", "fork", str(fork))
-    git(slot, "push", "-q", "fork", "HEAD:refs/heads/fm/t1")
+    git(slot, "push", "-q", "fork", f"HEAD:refs/heads/fm/{ID_T1}")
     git(fleet.project, "fetch", "-q", "fork")
-    code, doc = teardown(fleet, "t1")
+    code, doc = teardown(fleet, ID_T1)
     assert (code, doc["verdict"]) == (0, "proceed"), doc
 
 
@@ -90,9 +92,9 @@ def test_squash_merged_with_a_stale_origin_ref(fleet: Fleet, slot: Path) -> None
     git(other, "config", "user.email", "o@example.invalid")
     commit(other, "feature.txt", "squashed\n", "feature (squash merge)")
     git(other, "push", "-q", "origin", "main")
-    code, doc = teardown(fleet, "t1", "--dry-run")
+    code, doc = teardown(fleet, ID_T1, "--dry-run")
     assert (code, doc["verdict"]) == (3, "unlanded")
-    code, doc = teardown(fleet, "t1")
+    code, doc = teardown(fleet, ID_T1)
     assert (code, doc["verdict"]) == (0, "proceed"), doc
 
 
@@ -102,29 +104,29 @@ def test_merged_pr_via_gh(fleet: Fleet, slot: Path) -> None:
     fake = fleet.root / "gh"
     fake.write_text(f"#!/bin/sh\necho '{json.dumps({'state': 'MERGED', 'headRefOid': head})}'\n")
     fake.chmod(0o755)
-    fleet.record("t1", slot, extra={"pr": "https://example.invalid/o/r/pull/7"})
-    code, doc = teardown(fleet, "t1", FM_GH_BIN=str(fake))
+    fleet.record(ID_T1, slot, extra={"pr": "https://example.invalid/o/r/pull/7"})
+    code, doc = teardown(fleet, ID_T1, FM_GH_BIN=str(fake))
     assert (code, doc["verdict"]) == (0, "proceed"), doc
 
 
 def test_local_only_merged_and_unmerged(fleet: Fleet, slot: Path) -> None:
-    fleet.record("t1", slot, extra={"mode": "local-only"})
+    fleet.record(ID_T1, slot, extra={"mode": "local-only"})
     sha = commit(slot, "feature.txt", "local\n", "local feature")
-    code, doc = teardown(fleet, "t1", "--dry-run")
+    code, doc = teardown(fleet, ID_T1, "--dry-run")
     assert code == 3
     git(fleet.project, "merge", "-q", "--ff-only", sha)
-    code, doc = teardown(fleet, "t1")
+    code, doc = teardown(fleet, ID_T1)
     assert (code, doc["verdict"]) == (0, "proceed"), doc
 
 
 def test_scout_needs_its_report(fleet: Fleet, slot: Path) -> None:
-    fleet.record("t1", slot, extra={"kind": "scout"})
+    fleet.record(ID_T1, slot, extra={"kind": "scout"})
     (slot / "scratch.txt").write_text("a scout's tree is not checked\n")
-    code, doc = teardown(fleet, "t1")
+    code, doc = teardown(fleet, ID_T1)
     assert (code, doc["verdict"]) == (3, "unlanded")
-    (fleet.data / "t1").mkdir()
-    (fleet.data / "t1" / "report.md").write_text("# findings\n")
-    code, doc = teardown(fleet, "t1")
+    (fleet.data / ID_T1).mkdir()
+    (fleet.data / ID_T1 / "report.md").write_text("# findings\n")
+    code, doc = teardown(fleet, ID_T1)
     assert (code, doc["verdict"]) == (0, "proceed"), doc
 
 
@@ -132,11 +134,11 @@ def test_secondmate_with_children_refuses(fleet: Fleet, slot: Path) -> None:
     home = fleet.root / "mate"
     (home / "state").mkdir(parents=True)
     (home / "state" / "child.meta").write_text("window=x:fm-child\n")
-    fleet.record("t1", slot, extra={"kind": "secondmate", "home": str(home)})
-    code, doc = teardown(fleet, "t1")
+    fleet.record(ID_T1, slot, extra={"kind": "secondmate", "home": str(home)})
+    code, doc = teardown(fleet, ID_T1)
     assert (code, doc["verdict"]) == (3, "unlanded")
     (home / "state" / "child.meta").unlink()
-    code, doc = teardown(fleet, "t1")
+    code, doc = teardown(fleet, ID_T1)
     assert (code, doc["verdict"]) == (0, "proceed"), doc
 
 
@@ -152,7 +154,7 @@ def test_force_saves_the_work_and_it_comes_back_byte_identical(fleet: Fleet, slo
         p: (slot / p).read_bytes()
         for p in ("feature.txt", "README", "new/untracked.txt", "tool.sh")
     }
-    code, doc = teardown(fleet, "t1", "--dry-run", "--force")
+    code, doc = teardown(fleet, ID_T1, "--dry-run", "--force")
     assert code == 0
     assert [s["step"] for s in doc["steps"]] == [
         "endpoint",
@@ -164,11 +166,11 @@ def test_force_saves_the_work_and_it_comes_back_byte_identical(fleet: Fleet, slo
         "attribution",
         "record",
     ]
-    r = fleet.fm("teardown", "t1", "--force")
+    r = fleet.fm("teardown", ID_T1, "--force")
     assert r.returncode == 0, r.stderr
-    assert "refs/fm/discarded/t1/" in r.stdout and "to bring it back" in r.stdout
-    refs = git(fleet.project, "for-each-ref", "--format=%(refname)", "refs/fm/discarded/t1")
-    assert refs.count("\n") == 0 and refs.startswith("refs/fm/discarded/t1/")
+    assert f"refs/fm/discarded/{ID_T1}/" in r.stdout and "to bring it back" in r.stdout
+    refs = git(fleet.project, "for-each-ref", "--format=%(refname)", f"refs/fm/discarded/{ID_T1}")
+    assert refs.count("\n") == 0 and refs.startswith(f"refs/fm/discarded/{ID_T1}/")
     assert not (slot / "new").exists()  # the slot was returned: the work is gone from it
     line = json.loads((fleet.data / "teardown-log.jsonl").read_text().splitlines()[-1])
     assert line["discarded_ref"] == refs
@@ -189,7 +191,7 @@ def test_old_lock_without_holder_is_removed_and_the_return_goes_on(
     os.utime(lock, (946684800, 946684800))  # the year 2000
     r = fleet.fm(
         "teardown",
-        "t1",
+        ID_T1,
         env=fleet.env(
             FM_TREEHOUSE_RETURN_LOCK_RETRIES="1", FM_TREEHOUSE_RETURN_LOCK_RETRY_WAIT_SECS="0"
         ),
@@ -197,7 +199,7 @@ def test_old_lock_without_holder_is_removed_and_the_return_goes_on(
     assert r.returncode == 0, r.stderr
     assert "removed provably-stale git lock" in r.stderr
     assert not lock.exists()
-    assert not (fleet.state / "t1.meta").exists()
+    assert not (fleet.state / f"{ID_T1}.meta").exists()
 
 
 def test_old_lock_with_a_live_holder_is_kept(fleet: Fleet, slot: Path) -> None:
@@ -220,13 +222,13 @@ def test_old_lock_with_a_live_holder_is_kept(fleet: Fleet, slot: Path) -> None:
     tree = tree_hash(slot)
     code, doc = teardown(
         fleet,
-        "t1",
+        ID_T1,
         FM_TREEHOUSE_RETURN_LOCK_RETRIES="1",
         FM_TREEHOUSE_RETURN_LOCK_RETRY_WAIT_SECS="0",
     )
     assert (code, doc["verdict"]) == (1, "failed")
     assert lock.exists() and holder.poll() is None
-    assert (fleet.state / "t1.meta").exists()
+    assert (fleet.state / f"{ID_T1}.meta").exists()
     assert tree_hash(slot) == tree
 
 
@@ -241,7 +243,7 @@ def test_fresh_lock_that_clears_on_retry(fleet: Fleet, slot: Path) -> None:
         FM_TREEHOUSE_RETURN_LOCK_RETRIES="3", FM_TREEHOUSE_RETURN_LOCK_RETRY_WAIT_SECS="1"
     )
     proc = subprocess.Popen(
-        ["python3", "-m", "fm_teardown", "teardown", "t1"],
+        ["python3", "-m", "fm_teardown", "teardown", ID_T1],
         cwd=fleet.fm_home,
         env=env,
         stdout=subprocess.PIPE,

@@ -372,7 +372,7 @@ def test_huge_meta_is_refused(tmp_path: Path) -> None:
     assert exit_code_of(lambda: load_record(tmp_path, "a")) == ExitCode.UNSAFE
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a mode-000 file anyway")
+@pytest.mark.non_root  # root reads a mode-000 file anyway
 def test_unreadable_meta_is_refused(tmp_path: Path) -> None:
     path = write(tmp_path, "a", text_of(meta_lines()))
     path.chmod(0)
@@ -395,7 +395,7 @@ def test_fleet_state_dir_that_is_a_file_is_exit_5(tmp_path: Path) -> None:
     assert exit_code_of(lambda: load_fleet(tmp_path / "state")) == ExitCode.UNSAFE
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root lists a mode-000 directory anyway")
+@pytest.mark.non_root  # root lists a mode-000 directory anyway
 def test_fleet_unreadable_state_dir_is_exit_5(tmp_path: Path) -> None:
     state = tmp_path / "state"
     write(state, "a", text_of(meta_lines()))

@@ -20,10 +20,10 @@ import pytest
 
 from fm_teardown.discard import save_discarded
 from fm_teardown.records import Record
-from tests.fleet import Fleet, files_of, git, tree_hash
+from tests.fleet import Fleet, files_of, git, tid, tree_hash
 
 # Task ids of their own: /tmp/fm-<id> is global, and other runs on this machine use t1, t2.
-TASK = f"rs{os.getpid()}"
+TASK = tid("rs")
 OTHER = f"{TASK}x"
 STATUS = ("status", "--porcelain=v1", "--untracked-files=all", "--no-renames")
 

@@ -15,8 +15,17 @@ from fm_teardown import report
 from fm_teardown.completion import RUNBOOKS
 from fm_teardown.errors import Verdict
 from fm_teardown.outcome import Outcome
-from tests.fleet import Fleet, git
+from tests.fleet import Fleet, git, tid
 from tests.test_decide import CASES
+
+ID_DIRTY = tid("dirty")
+ID_DONE = tid("done")
+ID_F1 = tid("f1")
+ID_G1 = tid("g1")
+ID_LIVE = tid("live")
+ID_LOOSE = tid("loose")
+ID_NEW = tid("new")
+ID_OLD = tid("old")
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -45,45 +54,45 @@ def check(fleet: Fleet, args: list[str], want: str, env: dict[str, str] | None =
 
 
 def test_refusals_and_failures_on_a_real_fleet_name_their_runbook(fleet: Fleet) -> None:
-    shared = fleet.slot(1, holder="live")
-    fleet.task("done", shared, "dead")
-    fleet.task("live", shared, "alive", extra={"treehouse_lease_holder": "live"})
-    check(fleet, ["teardown", "done", "--dry-run"], "live-owner")
-    check(fleet, ["teardown", "done"], "live-owner")
-    dirty = fleet.slot(2, holder="dirty")
-    fleet.task("dirty", dirty, "dead")
+    shared = fleet.slot(1, holder=ID_LIVE)
+    fleet.task(ID_DONE, shared, "dead")
+    fleet.task(ID_LIVE, shared, "alive", extra={"treehouse_lease_holder": ID_LIVE})
+    check(fleet, ["teardown", ID_DONE, "--dry-run"], "live-owner")
+    check(fleet, ["teardown", ID_DONE], "live-owner")
+    dirty = fleet.slot(2, holder=ID_DIRTY)
+    fleet.task(ID_DIRTY, dirty, "dead")
     (dirty / "x.txt").write_text("x\n")
-    check(fleet, ["teardown", "dirty", "--dry-run"], "unlanded")
+    check(fleet, ["teardown", ID_DIRTY, "--dry-run"], "unlanded")
     check(fleet, ["teardown", "nosuch"], "invalid")
     check(fleet, ["teardown", "../bad", "--dry-run"], "invalid")
     check(fleet, ["teardown", "a", "b", "--force"], "invalid")
     unmanaged = fleet.slot(3, managed=False)
-    fleet.task("loose", unmanaged, "dead")
-    check(fleet, ["teardown", "loose", "--dry-run"], "unsafe")
+    fleet.task(ID_LOOSE, unmanaged, "dead")
+    check(fleet, ["teardown", ID_LOOSE, "--dry-run"], "unsafe")
     (fleet.state / "broken.meta").write_text("window=firstmate:fm-broken\n")
     check(fleet, ["teardown", "broken", "--dry-run"], "unsafe")
     (fleet.state / "broken.meta").unlink()
     stale = fleet.slot(4, leased=False)
-    fleet.task("old", stale, "dead", extra={"spawn_gen": "s1.1.a"})
-    fleet.record("new", stale, extra={"spawn_gen": "s2.1.b"})
-    check(fleet, ["teardown", "old", "--dry-run"], "stale-slot")
+    fleet.task(ID_OLD, stale, "dead", extra={"spawn_gen": "s1.1.a"})
+    fleet.record(ID_NEW, stale, extra={"spawn_gen": "s2.1.b"})
+    check(fleet, ["teardown", ID_OLD, "--dry-run"], "stale-slot")
     r = fleet.fm("teardown", "--dry-run", "--json", env=fleet.env(FM_STATE_OVERRIDE="/nonexistent"))
     assert json.loads(r.stdout)["runbook"] == "unsafe"
 
 
 def test_a_failed_run_and_a_git_lock_name_theirs(fleet: Fleet) -> None:
-    fleet.task("f1", fleet.slot(1, holder="f1"), "dead")
+    fleet.task(ID_F1, fleet.slot(1, holder=ID_F1), "dead")
     env = fleet.env(TREEHOUSE_STANDIN_FAULT="survivor")
-    r = fleet.fm("teardown", "f1", "--json", env=env)
+    r = fleet.fm("teardown", ID_F1, "--json", env=env)
     assert (r.returncode, json.loads(r.stdout)["runbook"]) == (1, "failed")
-    slot = fleet.slot(2, holder="g1")
-    fleet.task("g1", slot, "dead")
+    slot = fleet.slot(2, holder=ID_G1)
+    fleet.task(ID_G1, slot, "dead")
     lock = Path(git(slot, "rev-parse", "--path-format=absolute", "--git-path", "index.lock"))
     lock.write_text("")  # fresh: not provably stale
     env = fleet.env(
         FM_TREEHOUSE_RETURN_LOCK_RETRIES="1", FM_TREEHOUSE_RETURN_LOCK_RETRY_WAIT_SECS="0"
     )
-    r = fleet.fm("teardown", "g1", env=env)
+    r = fleet.fm("teardown", ID_G1, env=env)
     assert r.returncode == 1
     assert last_hint(r.stderr) == "hint: runbook: fm runbook git-lock"
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.fleet import Fleet
+from tests.fleet import Fleet, tid
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -68,11 +68,13 @@ def test_one_task_dry_run_works_out_only_what_its_decision_reads(fleet: Fleet) -
     # Twelve slots, two records each; the task's slot is shared with one live other task.
     tasks = []
     for n in range(1, 13):
-        slot = fleet.slot(n, holder=f"n{n}")
-        fleet.task(f"o{n}", slot, "dead", extra={"spawn_gen": "s1000.1.a"})
-        fleet.task(f"n{n}", slot, "alive" if n == 1 else "dead", extra={"spawn_gen": "s2000.1.a"})
-        tasks += [f"o{n}", f"n{n}"]
-    seen = probe(fleet, "teardown", "o1", "--dry-run")
+        slot = fleet.slot(n, holder=tid(f"n{n}"))
+        fleet.task(tid(f"o{n}"), slot, "dead", extra={"spawn_gen": "s1000.1.a"})
+        fleet.task(
+            tid(f"n{n}"), slot, "alive" if n == 1 else "dead", extra={"spawn_gen": "s2000.1.a"}
+        )
+        tasks += [tid(f"o{n}"), tid(f"n{n}")]
+    seen = probe(fleet, "teardown", tid("o1"), "--dry-run")
     assert seen["code"] == 4  # n1, live, owns o1's slot
     # o1's and n1's endpoints, o1's slot's .git, o1's tasktmp: not 24, 12 and 24.
     assert (seen["endpoints"], seen["git_checks"], seen["tasktmps"]) == (2, 1, 1), seen

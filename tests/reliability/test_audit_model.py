@@ -18,10 +18,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from tests.fleet import Fleet, git
+from tests.fleet import Fleet, git, tid
 from tests.reliability.figures import count, soak
 
-IDS = ("am-a", "am-b", "am-c", "am-d", "am-e")
+IDS = tuple(tid(name) for name in ("am-a", "am-b", "am-c", "am-d", "am-e"))
 WORK = ("clean", "dirty", "unpushed", "pushed", "squashed")
 
 
@@ -95,14 +95,14 @@ def build(fleet: Fleet, world: World) -> list[Path]:
             git(fleet.project, "add", f"f{i}.txt")
             git(fleet.project, "commit", "-q", "-m", f"squash of slot {i + 1}")
             git(fleet.project, "push", "-q", "origin", "main")
-    for tid, r in zip(IDS, world.records, strict=False):
-        extra = {"spawn_gen": f"s{r.epoch}00.1.{tid}", "kind": r.kind}
+    for task_id, r in zip(IDS, world.records, strict=False):
+        extra = {"spawn_gen": f"s{r.epoch}00.1.{task_id}", "kind": r.kind}
         if r.names_lease:
-            extra["treehouse_lease_holder"] = tid
-        fleet.task(tid, slots[r.slot], r.endpoint, extra=extra)
+            extra["treehouse_lease_holder"] = task_id
+        fleet.task(task_id, slots[r.slot], r.endpoint, extra=extra)
         if r.kind == "scout" and r.report:
-            (fleet.data / tid).mkdir()
-            (fleet.data / tid / "report.md").write_text("findings\n")
+            (fleet.data / task_id).mkdir()
+            (fleet.data / task_id / "report.md").write_text("findings\n")
     return slots
 
 
@@ -124,14 +124,14 @@ def test_every_audit_row_is_the_one_task_dry_run(world: World) -> None:
         assert isinstance(doc["orphans"], list)
         tasks = {str(r["task"]): r for r in doc["tasks"]}
         assert sorted(tasks) == sorted(IDS[: len(world.records)])
-        for tid, row in tasks.items():
-            one_code, one = fleet.fm_json("teardown", tid, "--dry-run")
+        for task_id, row in tasks.items():
+            one_code, one = fleet.fm_json("teardown", task_id, "--dry-run")
             event(f"verdict: {one['verdict']}")
             assert (row["verdict"], row["exit_code"], row["reasons"]) == (
                 one["verdict"],
                 one_code,
                 one["reasons"],
-            ), (tid, row, one)
+            ), (task_id, row, one)
         assert fleet.snapshot(*slots) == before
         assert not (fleet.data / "teardown-log.jsonl").exists()
     finally:

@@ -39,9 +39,12 @@ from typing import Any
 
 import pytest
 
-from tests.fleet import Fleet, Task, git, gone, tree_hash, wait_for
+from tests.fleet import Fleet, Task, git, gone, tid, tree_hash, wait_for
 from tests.reliability.figures import count, soak
 from tests.standin.pool_fixtures import hold_state_lock, state_lock_held
+
+ID_BYSTANDER = tid("bystander")
+ID_LONE = tid("lone")
 
 BOUNDARIES = (
     "before-endpoint",
@@ -231,18 +234,18 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
     try:
         guarded = Guarded()
         # A live task on ANOTHER slot of the same pool, with a worker and work in progress.
-        other_slot = add_slot(fleet, 1, holder="bystander", lease=lease_id("bystander"))
+        other_slot = add_slot(fleet, 1, holder=ID_BYSTANDER, lease=lease_id(ID_BYSTANDER))
         (other_slot / "bystander-work.txt").write_text("in progress\n")
         other = fleet.task(
-            "bystander", other_slot, "alive", extra={"treehouse_lease": lease_id("bystander")}
+            ID_BYSTANDER, other_slot, "alive", extra={"treehouse_lease": lease_id(ID_BYSTANDER)}
         )
         worker = fleet.spawn(["sleep", "100000"], other_slot)
         guarded.add(fleet, other, extra_pids=(worker.pid,))
         # A live task sharing nothing: its own session, a directory outside the pool.
-        lone_dir = fleet.root / "lone"
+        lone_dir = fleet.root / ID_LONE
         lone_dir.mkdir()
         (lone_dir / "notes.txt").write_text("mine\n")
-        lone = fleet.task("lone", lone_dir, "alive", session="solo")
+        lone = fleet.task(ID_LONE, lone_dir, "alive", session="solo")
         lone_worker = fleet.agent_in(lone_dir)
         guarded.add(fleet, lone, extra_pids=(lone_worker.pid,))
         yield Shared(fleet, guarded)
@@ -274,19 +277,19 @@ class Scene:
 
 def make_scene(shared: Shared, label: str, *, force: bool) -> Scene:
     fleet = shared.fleet
-    tid = f"{label}-{uuid.uuid4().hex[:6]}"
-    lease = lease_id(tid)
-    slot = add_slot(fleet, shared.slot_number(), holder=tid, lease=lease)
-    tasktmp = fleet.make_tasktmp(tid)
+    task_id = tid(f"{label}-{uuid.uuid4().hex[:6]}")
+    lease = lease_id(task_id)
+    slot = add_slot(fleet, shared.slot_number(), holder=task_id, lease=lease)
+    tasktmp = fleet.make_tasktmp(task_id)
     (tasktmp / "scratch").write_text("x\n")
     task = fleet.task(
-        tid, slot, "alive", extra={"treehouse_lease": lease, "treehouse_lease_holder": tid}
+        task_id, slot, "alive", extra={"treehouse_lease": lease, "treehouse_lease_holder": task_id}
     )
-    (fleet.state / f"{tid}.status").write_text("done\n")
+    (fleet.state / f"{task_id}.status").write_text("done\n")
     if force:
         (slot / "wip.txt").write_text("unlanded work\n")
     workers = [fleet.spawn(["sleep", "100000"], slot), fleet.spawn(["sleep", "100000"], tasktmp)]
-    return Scene(tid, slot, lease, task, tasktmp, task.pids + [w.pid for w in workers], force)
+    return Scene(task_id, slot, lease, task, tasktmp, task.pids + [w.pid for w in workers], force)
 
 
 def cleanup(scene: Scene) -> None:

@@ -41,10 +41,10 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from tests.fleet import Fleet, Task, git, gone, tree_hash
+from tests.fleet import Fleet, Task, git, gone, tid, tree_hash
 from tests.reliability.figures import count, soak
 
-IDS = ("pm-a", "pm-b", "pm-c", "pm-d")
+IDS = tuple(tid(name) for name in ("pm-a", "pm-b", "pm-c", "pm-d"))
 TASK = IDS[0]  # the task torn down; the others are "other" tasks
 LIVE = frozenset({"alive", "ambiguous", "unreadable"})
 VERDICT_CODE = {

@@ -33,7 +33,7 @@ import pytest
 
 from fm_teardown.lock import lock_path, slot_lock
 from fm_teardown.paths import canonical
-from tests.fleet import SESSION, Fleet, Task, gone, tree_hash, wait_for
+from tests.fleet import SESSION, Fleet, Task, gone, tid, tree_hash, wait_for
 from tests.reliability.figures import count, soak
 from tests.reliability.test_crash import (
     add_slot,
@@ -126,7 +126,7 @@ class Pair:
 def make_pair(races: RaceFleet, a_state: str, b_state: str) -> Pair:
     fleet = races.fleet
     n = races.slot_number()
-    tag = uuid.uuid4().hex[:6]
+    tag = tid(uuid.uuid4().hex[:6])
     a_id, b_id = f"a{n}-{tag}", f"b{n}-{tag}"
     lease_a = lease_id(a_id)
     slot = add_slot(fleet, n, holder=a_id, lease=lease_a)
@@ -324,11 +324,11 @@ def test_teardown_racing_a_new_claimant(races: RaceFleet, honour_lock: bool) -> 
     decide_time: float | None = None
     for i in range(CLAIM_RACES * soak()):
         n = races.slot_number()
-        tag = uuid.uuid4().hex[:6]
-        tid, cid = f"t{n}-{tag}", f"c{n}-{tag}"
-        lease = lease_id(tid)
-        slot = add_slot(fleet, n, holder=tid, lease=lease)
-        task = fleet.task(tid, slot, "dead", extra={"treehouse_lease": lease})
+        tag = tid(uuid.uuid4().hex[:6])
+        task_id, cid = f"t{n}-{tag}", f"c{n}-{tag}"
+        lease = lease_id(task_id)
+        slot = add_slot(fleet, n, holder=task_id, lease=lease)
+        task = fleet.task(task_id, slot, "dead", extra={"treehouse_lease": lease})
         worker = fleet.spawn(["sleep", "100000"], slot)
         # Anchors: anywhere from the start; in the 0-300 ms before the teardown's lock (it
         # has decided, or nearly, and is about to act); 0-300 ms into the locked section.
@@ -343,7 +343,7 @@ def test_teardown_racing_a_new_claimant(races: RaceFleet, honour_lock: bool) -> 
             delay = rng.uniform(0.0, 0.3)
         what = f"race {i} (seed {seed}, {delay:.3f}s after {anchor})"
         started = time.monotonic()
-        proc = popen_fm(fleet, "teardown", tid, "--json")
+        proc = popen_fm(fleet, "teardown", task_id, "--json")
         try:
             if anchor == "decided":
                 wait_decided(fleet, proc, task.window)
