@@ -43,7 +43,15 @@ from fm_teardown.sparing import (
     to_signal,
 )
 from fm_teardown.values import value
-from fm_teardown.world import Endpoint, EndpointState, Observation, PoolEntry, Proc, SlotFacts
+from fm_teardown.world import (
+    Endpoint,
+    EndpointState,
+    InventoryStatus,
+    Observation,
+    PoolEntry,
+    Proc,
+    SlotFacts,
+)
 
 __all__ = ["Decision", "Flags", "LandedLike", "PoolReturn", "Step", "decide"]
 
@@ -309,6 +317,16 @@ def live_owner(
     lines = [f"REFUSED: slot {c.slot} is owned by another live task: {names}; nothing was changed"]
     lines += [f"{o.id} ({o.kind}, endpoint {o.endpoint}): {o.why}" for o in live]
     hints = []
+    inventory = c.obs.inventory
+    blind = inventory.status == InventoryStatus.ERROR
+    if blind:
+        # An owner may only look live because fm cannot see the tmux server: fix that first,
+        # never discard someone on a view that is known to be blind.
+        hints.append(
+            f"the tmux inventory could not be read ({inventory.error or 'unknown error'}): "
+            "point fm at the fleet's tmux server (FM_TMUX_SOCKET or FM_TMUX_SOCKET_NAME), "
+            "then re-run"
+        )
     if wanted is not None and not c.flags.force:
         hints.append("--discard-live-owner takes effect only together with --force")
     elif wanted is not None and len(live) > 1:
@@ -318,7 +336,7 @@ def live_owner(
     elif c.flags.force:
         hints.append("--force does not lift this: it discards only this task's own work")
     hints.append(f"let {names} finish (or end it), then re-run")
-    if len(live) == 1:
+    if len(live) == 1 and not blind:
         saved = (
             f"; its uncommitted work is saved first under refs/fm/discarded/{live[0].id}/<time>"
             if live[0].id in c.fleet.records

@@ -112,25 +112,102 @@ def _absent(stderr: list[str]) -> bool:
     return any(marker in text for marker in _ABSENT)
 
 
-def socket_problem(settings: Settings) -> str | None:
-    """Why FM_TMUX_SOCKET cannot name a server, or None.
+def socket_dir() -> str:
+    """Where tmux keeps the sockets of `-L NAME` and the default server."""
+    return os.path.join(os.environ.get("TMUX_TMPDIR") or "/tmp", f"tmux-{os.getuid()}")
 
-    A socket path that does not exist, or is not a socket, is a wrong setting, not "no server":
-    reading it as `missing` would make every other task look not live (CONTRACT §7a). A
-    socket that exists but where no server answers is a server that is gone (`missing`).
+
+def socket_problem(settings: Settings) -> str | None:
+    """Why FM_TMUX_SOCKET or FM_TMUX_SOCKET_NAME cannot name a server, or None.
+
+    A socket that does not exist, or is not a socket, is a wrong setting, not "no server":
+    reading it as `missing` would make every other task look not live. A socket that exists
+    but where no server answers is a server that is gone (`missing`).
     """
     path = settings.tmux_socket_path
+    var = "FM_TMUX_SOCKET"
+    if not path and settings.tmux_socket_name:
+        path = os.path.join(socket_dir(), settings.tmux_socket_name)
+        var = f"FM_TMUX_SOCKET_NAME={settings.tmux_socket_name}"
     if not path:
         return None
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        return f"FM_TMUX_SOCKET names {path}, which does not exist"
+        return f"{var} names {path}, which does not exist"
     except OSError as exc:
-        return f"FM_TMUX_SOCKET names {path}, which cannot be read: {exc.strerror}"
+        return f"{var} names {path}, which cannot be read: {exc.strerror}"
     if not stat.S_ISSOCK(st.st_mode):
-        return f"FM_TMUX_SOCKET names {path}, which is not a socket"
+        return f"{var} names {path}, which is not a socket"
     return None
+
+
+def other_servers() -> list[tuple[int, str | None]] | None:
+    """The tmux processes of this user that are running (pid, a socket path they listen on,
+    if it can be read), or None when the process table cannot be read."""
+    uid = os.getuid()
+    try:
+        pids = [int(n) for n in os.listdir("/proc") if n.isdigit()]
+    except OSError:
+        return None
+    found: list[int] = []
+    for pid in pids:
+        try:
+            if os.stat(f"/proc/{pid}").st_uid != uid:
+                continue
+            with open(f"/proc/{pid}/comm", "rb") as f:
+                comm = f.read().strip()
+        except OSError:
+            continue  # gone meanwhile
+        if comm.startswith(b"tmux"):
+            found.append(pid)
+    if not found:
+        return []
+    paths: dict[str, str] = {}  # socket inode -> path
+    try:
+        with open("/proc/net/unix", encoding="utf-8", errors="replace") as f:
+            next(f, None)
+            for line in f:
+                fields = line.split()
+                if len(fields) >= 8 and fields[7].startswith("/"):
+                    paths[fields[6]] = fields[7]
+    except OSError:
+        pass
+    out: list[tuple[int, str | None]] = []
+    for pid in found:
+        sock: str | None = None
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if link.startswith("socket:[") and link[8:-1] in paths:
+                    sock = paths[link[8:-1]]
+                    break
+        except OSError:
+            pass
+        out.append((pid, sock))
+    return out
+
+
+def _default_doubt() -> str | None:
+    """No server answers on the default socket: authoritative only when no tmux server of
+    this user runs at all; otherwise fm may simply be looking at the wrong server."""
+    servers = other_servers()
+    default = os.environ.get("TMUX", "").split(",")[0] or os.path.join(socket_dir(), "default")
+    if servers is None:
+        return (
+            f"no tmux server answers on the default socket {default}, and whether another "
+            "tmux server runs cannot be told (/proc unreadable): set FM_TMUX_SOCKET or "
+            "FM_TMUX_SOCKET_NAME to the fleet's server"
+        )
+    if not servers:
+        return None
+    named = ", ".join(f"{sock or 'socket unknown'} (pid {pid})" for pid, sock in servers[:5])
+    more = f" and {len(servers) - 5} more" if len(servers) > 5 else ""
+    return (
+        f"no tmux server answers on the default socket {default}, but other tmux servers of "
+        f"this user are running: {named}{more}; set FM_TMUX_SOCKET (the socket path) or "
+        "FM_TMUX_SOCKET_NAME (as for tmux -L) to the fleet's server"
+    )
 
 
 def list_panes(settings: Settings) -> TmuxInventory:
@@ -143,6 +220,10 @@ def list_panes(settings: Settings) -> TmuxInventory:
         return TmuxInventory(InventoryStatus.ERROR, error=" ".join(result.stderr))
     if result.returncode != 0:
         if _absent(result.stderr):
+            if not settings.tmux_socket_path and not settings.tmux_socket_name:
+                doubt = _default_doubt()
+                if doubt is not None:
+                    return TmuxInventory(InventoryStatus.ERROR, error=doubt)
             return TmuxInventory(InventoryStatus.NO_SERVER, error=" ".join(result.stderr))
         return TmuxInventory(
             InventoryStatus.ERROR, error=" ".join(result.stderr) or "tmux list-panes failed"

@@ -1,0 +1,130 @@
+"""The tmux inventory fails closed on any socket doubt, on real tmux servers.
+
+fm runs here with a private TMUX_TMPDIR, so its "default" socket and every `-L NAME` socket
+are private to the test: the user's own tmux server is never asked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fleet import Fleet, tid
+
+
+@pytest.fixture
+def tmux_tmpdir() -> Iterator[Path]:
+    # Short: a socket path must fit in 108 bytes.
+    path = Path(tempfile.mkdtemp(prefix="fmtt", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        subprocess.run(
+            ["tmux", "-L", "fmgone", "kill-server"],
+            env={**os.environ, "TMUX_TMPDIR": str(path)},
+            capture_output=True,
+            check=False,
+        )
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def private_env(fleet: Fleet, tmpdir: Path, **extra: str) -> dict[str, str]:
+    env = fleet.env(TMUX_TMPDIR=str(tmpdir), **extra)
+    env.pop("FM_TMUX_SOCKET")
+    env.pop("TMUX", None)
+    return env
+
+
+def test_a_socket_name_naming_no_socket_is_unreadable(fleet: Fleet, tmux_tmpdir: Path) -> None:
+    slot = fleet.slot(1, holder=tid("orphan"))
+    t = fleet.task(tid("orphan"), slot, "alive")
+    env = private_env(fleet, tmux_tmpdir, FM_TMUX_SOCKET_NAME="nc-nothere")
+    before = fleet.snapshot(slot)
+    _, doc = fleet.fm_json("teardown", t.id, "--dry-run", env=env)
+    assert doc["endpoint"] == "unreadable", doc
+    r = fleet.fm("teardown", t.id, env=env)
+    assert r.returncode not in (0, 130), r.stdout
+    assert "nc-nothere" in r.stdout + r.stderr and "TORN DOWN" not in r.stdout
+    assert fleet.snapshot(slot) == before
+    assert t.window in fleet.tmux.windows() and (fleet.state / f"{t.id}.meta").exists()
+
+
+def test_a_refusal_on_an_unreadable_inventory_hints_at_the_inventory(
+    fleet: Fleet, tmux_tmpdir: Path
+) -> None:
+    slot = fleet.slot(1, holder=tid("mine"))
+    mine = fleet.task(tid("mine"), slot, "dead", extra={"treehouse_lease_holder": tid("mine")})
+    fleet.task(tid("busy"), slot, "alive")
+    env = private_env(fleet, tmux_tmpdir, FM_TMUX_SOCKET_NAME="nc-nothere")
+    code, doc = fleet.fm_json("teardown", mine.id, "--dry-run", env=env)
+    assert (code, doc["verdict"]) == (4, "live-owner"), doc
+    assert "tmux inventory" in doc["hints"][0] and "FM_TMUX_SOCKET" in doc["hints"][0]
+    assert not any("--discard-live-owner" in h for h in doc["hints"]), doc["hints"]
+
+
+def test_a_socket_file_with_no_server_is_missing(fleet: Fleet, tmux_tmpdir: Path) -> None:
+    env = private_env(fleet, tmux_tmpdir, FM_TMUX_SOCKET_NAME="fmgone")
+    subprocess.run(
+        ["tmux", "-L", "fmgone", "-f", "/dev/null", "new-session", "-d", "-s", "x"],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(["tmux", "-L", "fmgone", "kill-server"], env=env, capture_output=True)
+    assert (tmux_tmpdir / f"tmux-{os.getuid()}" / "fmgone").exists()  # tmux leaves it
+    slot = fleet.slot(1, holder=tid("done"))
+    fleet.record(tid("done"), slot)
+    code, doc = fleet.fm_json("teardown", tid("done"), "--dry-run", env=env)
+    assert (code, doc["endpoint"], doc["verdict"]) == (0, "missing", "proceed"), doc
+
+
+def test_no_default_server_with_another_server_running_is_unreadable(
+    fleet: Fleet, tmux_tmpdir: Path
+) -> None:
+    slot = fleet.slot(1, holder=tid("t"))
+    t = fleet.task(tid("t"), slot, "alive")
+    env = private_env(fleet, tmux_tmpdir)  # neither variable: the (private) default socket
+    before = fleet.snapshot(slot)
+    _, doc = fleet.fm_json("teardown", t.id, "--dry-run", env=env)
+    assert doc["endpoint"] == "unreadable", doc
+    r = fleet.fm("teardown", t.id, env=env)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "other tmux servers of this user are running" in out and "FM_TMUX_SOCKET" in out
+    # The fleet's own server is named (unless other test runs' servers fill the list).
+    assert fleet.tmux.socket in out or " more; set" in out
+    assert fleet.snapshot(slot) == before and t.window in fleet.tmux.windows()
+
+
+def _can_isolate_pids() -> bool:
+    try:
+        r = subprocess.run(
+            ["unshare", "--pid", "--fork", "--mount-proc", "true"], capture_output=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0
+
+
+def test_no_default_server_and_no_other_server_is_missing(fleet: Fleet, tmux_tmpdir: Path) -> None:
+    if not _can_isolate_pids():
+        pytest.skip("needs a private PID namespace (unshare --pid) to hide the test's servers")
+    slot = fleet.slot(1, holder=tid("t"))
+    fleet.record(tid("t"), slot)
+    env = private_env(fleet, tmux_tmpdir)
+    # In a PID namespace of its own, fm sees no tmux server of this user at all.
+    r = subprocess.run(
+        ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-m", "fm_teardown",
+         "teardown", tid("t"), "--dry-run", "--json"],
+        capture_output=True, text=True, cwd=fleet.fm_home, env=env, timeout=60, check=False,
+    )  # fmt: skip
+    doc = json.loads(r.stdout)
+    assert (r.returncode, doc["endpoint"], doc["verdict"]) == (0, "missing", "proceed"), doc
