@@ -166,8 +166,8 @@ _fm() {
 
     case $cmd in
     teardown)
-        opts="--dry-run --force --discard-live-owner --json --state-dir --landed --help"
-        valued=" --discard-live-owner --state-dir "
+        opts="--dry-run --force --discard-live-owner --json --state-dir --landed --include-live --include-pushed --min-age --help"
+        valued=" --discard-live-owner --state-dir --min-age "
         ;;
     restore)
         opts="--to --ref --project --json --state-dir --help"

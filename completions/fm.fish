@@ -143,7 +143,7 @@ complete -c fm -n '__fm_no_command; and __fm_after --install-completion --show-c
     -a 'bash zsh fish'
 
 # fm teardown
-complete -c fm -n '__fm_using teardown; and not __fm_after --discard-live-owner --state-dir' \
+complete -c fm -n '__fm_using teardown; and not __fm_after --discard-live-owner --state-dir --min-age' \
     -a '(__fm_task_ids)' -d 'task'
 complete -c fm -n '__fm_using teardown' -l dry-run -d 'Print the verdict and the plan; change nothing'
 complete -c fm -n '__fm_using teardown' -l force -d "Also discard THIS task's unlanded work"
@@ -152,7 +152,10 @@ complete -c fm -n '__fm_using teardown' -l discard-live-owner -x -a '(__fm_owner
 complete -c fm -n '__fm_using teardown' -l json -d 'One JSON object on stdout'
 complete -c fm -n '__fm_using teardown' -l state-dir -x -a '(__fish_complete_directories)' \
     -d 'Task records directory'
-complete -c fm -n '__fm_using teardown' -l landed -d 'Tear down every task whose work has landed'
+complete -c fm -n '__fm_using teardown' -l landed -d 'Tear down every finished task'
+complete -c fm -n '__fm_using teardown' -l include-live -d 'With --landed: also tasks whose endpoint is alive'
+complete -c fm -n '__fm_using teardown' -l include-pushed -d 'With --landed: also tasks pushed, not merged'
+complete -c fm -n '__fm_using teardown' -l min-age -x -d 'With --landed: launched at least this long ago'
 complete -c fm -n '__fm_using teardown' -l help -d 'Show help and exit'
 
 # fm restore

@@ -677,6 +677,7 @@ def step_record(run: Run, record: Record) -> None:
         for name in sidecars(record.task_id, os.listdir(state_dir)):
             _remove(os.path.join(state_dir, name))
             removed.append(name)
+            faults.at("in-sweep")
         faults.at("before-meta")
         os.unlink(record.meta_path)
     except OSError as exc:

@@ -10,8 +10,11 @@ project). Then the slots claimed by more than one record, and the fleet's loose 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from fm_teardown import finished
 from fm_teardown.decide import decide
 from fm_teardown.endpoint import ProcessClass, classify
 from fm_teardown.errors import Verdict
@@ -30,6 +33,9 @@ from fm_teardown.settings import Settings
 from fm_teardown.values import value
 from fm_teardown.world import Observation
 
+if TYPE_CHECKING:
+    from fm_teardown.landed import LandedFacts
+
 
 @value
 class AuditRow:
@@ -40,6 +46,10 @@ class AuditRow:
     reasons: tuple[str, ...]
     headline: str  # the one reason that matters
     owners: tuple[str, ...] = ()  # the live owners, for a live-owner row
+    # Finished (what `--landed` selects), and why; the same function decides both.
+    finished: finished.Finished = finished.Finished(False, "")
+    # The launch the row describes: a batch skips a task relaunched since its selection.
+    identity: tuple[object, ...] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -63,7 +73,8 @@ class Audit:
     pools: tuple[str, ...] = ()  # the pool dirs whose state files were read
 
 
-def audit(settings: Settings) -> Audit:
+def audit(settings: Settings, opts: finished.Options | None = None) -> Audit:
+    opts = opts or finished.Options()
     fleet = load_fleet_for_audit(settings)
     obs = observe(settings, fleet)
     flags = Flags(dry_run=True)
@@ -72,10 +83,12 @@ def audit(settings: Settings) -> Audit:
     for task in fleet.task_ids:
         bad = _unusable(task, fleet)
         if bad is not None:
-            rows[task] = bad
+            why = f"refused ({bad.verdict}): {bad.headline}"
+            rows[task] = replace(bad, finished=finished.Finished(False, why))
             continue
         decisions[task] = decide(task, fleet, obs, flags)
     pending = [fleet.records[t] for t, d in decisions.items() if d.landed_pending]
+    facts: dict[str, LandedFacts] = {}
     if pending:
         from fm_teardown.landed import check_many
 
@@ -91,14 +104,20 @@ def audit(settings: Settings) -> Audit:
                 record.task_id, fleet, obs, flags, landed=facts[record.task_id]
             )
     for task, d in decisions.items():
+        ep = obs.endpoints[task]
+        record = fleet.records[task]
         rows[task] = AuditRow(
             task,
             d.slot,
-            str(obs.endpoints[task].state),
+            str(ep.state),
             d.verdict,
             d.reasons,
             d.headline,
             tuple(o.id for o in d.owners if o.live) if d.verdict == Verdict.LIVE_OWNER else (),
+            finished.classify(
+                d.verdict, d.headline, str(ep.state), ep.detail, record, facts.get(task), opts
+            ),
+            finished.identity(record, ep.window_ids),
         )
     return Audit(
         settings.state_dir,

@@ -201,10 +201,35 @@ def teardown(
         bool,
         typer.Option(
             "--landed",
-            help="Tear down every task the audit finds landed (proceed or stale), in task-id "
-            "order, each decided again at its turn.",
+            help="Tear down every finished task, in task-id order, each selected and decided "
+            "again at its turn. Finished: verdict proceed or stale, own endpoint dead or "
+            "missing, launched at least --min-age ago, and its work merged (not merely pushed).",
         ),
     ] = False,
+    include_live: Annotated[
+        bool,
+        typer.Option(
+            "--include-live",
+            help="With --landed: also select tasks whose own endpoint is still alive "
+            "(their agent is killed).",
+        ),
+    ] = False,
+    include_pushed: Annotated[
+        bool,
+        typer.Option(
+            "--include-pushed",
+            help="With --landed: also select tasks whose work is pushed but not merged.",
+        ),
+    ] = False,
+    min_age: Annotated[
+        str | None,
+        typer.Option(
+            "--min-age",
+            metavar="DURATION",
+            help="With --landed: select only tasks launched at least this long ago "
+            "(90s, 10m, 1h, 2d; default 1h; 0 for any age).",
+        ),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     state_dir: Annotated[
         str | None, typer.Option("--state-dir", metavar="DIR", help="Task records directory.")
@@ -222,6 +247,9 @@ def teardown(
         landed=landed,
         json_out=json_out,
         state_dir=state_dir,
+        include_live=include_live,
+        include_pushed=include_pushed,
+        min_age=min_age,
     )
     raise typer.Exit(code)
 

@@ -5,7 +5,8 @@
   is removed, so a test can change the world between two steps.
 
 Boundaries: before-endpoint, after-endpoint, before-recheck, after-processes, after-save,
-after-pool, before-meta, after-record. Unset, this costs one environment lookup.
+after-pool, in-sweep (after each sidecar removed), before-meta, after-record. Unset, this
+costs one environment lookup.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from fm_teardown.outcome import Outcome
 from fm_teardown.plan import StepOutcome
 
 if TYPE_CHECKING:  # the audit's module only when an audit is rendered
-    from fm_teardown.audit import Audit
+    from fm_teardown.audit import Audit, AuditRow
 
 VERDICT_STYLE = {
     "proceed": "green",
@@ -283,6 +283,16 @@ def short_path(path: str | None, pools: tuple[str, ...]) -> str:
     return path
 
 
+def _why(r: AuditRow) -> str:
+    """The row's one reason; a row that would proceed but is not finished says why not (what
+    `--landed` would skip it for, and the opt-in that would include it)."""
+    f = r.finished
+    if f.finished or r.verdict not in ("proceed", "stale"):
+        return r.headline
+    opt = f" [include with {f.opt_in}]" if f.opt_in else ""
+    return f"not finished: {f.reason}{opt}"
+
+
 def render_audit(a: Audit, out: TextIO | None = None) -> None:
     """The audit for a person: a header naming the state dir, one row per task with the one
     reason that matters, then the shared slots, then the loose ends."""
@@ -295,15 +305,16 @@ def render_audit(a: Audit, out: TextIO | None = None) -> None:
     if not a.rows:
         p.line("no task records")
     else:
-        headers = ("TASK", "VERDICT", "EXIT", "ENDPOINT", "SLOT", "WHY")
+        headers = ("TASK", "VERDICT", "EXIT", "ENDPOINT", "FINISHED", "SLOT", "WHY")
         table = [
             (
                 r.task,
                 str(r.verdict),
                 str(r.exit_code),
                 r.endpoint or "-",
+                "yes" if r.finished.finished else "no",
                 short_path(r.slot, a.pools),
-                r.headline,
+                _why(r),
             )
             for r in a.rows
         ]

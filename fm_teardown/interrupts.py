@@ -16,6 +16,9 @@ from contextlib import contextmanager
 from types import FrameType
 
 _flag = threading.Event()
+# Inside a batch the flag outlives each task's run: an interrupt that lands between two
+# step boundaries, in a task's last step or between two tasks is never lost.
+_batch = threading.Event()
 
 
 def requested() -> bool:
@@ -43,12 +46,29 @@ def while_deciding() -> Iterator[None]:
 @contextmanager
 def while_acting() -> Iterator[None]:
     """SIGINT and SIGTERM only raise the flag; steps check it at their boundaries."""
-    _flag.clear()
+    if not _batch.is_set():
+        _flag.clear()
     old_int = signal.signal(signal.SIGINT, _note)
     old_term = signal.signal(signal.SIGTERM, _note)
     try:
         yield
     finally:
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)
+
+
+@contextmanager
+def while_batch() -> Iterator[None]:
+    """A whole batch: SIGINT and SIGTERM only raise the flag, from the first task to the
+    summary; the batch checks it between tasks and each run at its step boundaries."""
+    _flag.clear()
+    _batch.set()
+    old_int = signal.signal(signal.SIGINT, _note)
+    old_term = signal.signal(signal.SIGTERM, _note)
+    try:
+        yield
+    finally:
+        _batch.clear()
         signal.signal(signal.SIGINT, old_int)
         signal.signal(signal.SIGTERM, old_term)
 

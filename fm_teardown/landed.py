@@ -17,10 +17,13 @@ Ship tasks are judged by their slot (a linked worktree of the project):
 
 What it costs (§8): one `git status` per slot; for what the slots of one project share, at most
 4 git calls per project (its refs and default branch; one `rev-list` that tells, for every
-slot's HEAD at once, whether a remote-tracking ref has it; `remote.origin.url` and the trees of
-the default branches, only when a slot needs them); further per-slot calls only for a slot
-whose HEAD is on no remote-tracking branch (its commits, the content checks, the PR). Slots
-and projects are inspected a few at a time. Every git call goes through `runner`.
+slot's HEAD at once, whether a remote-tracking ref has it, and one whether origin's default
+branch has it (merged, for `--landed`); `remote.origin.url` only when no ref of origin is
+there, and the trees of the default branches, only when a slot needs them); further per-slot
+calls only for a slot whose HEAD is on no remote-tracking branch (its commits, the content
+checks, the PR), or is pushed but not in the default branch (the content checks and the PR,
+which tell merged from merely pushed). Slots and projects are inspected a few at a time.
+Every git call goes through `runner`.
 """
 
 from __future__ import annotations
@@ -63,6 +66,14 @@ class LandedFacts:
     head: str | None = None  # the slot's HEAD commit when it was inspected
     branch: str | None = None  # the local branch checked out there (None: detached)
     default_branch: str | None = None  # the project's default branch (never deleted)
+    # Finished, not merely landed (`--landed`): the work is in the default branch (squash
+    # and replayed patches count), in local main for local-only, or its recorded PR merged;
+    # a scout's report or a secondmate's empty home counts too. Pushed alone is not merged.
+    merged: bool = False
+    merge_summary: str = ""  # why it is or is not merged
+    # False when HEAD is already in the default branch: nothing of the task's own is there
+    # (a fresh slot, or a fast-forwarded merge: only a gone endpoint tells them apart).
+    own_commits: bool = True
 
 
 # --------------------------------------------------------------------------- git
@@ -189,7 +200,8 @@ def _scout(record: Record, data_dir: Path) -> LandedFacts:
             (f"cannot read {report}: {exc.strerror}",),
         )
     if found:
-        return LandedFacts(True, f"scout report {report} exists", (), ())
+        why = f"scout report {report} exists"
+        return LandedFacts(True, why, (), (), merged=True, merge_summary=why)
     return LandedFacts(False, f"scout task has no report at {report}", (), ())
 
 
@@ -210,7 +222,8 @@ def _secondmate(record: Record) -> LandedFacts:
             (f"cannot read {state}: {exc.strerror}",),
         )
     if not children:
-        return LandedFacts(True, f"secondmate home {home} has no task records", (), ())
+        why = f"secondmate home {home} has no task records"
+        return LandedFacts(True, why, (), (), merged=True, merge_summary=why)
     named = ", ".join(children[:MAX_CHILDREN_NAMED])
     extra = len(children) - MAX_CHILDREN_NAMED
     more = f" and {extra} more" if extra > 0 else ""
@@ -245,7 +258,8 @@ def _status(wt: str) -> SlotStatus | LandedFacts:
         st = os.stat(wt)
     except (FileNotFoundError, NotADirectoryError):
         # The caller skips the process and pool steps for a vanished slot: nothing is reset.
-        return LandedFacts(True, "slot directory no longer exists: nothing to lose", (), ())
+        why = "slot directory no longer exists: nothing to lose"
+        return LandedFacts(True, why, (), (), merged=True, merge_summary=why)
     except OSError as exc:
         # Not os.path.exists: it says False for "permission denied", which is not "gone".
         why = f"cannot read slot path {wt}: {exc.strerror}"
@@ -336,13 +350,18 @@ class ProjectFacts:
     default: str | None = None  # origin's default branch name
     unpushed: frozenset[str] = frozenset()  # slot HEADs that no remote-tracking ref has
     unpushed_error: str | None = None  # whether the HEADs are pushed cannot be told
+    # Slot HEADs that origin's default branch does not contain (None: cannot be told).
+    beyond_default: frozenset[str] | None = None
     _origin: bool | None = None
     _fetched: tuple[bool, str] | None = None  # (fetched, why not)
     _trees: dict[str, str | None] = field(default_factory=dict)
 
     def has_origin(self) -> bool:
         if self._origin is None:
-            self._origin = _git(self.project, "config", "--get", "remote.origin.url").ok
+            # A remote-tracking ref of origin says so without a git call (one call fewer per
+            # project: the budget pays for the default-branch rev-list instead).
+            tracked = any(name.startswith("refs/remotes/origin/") for name in self.refs)
+            self._origin = tracked or _git(self.project, "config", "--get", "remote.origin.url").ok
         return self._origin
 
     def fetched(self) -> tuple[bool, str]:
@@ -412,6 +431,18 @@ def _project(project: str, slots: list[SlotStatus], fetch: bool, timeout: float)
             facts.unpushed = frozenset(h for h in heads if h in listed)
         else:
             facts.unpushed_error = r.why()
+        base = f"refs/remotes/origin/{facts.default}" if facts.default else None
+        if base is not None and base in facts.refs:
+            # One more rev-list for every slot: which HEADs the default branch contains
+            # (merged, or never moved from it); the others need the per-slot content checks.
+            r = runner.run(
+                ["git", "-C", project, "rev-list", "--stdin", "--not", facts.refs[base]],
+                timeout=runner.LOCAL_GIT_TIMEOUT,
+                stdin="".join(f"{h}\n" for h in heads),
+            )
+            if r.ok:
+                listed = set(r.out.decode("ascii", "replace").split())
+                facts.beyond_default = frozenset(h for h in heads if h in listed)
     return facts
 
 
@@ -451,7 +482,10 @@ def _judge(
         unpushed: tuple[str, ...] = (),
         notes: tuple[str, ...] = (),
         dirty: tuple[str, ...] = st.dirty,
+        merged: bool = False,
+        merge_summary: str = "",
     ) -> LandedFacts:
+        own = project.beyond_default is None or st.head in project.beyond_default
         return LandedFacts(
             landed,
             summary,
@@ -462,6 +496,9 @@ def _judge(
             st.head,
             st.branch,
             project.default,
+            merged,
+            merge_summary or summary,
+            own,
         )
 
     if st.head is None:
@@ -493,15 +530,28 @@ def _judge(
             summary += f"; {_plural(n_unpushed, 'commit')} on no remote-tracking branch"
         return facts(False, summary, unpushed_lines)
 
-    if n_unpushed == 0:
-        return facts(True, f"HEAD {head[:12]} is on a remote-tracking branch", dirty=())
-
     notes: list[str] = []
+    if n_unpushed == 0:
+        pushed = f"HEAD {head[:12]} is on a remote-tracking branch"
+        if project.beyond_default is not None and head not in project.beyond_default:
+            where = f"origin/{project.default}"
+            return facts(True, pushed, dirty=(), merged=True, merge_summary=f"HEAD is in {where}")
+        # Pushed is landed (nothing would be lost), but finished only once it is merged.
+        reason, where = _committed_landed(
+            record, head, project, fetch=fetch, fetch_timeout=fetch_timeout, gh_bin=gh_bin,
+            notes=notes,
+        )  # fmt: skip
+        if reason is not None:
+            return facts(True, pushed, notes=tuple(notes), dirty=(), merged=True,
+                         merge_summary=reason)  # fmt: skip
+        return facts(True, pushed, notes=tuple(notes), dirty=(),
+                     merge_summary=f"pushed but not merged into {where}")  # fmt: skip
+
     reason, where = _committed_landed(
         record, head, project, fetch=fetch, fetch_timeout=fetch_timeout, gh_bin=gh_bin, notes=notes
     )
     if reason is not None:
-        return facts(True, reason, notes=tuple(notes), dirty=())
+        return facts(True, reason, notes=tuple(notes), dirty=(), merged=True)
     summary = f"{_plural(n_unpushed, 'commit')} on no remote-tracking branch and not in {where}"
     if notes:
         summary += " (could not tell everything; see notes)"

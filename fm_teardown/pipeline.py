@@ -7,7 +7,7 @@ this module; `commands` journals and renders what `teardown` returns.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from fm_teardown.decide import decide
 from fm_teardown.errors import FmError
@@ -41,7 +41,9 @@ def plan(
 ) -> Planned:
     fleet = load(settings, task)
     obs = observe(settings, fleet, remembered)
-    return Planned(decide_with_landed(settings, task, fleet, obs, flags, fetch=fetch), fleet, obs)
+    facts: list[LandedLike] = []
+    decision = decide_with_landed(settings, task, fleet, obs, flags, fetch=fetch, facts=facts)
+    return Planned(decision, fleet, obs, facts[0] if facts else None)
 
 
 def landed_facts(settings: Settings, record: Record, *, fetch: bool) -> LandedLike:
@@ -65,26 +67,49 @@ def decide_with_landed(
     flags: Flags,
     *,
     fetch: bool | None = None,
+    facts: list[LandedLike] | None = None,
 ) -> Decision:
     """Decide; if rule 5 is reached, gather TASK's landed facts and decide again.
 
     A real run fetches the default branch first (`fetch` None means: unless it is a dry run).
+    The facts gathered are appended to `facts` when given.
     """
     decision = decide(task, fleet, obs, flags)
     if decision.landed_pending:
-        facts = landed_facts(
+        found = landed_facts(
             settings, fleet.records[task], fetch=(not flags.dry_run) if fetch is None else fetch
         )
-        decision = decide(task, fleet, obs, flags, landed=facts)
+        if facts is not None:
+            facts.append(found)
+        decision = decide(task, fleet, obs, flags, landed=found)
     return decision
 
 
-def teardown(settings: Settings, task: str, flags: Flags) -> Outcome:
-    """`fm teardown TASK [--dry-run]`: decide, and for a real run act; never raises FmError."""
+class NotSelected(Exception):
+    """A batch's task that, at its turn, is no longer what was selected (relaunched, no
+    longer finished, its slot already returned by this batch): nothing was done to it."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+Guard = Callable[[Planned], str | None]
+
+
+def teardown(settings: Settings, task: str, flags: Flags, guard: Guard | None = None) -> Outcome:
+    """`fm teardown TASK [--dry-run]`: decide, and for a real run act; never raises FmError.
+
+    `guard` (a batch's re-selection) sees the plan before anything is done and may stop the
+    task there: NotSelected."""
     try:
         planned = plan(settings, task, flags)
     except FmError as err:
         return Outcome.of_error(task, err, dry_run=flags.dry_run)
+    if guard is not None:
+        why = guard(planned)
+        if why is not None:
+            raise NotSelected(why)
     if flags.dry_run:
         return Outcome.of_decision(planned.decision, dry_run=True)
     from fm_teardown import act

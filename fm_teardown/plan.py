@@ -151,3 +151,4 @@ class Planned:
     decision: Decision
     fleet: Fleet
     observation: Observation
+    landed: LandedLike | None = None  # rule 5's facts, when the decision reached rule 5

@@ -124,6 +124,11 @@ def audit_json(a: Audit) -> dict[str, Any]:
                 "reasons": list(r.reasons),
                 "headline": r.headline,
                 "owners": list(r.owners),
+                "finished": {
+                    "finished": r.finished.finished,
+                    "reason": r.finished.reason,
+                    "opt_in": r.finished.opt_in,
+                },
             }
             for r in a.rows
         ],

@@ -103,7 +103,8 @@ def test_landed_selects_exactly_what_the_audit_says_is_ready(fleet: Fleet) -> No
     # s7 is the newer launch on s6's slot, without a window: s6 is stale, s7 the current owner
     fleet.record(ID_S7, stale, extra={"spawn_gen": "s2.1.b"})
     before = fleet.snapshot(*mine, *recycled, dirty, stale)
-    code, doc = fleet.fm_json("teardown", "--landed", "--dry-run")
+    # Launched a moment ago (m1, m2 by their records' mtime): only --min-age 0 selects them.
+    code, doc = fleet.fm_json("teardown", "--landed", "--dry-run", "--min-age", "0")
     assert code == 0, doc
     ready = [
         (ID_M1, "proceed", 0),
@@ -114,17 +115,17 @@ def test_landed_selects_exactly_what_the_audit_says_is_ready(fleet: Fleet) -> No
     assert summary(doc) == ready
     assert all(r["steps"] for r in doc["results"])
     assert fleet.snapshot(*mine, *recycled, dirty, stale) == before
-    r = fleet.fm("teardown", "--landed", "--dry-run")
+    r = fleet.fm("teardown", "--landed", "--dry-run", "--min-age", "0")
     assert (
         r.stdout.splitlines()[0] == f"--landed selected 4 tasks: {ID_M1}, {ID_M2}, {ID_S6}, {ID_S7}"
     )
-    code, doc = fleet.fm_json("teardown", "--landed")
+    code, doc = fleet.fm_json("teardown", "--landed", "--min-age", "0")
     assert (code, summary(doc)) == (0, ready)
     for t in (ID_M3, ID_M4, ID_M5, ID_W3, ID_W4):
         assert (fleet.state / f"{t}.meta").exists(), t
     assert all(not any(gone(p) for p in w.pids) for w in workers)
     # Nothing is ready any more: an empty selection, exit 0.
-    code, doc = fleet.fm_json("teardown", "--landed")
+    code, doc = fleet.fm_json("teardown", "--landed", "--min-age", "0")
     assert (code, doc["results"]) == (0, [])
 
 

@@ -10,15 +10,22 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
+from dataclasses import field
+from typing import TYPE_CHECKING, Any, cast
 
-from fm_teardown import journal, report
-from fm_teardown.errors import ExitCode, Verdict
+from fm_teardown import interrupts, journal, report
+from fm_teardown.errors import ExitCode, FmError, Verdict
 from fm_teardown.human import VERDICT_STYLE
 from fm_teardown.outcome import Outcome
 from fm_teardown.plan import Flags
 from fm_teardown.settings import Settings
 from fm_teardown.values import value
+
+if TYPE_CHECKING:
+    from fm_teardown.finished import Options
+    from fm_teardown.landed import LandedFacts
+    from fm_teardown.pipeline import Guard
+    from fm_teardown.plan import Planned
 
 
 @value
@@ -32,11 +39,11 @@ class Skipped:
 Result = Outcome | Skipped
 
 
-def exit_code(results: list[Result]) -> int:
+def exit_code(results: list[Result], *, interrupted: bool = False) -> int:
     """0 when every task exited 0; else 1 when any failed or was skipped (130 when the batch
     was interrupted); else the largest refusal code."""
     codes = [r.exit_code for r in results if isinstance(r, Outcome)]
-    if any(isinstance(r, Outcome) and r.interrupted for r in results):
+    if interrupted or any(isinstance(r, Outcome) and r.interrupted for r in results):
         return int(ExitCode.INTERRUPTED)
     if all(c == 0 for c in codes) and len(codes) == len(results):
         return 0
@@ -45,55 +52,198 @@ def exit_code(results: list[Result]) -> int:
     return max(codes)
 
 
-def select_landed(s: Settings) -> list[str]:
-    """`--landed`: every task whose dry-run verdict is now proceed or stale, from one
-    observation of the fleet (the audit's, rule 5 included), in task-id order."""
+@value
+class NotChosen:
+    """A task `--landed` did not select: its verdict, the one reason, the opt-in (if any)."""
+
+    task: str
+    verdict: str
+    reason: str
+    opt_in: str | None
+
+
+@value
+class Selection:
+    tasks: tuple[str, ...]
+    # task -> the launch seen when selecting (finished.identity): changed means relaunched.
+    identities: dict[str, tuple[object, ...]] = field(default_factory=dict)
+    not_selected: tuple[NotChosen, ...] = ()
+
+
+IDENTITY_FIELDS = ("window", "worktree", "spawn_gen", "meta inode", "meta mtime")
+
+
+def select_landed(s: Settings, opts: Options) -> Selection:
+    """`--landed`: every finished task (finished.classify, the audit's own column), from one
+    observation of the fleet, in task-id order; the others with their one reason."""
     from fm_teardown.audit import audit
 
-    return sorted(r.task for r in audit(s).rows if r.verdict in (Verdict.PROCEED, Verdict.STALE))
+    rows = sorted(audit(s, opts).rows, key=lambda r: r.task)
+    chosen = [r for r in rows if r.finished.finished]
+    return Selection(
+        tuple(r.task for r in chosen),
+        {r.task: r.identity for r in chosen if r.identity is not None},
+        tuple(
+            NotChosen(r.task, str(r.verdict), r.finished.reason, r.finished.opt_in)
+            for r in rows
+            if not r.finished.finished
+        ),
+    )
+
+
+def named(s: Settings, tasks: list[str]) -> Selection:
+    """`fm teardown A B C`: the launches named, as they are now (a task relaunched before
+    its turn is skipped, not torn down in its new slot)."""
+    from fm_teardown.finished import identity
+    from fm_teardown.observe import observe
+    from fm_teardown.records import load_fleet
+
+    try:
+        fleet = load_fleet(s.state_dir)
+    except FmError:
+        return Selection(tuple(tasks))  # each task reports the problem at its turn
+    present = {t: fleet.records[t] for t in tasks if t in fleet.records}
+    if not present:
+        return Selection(tuple(tasks))
+    obs = observe(s, fleet)
+    return Selection(
+        tuple(tasks),
+        {t: identity(r, obs.endpoints[t].window_ids) for t, r in present.items()},
+    )
+
+
+def _guard(
+    task: str,
+    selection: Selection,
+    returned: dict[str, str],
+    opts: Options | None,
+) -> Guard:
+    """At its turn, TASK is selected again, not only decided again."""
+
+    def guard(planned: Planned) -> str | None:
+        from fm_teardown.finished import classify, identity
+
+        record = planned.fleet.records.get(task)
+        ep = planned.observation.endpoints.get(task) if record is not None else None
+        want = selection.identities.get(task)
+        if want is not None and record is not None and ep is not None:
+            now = identity(record, ep.window_ids)
+            what = [n for n, a, b in zip(IDENTITY_FIELDS, want, now, strict=True) if a != b]
+            if what[:1] == ["window"] and set(cast(tuple[str, ...], now[0])) <= set(
+                cast(tuple[str, ...], want[0])
+            ):
+                what = what[1:]  # a window that went away is no relaunch; a new one is
+            if what:
+                return (
+                    f"relaunched: its record changed since it was selected ({', '.join(what)}); "
+                    f"nothing was done: run fm teardown {task} --dry-run to see the new launch"
+                )
+        d = planned.decision
+        if d.pool_return is not None and d.slot in returned:
+            return (
+                f"slot {d.slot} was returned earlier in this batch (by {returned[d.slot]}): it "
+                f"is no longer the slot {task} was selected with; nothing was done: run "
+                f"fm teardown {task} --dry-run"
+            )
+        if opts is not None and d.verdict in (Verdict.PROCEED, Verdict.STALE):
+            verdict = classify(
+                d.verdict,
+                d.headline,
+                str(ep.state) if ep is not None else None,
+                ep.detail if ep is not None else "",
+                record,
+                cast("LandedFacts | None", planned.landed),
+                opts,
+            )
+            if not verdict.finished:
+                return f"no longer finished: {verdict.reason}; nothing was done"
+        return None
+
+    return guard
 
 
 def run(
     s: Settings,
-    tasks: list[str],
+    selection: Selection,
     flags: Flags,
     *,
     json_out: bool,
-    one: Callable[[Settings, str, Flags], Outcome],
+    one: Callable[[Settings, str, Flags, Guard | None], Outcome],
     landed: bool = False,
+    opts: Options | None = None,
 ) -> int:
+    from fm_teardown.pipeline import NotSelected
+
+    tasks = list(selection.tasks)
     results: list[Result] = []
     progress = not json_out and sys.stderr.isatty()
     if landed and not json_out:
-        report.Printer(sys.stdout).line(
-            f"--landed selected {len(tasks)} task{'s' if len(tasks) != 1 else ''}: "
-            + (", ".join(tasks) if tasks else "none"),
-            "bold",
-        )
-    for i, task in enumerate(tasks):
-        if progress:
-            left = len(tasks) - i - 1
-            sys.stderr.write(f"[{i + 1}/{len(tasks)}] fm teardown {task} ({left} left)\n")
-        try:
-            outcome = one(s, task, flags)
-        except KeyboardInterrupt:
-            # Interrupted while deciding: this task changed nothing.
-            outcome = interrupted_before_acting(task, flags)
-        if not flags.dry_run and outcome.verdict != Verdict.INVALID:
-            journal.append(s.data_dir, journal.entry_of(outcome, flags))
-        results.append(outcome)
-        if not json_out:
-            report.render(outcome, json_out=False)
-        if outcome.interrupted or outcome.exit_code == ExitCode.FAILED:
-            why = "interrupted" if outcome.interrupted else f"{task} failed"
-            results += [Skipped(t, f"not run: {why}") for t in tasks[i + 1 :]]
-            break
-    code = exit_code(results)
-    if json_out:
-        report.emit_json(batch_json(results, dry_run=flags.dry_run, code=code))
-    else:
-        render_summary(results, code)
+        render_selection(selection)
+    returned: dict[str, str] = {}  # slot -> the task of this batch that returned it
+    stopped = False
+    with interrupts.while_batch():
+        for i, task in enumerate(tasks):
+            if interrupts.requested():
+                stopped = True
+                results += [Skipped(t, "not run: interrupted") for t in tasks[i:]]
+                break
+            if progress:
+                left = len(tasks) - i - 1
+                sys.stderr.write(f"[{i + 1}/{len(tasks)}] fm teardown {task} ({left} left)\n")
+            guard = _guard(task, selection, returned, opts if landed else None)
+            try:
+                outcome = one(s, task, flags, guard)
+            except NotSelected as skip:
+                results.append(Skipped(task, skip.reason))
+                continue
+            except KeyboardInterrupt:
+                # Interrupted while deciding: this task changed nothing.
+                outcome = interrupted_before_acting(task, flags)
+            if not flags.dry_run and outcome.verdict != Verdict.INVALID:
+                journal.append(s.data_dir, journal.entry_of(outcome, flags))
+            results.append(outcome)
+            d = outcome.decision
+            if (
+                d is not None
+                and d.slot is not None
+                and any(st.step == "pool" and st.outcome == "done" for st in outcome.steps)
+            ):
+                returned[d.slot] = task
+            if not json_out:
+                report.render(outcome, json_out=False)
+            stopped = outcome.interrupted or interrupts.requested()
+            if stopped or outcome.exit_code == ExitCode.FAILED:
+                why = "interrupted" if stopped else f"{task} failed"
+                results += [Skipped(t, f"not run: {why}") for t in tasks[i + 1 :]]
+                break
+        code = exit_code(results, interrupted=stopped)
+        if json_out:
+            doc = batch_json(results, dry_run=flags.dry_run, code=code)
+            if landed:
+                doc["not_selected"] = [
+                    {"task": n.task, "verdict": n.verdict, "reason": n.reason, "opt_in": n.opt_in}
+                    for n in selection.not_selected
+                ]
+            report.emit_json(doc)
+        else:
+            render_summary(results, code)
     return code
+
+
+def render_selection(selection: Selection) -> None:
+    p = report.Printer(sys.stdout)
+    tasks = selection.tasks
+    p.line(
+        f"--landed selected {len(tasks)} task{'s' if len(tasks) != 1 else ''}: "
+        + (", ".join(tasks) if tasks else "none"),
+        "bold",
+    )
+    if selection.not_selected:
+        p.line(f"not selected ({len(selection.not_selected)}):", "bold")
+        width = max(len(n.task) for n in selection.not_selected)
+        for n in selection.not_selected:
+            opt = f" [include with {n.opt_in}]" if n.opt_in else ""
+            p.line(f"  {n.task:<{width}}  {n.reason}{opt}")
 
 
 def interrupted_before_acting(task: str, flags: Flags) -> Outcome:

@@ -6,13 +6,22 @@ ready), or none with `--dry-run` (the fleet audit, §8).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fm_teardown import interrupts, journal, report, settings
 from fm_teardown.errors import ExitCode, FmError, Verdict, invalid
 from fm_teardown.outcome import Outcome
 from fm_teardown.plan import Flags
 from fm_teardown.records import task_id_problem
 
-USAGE = "usage: fm teardown TASK [TASK ...] [--dry-run] [--force] [--json] | --landed | --dry-run"
+if TYPE_CHECKING:
+    from fm_teardown.finished import Options
+    from fm_teardown.pipeline import Guard
+
+USAGE = (
+    "usage: fm teardown TASK [TASK ...] [--dry-run] [--force] [--json] | --landed "
+    "[--include-live] [--include-pushed] [--min-age DURATION] | --dry-run"
+)
 
 
 def teardown(
@@ -24,27 +33,57 @@ def teardown(
     landed: bool,
     json_out: bool,
     state_dir: str | None,
+    include_live: bool = False,
+    include_pushed: bool = False,
+    min_age: str | None = None,
 ) -> int:
+    from fm_teardown.finished import DEFAULT_MIN_AGE, Options, parse_duration
+
     flags = Flags(force=force, discard_live_owner=discard_live_owner, dry_run=dry_run)
     first = tasks[0] if len(tasks) == 1 else None
+    age = DEFAULT_MIN_AGE if min_age is None else parse_duration(min_age)
     try:
         s = settings.load(state_dir)
         refused = _combination(tasks, flags, landed)
+        if age is None:
+            refused = refused or invalid(
+                f"--min-age takes a duration such as 90s, 10m, 1h or 2d (or 0), not '{min_age}'",
+                USAGE,
+            )
+        elif (
+            not landed
+            and (include_live or include_pushed or min_age is not None)
+            and (tasks or not dry_run)
+        ):
+            refused = refused or invalid(
+                "--include-live, --include-pushed and --min-age choose what --landed "
+                "selects: give them with --landed (or with the audit, --dry-run)",
+                USAGE,
+            )
     except FmError as err:
         return _usage(first, err, flags, json_out)
-    if refused is not None:
+    if refused is not None or age is None:
+        assert refused is not None
         return _usage(first, refused, flags, json_out)
+    opts = Options(include_live=include_live, include_pushed=include_pushed, min_age=age)
     if landed or len(tasks) > 1:
         from fm_teardown.commands import batch
 
-        try:
-            selected = batch.select_landed(s) if landed else tasks
-        except FmError as err:
-            return _usage(None, err, flags, json_out)
         with interrupts.while_deciding():
-            return batch.run(s, selected, flags, json_out=json_out, one=run_one, landed=landed)
+            try:
+                selection = batch.select_landed(s, opts) if landed else batch.named(s, tasks)
+            except FmError as err:
+                return _usage(None, err, flags, json_out)
+            except KeyboardInterrupt:
+                import sys
+
+                sys.stderr.write("fm: interrupted while selecting; nothing was changed\n")
+                return int(ExitCode.INTERRUPTED)
+            return batch.run(
+                s, selection, flags, json_out=json_out, one=run_one, landed=landed, opts=opts
+            )
     if not tasks:
-        return _audit(s, dry_run=dry_run, flags=flags, json_out=json_out)
+        return _audit(s, dry_run=dry_run, flags=flags, json_out=json_out, opts=opts)
     task = tasks[0]
     with interrupts.while_deciding():
         try:
@@ -86,7 +125,7 @@ def _usage(task: str | None, err: FmError, flags: Flags, json_out: bool) -> int:
     return outcome.exit_code
 
 
-def run_one(s: settings.Settings, task: str, flags: Flags) -> Outcome:
+def run_one(s: settings.Settings, task: str, flags: Flags, guard: Guard | None = None) -> Outcome:
     """One task's teardown (or dry run) as an Outcome: never raises FmError."""
     if flags.discard_live_owner is not None and flags.discard_live_owner == "":
         return Outcome.of_error(
@@ -104,7 +143,7 @@ def run_one(s: settings.Settings, task: str, flags: Flags) -> Outcome:
             return Outcome.of_error(task, refused, dry_run=False)
     from fm_teardown import pipeline
 
-    return pipeline.teardown(s, task, flags)
+    return pipeline.teardown(s, task, flags, guard)
 
 
 def journalled(outcome: Outcome, task: str) -> bool:
@@ -113,7 +152,9 @@ def journalled(outcome: Outcome, task: str) -> bool:
     )
 
 
-def _audit(s: settings.Settings, *, dry_run: bool, flags: Flags, json_out: bool) -> int:
+def _audit(
+    s: settings.Settings, *, dry_run: bool, flags: Flags, json_out: bool, opts: Options
+) -> int:
     try:
         if not dry_run:
             raise invalid("give a TASK to tear down, or --dry-run to audit the fleet", USAGE)
@@ -121,7 +162,7 @@ def _audit(s: settings.Settings, *, dry_run: bool, flags: Flags, json_out: bool)
             raise invalid("--force and --discard-live-owner need a TASK")
         from fm_teardown.audit import audit
 
-        result = audit(s)
+        result = audit(s, opts)
     except FmError as err:
         if json_out and dry_run:
             report.emit_json(report.audit_error_json(err))
