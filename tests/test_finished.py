@@ -282,3 +282,22 @@ def test_a_selected_task_whose_agent_came_back_is_skipped_at_its_turn(fleet: Fle
     assert summary(doc) == [(a.id, "proceed", 0), (b.id, "skipped", None)]
     assert doc["results"][1]["reasons"][0].startswith("no longer finished: still working")
     assert not gone(pane) and (fleet.state / f"{b.id}.meta").exists()
+
+
+def test_local_only_merged_and_a_scout_report_count_as_finished(fleet: Fleet) -> None:
+    merged = fleet.slot(1, holder=tid("lomerged"))
+    fleet.task(tid("lomerged"), merged, "dead", extra={**OLD, "mode": "local-only"})
+    sha = commit(merged, "local.txt", "merged locally\n")
+    git(fleet.project, "merge", "-q", "--ff-only", sha)
+    waiting = fleet.slot(2, holder=tid("lowait"))
+    fleet.task(tid("lowait"), waiting, "dead", extra={**OLD, "mode": "local-only"})
+    commit(waiting, "wait.txt", "not merged\n")
+    scout = fleet.slot(3, holder=tid("scout"))
+    fleet.task(tid("scout"), scout, "dead", extra={**OLD, "kind": "scout"})
+    (fleet.data / tid("scout")).mkdir()
+    (fleet.data / tid("scout") / "report.md").write_text("findings\n")
+    code, doc = fleet.fm_json("teardown", "--landed", "--dry-run")
+    assert code == 0, doc
+    assert [r["task"] for r in doc["results"]] == sorted([tid("lomerged"), tid("scout")])
+    verdict, reason, opt = not_selected(doc)[tid("lowait")]
+    assert (verdict, opt) == ("unlanded", None) and reason.startswith("refused (unlanded)")
