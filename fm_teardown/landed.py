@@ -16,13 +16,14 @@ Ship tasks are judged by their slot (a linked worktree of the project):
 (e) a recorded PR that `gh` reports MERGED and whose head contains HEAD.
 
 What it costs (§8): one `git status` per slot; for what the slots of one project share, at most
-4 git calls per project (its refs and default branch; one `rev-list` that tells, for every
-slot's HEAD at once, whether a remote-tracking ref has it, and one whether origin's default
-branch has it (merged, for `--landed`); `remote.origin.url` only when no ref of origin is
-there, and the trees of the default branches, only when a slot needs them); further per-slot
-calls only for a slot whose HEAD is on no remote-tracking branch (its commits, the content
-checks, the PR), or is pushed but not in the default branch (the content checks and the PR,
-which tell merged from merely pushed). Slots and projects are inspected a few at a time.
+4 git calls per project: its refs (with the default branches' trees) and default branch; one
+`rev-list` that tells, for every slot's HEAD at once, whether a remote-tracking ref has it;
+one whether origin's default branch has it; one `merge-tree --stdin` whether the content of
+the pushed HEADs beyond it is in it all the same (squash-merged). The last two tell merged
+from merely pushed, for `--landed`. `remote.origin.url` is asked only when no ref of origin
+is there. Further per-slot calls only for a slot whose HEAD is on no remote-tracking branch
+(its commits, the content checks, the PR), and for a pushed one with a recorded PR or in
+local-only mode. Slots and projects are inspected a few at a time.
 Every git call goes through `runner`.
 """
 
@@ -352,6 +353,8 @@ class ProjectFacts:
     unpushed_error: str | None = None  # whether the HEADs are pushed cannot be told
     # Slot HEADs that origin's default branch does not contain (None: cannot be told).
     beyond_default: frozenset[str] | None = None
+    # Pushed slot HEADs beyond it whose content is nevertheless in it (squash-merged).
+    squashed: frozenset[str] = frozenset()
     _origin: bool | None = None
     _fetched: tuple[bool, str] | None = None  # (fetched, why not)
     _trees: dict[str, str | None] = field(default_factory=dict)
@@ -395,7 +398,7 @@ def _project(project: str, slots: list[SlotStatus], fetch: bool, timeout: float)
     refs = _git(
         project,
         "for-each-ref",
-        "--format=%(refname)%00%(objectname)%00%(symref)",
+        "--format=%(refname)%00%(objectname)%00%(symref)%00%(tree)",
         "refs/remotes",
         "refs/heads",
     )
@@ -403,8 +406,11 @@ def _project(project: str, slots: list[SlotStatus], fetch: bool, timeout: float)
     if refs.ok:
         for line in refs.out.decode("utf-8", "surrogateescape").splitlines():
             name, _, rest = line.partition("\0")
-            oid, _, target = rest.partition("\0")
+            oid, _, rest = rest.partition("\0")
+            target, _, tree = rest.partition("\0")
             facts.refs[name] = oid
+            if _HEX_OID.fullmatch(tree):
+                facts._trees[oid] = tree  # read with the refs: no call per default branch
             if name == "refs/remotes/origin/HEAD" and target:
                 symref = target
     else:
@@ -443,7 +449,40 @@ def _project(project: str, slots: list[SlotStatus], fetch: bool, timeout: float)
             if r.ok:
                 listed = set(r.out.decode("ascii", "replace").split())
                 facts.beyond_default = frozenset(h for h in heads if h in listed)
+                pushed = sorted(facts.beyond_default - facts.unpushed)
+                if facts.unpushed_error is None and pushed:
+                    facts.squashed = _squashed(project, facts.refs[base], pushed, facts)
     return facts
+
+
+def _squashed(project: str, base: str, heads: list[str], facts: ProjectFacts) -> frozenset[str]:
+    """Which pushed HEADs' content is already in `base` (a squash merge, replayed patches),
+    for all of a project's slots in one `git merge-tree --stdin`: merging such a HEAD into
+    base changes nothing, so the merged tree is base's own. Anything unclear: not merged."""
+    tree = facts.tree(base)
+    if tree is None:
+        return frozenset()
+    r = runner.run(
+        ["git", "-C", project, "merge-tree", "--write-tree", "--no-messages", "--stdin"],
+        timeout=runner.LOCAL_GIT_TIMEOUT,
+        stdin="".join(f"{base} {h}\n" for h in heads),
+    )
+    if not r.ok:
+        return frozenset()
+    tokens = r.out.decode("ascii", "replace").split("\0")
+    out: set[str] = set()
+    i = 0
+    for head in heads:
+        if i + 1 >= len(tokens):
+            break
+        clean, merged = tokens[i], tokens[i + 1]
+        i += 2
+        while i < len(tokens) and tokens[i] != "":  # conflicted entries, up to an empty one
+            i += 1
+        i += 1
+        if clean == "1" and merged == tree:
+            out.add(head)
+    return frozenset(out)
 
 
 def _unpushed(wt: str) -> tuple[int, tuple[str, ...]] | str:
@@ -537,13 +576,19 @@ def _judge(
             where = f"origin/{project.default}"
             return facts(True, pushed, dirty=(), merged=True, merge_summary=f"HEAD is in {where}")
         # Pushed is landed (nothing would be lost), but finished only once it is merged.
-        reason, where = _committed_landed(
-            record, head, project, fetch=fetch, fetch_timeout=fetch_timeout, gh_bin=gh_bin,
-            notes=notes,
-        )  # fmt: skip
-        if reason is not None:
-            return facts(True, pushed, notes=tuple(notes), dirty=(), merged=True,
-                         merge_summary=reason)  # fmt: skip
+        if head in project.squashed:
+            why = f"HEAD's content is already in origin/{project.default}"
+            return facts(True, pushed, dirty=(), merged=True, merge_summary=why)
+        where = f"origin/{project.default}" if project.default else "the default branch"
+        if record.pr or record.mode == "local-only":
+            # The recorded PR, or local main: per-slot checks, only for such slots.
+            reason, where = _committed_landed(
+                record, head, project, fetch=fetch, fetch_timeout=fetch_timeout, gh_bin=gh_bin,
+                notes=notes,
+            )  # fmt: skip
+            if reason is not None:
+                return facts(True, pushed, notes=tuple(notes), dirty=(), merged=True,
+                             merge_summary=reason)  # fmt: skip
         return facts(True, pushed, notes=tuple(notes), dirty=(),
                      merge_summary=f"pushed but not merged into {where}")  # fmt: skip
 

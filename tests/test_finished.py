@@ -301,3 +301,20 @@ def test_local_only_merged_and_a_scout_report_count_as_finished(fleet: Fleet) ->
     assert [r["task"] for r in doc["results"]] == sorted([tid("lomerged"), tid("scout")])
     verdict, reason, opt = not_selected(doc)[tid("lowait")]
     assert (verdict, opt) == ("unlanded", None) and reason.startswith("refused (unlanded)")
+
+
+def test_telling_merged_from_pushed_costs_no_git_call_per_slot(fleet: Fleet) -> None:
+    from tests.test_audit import _git_log_wrapper
+
+    t = mixed_fleet(fleet)
+    env, log = _git_log_wrapper(fleet)
+    code, doc = fleet.fm_json("teardown", "--dry-run", env=env)
+    assert code == 0, doc
+    finished = {r["task"] for r in doc["tasks"] if r["finished"]["finished"]}
+    assert finished == {t["merged"].id, t["squash"].id}
+    calls = [line.split("\t", 1)[1] for line in log.read_text().splitlines()]
+    per_project = [c for c in calls if c.startswith(f"-C {fleet.project} ")]
+    assert len(per_project) <= 4, per_project
+    status = [c for c in calls if " status " in f" {c} "]
+    others = [c for c in calls if c not in status and c not in per_project]
+    assert others == [], others  # pushed, squash-merged and merged slots: git status only
