@@ -188,6 +188,11 @@ def other_servers() -> list[tuple[int, str | None]] | None:
     return out
 
 
+# The default socket answered earlier in this run: it is the server fm works with, so "no
+# server" there later (its last window was just killed) means that server is gone.
+_default_answered = threading.Event()
+
+
 def _default_doubt() -> str | None:
     """No server answers on the default socket: authoritative only when no tmux server of
     this user runs at all; otherwise fm may simply be looking at the wrong server."""
@@ -220,7 +225,8 @@ def list_panes(settings: Settings) -> TmuxInventory:
         return TmuxInventory(InventoryStatus.ERROR, error=" ".join(result.stderr))
     if result.returncode != 0:
         if _absent(result.stderr):
-            if not settings.tmux_socket_path and not settings.tmux_socket_name:
+            default = not settings.tmux_socket_path and not settings.tmux_socket_name
+            if default and not _default_answered.is_set():
                 doubt = _default_doubt()
                 if doubt is not None:
                     return TmuxInventory(InventoryStatus.ERROR, error=doubt)
@@ -241,6 +247,8 @@ def list_panes(settings: Settings) -> TmuxInventory:
         panes.append(
             Pane(session, window_name, window_id, pane_id, int(pid), dead == "1", int(server))
         )
+    if not settings.tmux_socket_path and not settings.tmux_socket_name:
+        _default_answered.set()
     return TmuxInventory(InventoryStatus.OK, tuple(panes))
 
 

@@ -27,12 +27,13 @@ def tmux_tmpdir() -> Iterator[Path]:
     try:
         yield path
     finally:
-        subprocess.run(
-            ["tmux", "-L", "fmgone", "kill-server"],
-            env={**os.environ, "TMUX_TMPDIR": str(path)},
-            capture_output=True,
-            check=False,
-        )
+        for server in (["-L", "fmgone"], []):
+            subprocess.run(
+                ["tmux", *server, "kill-server"],
+                env={**os.environ, "TMUX_TMPDIR": str(path)},
+                capture_output=True,
+                check=False,
+            )
         shutil.rmtree(path, ignore_errors=True)
 
 
@@ -128,3 +129,21 @@ def test_no_default_server_and_no_other_server_is_missing(fleet: Fleet, tmux_tmp
     )  # fmt: skip
     doc = json.loads(r.stdout)
     assert (r.returncode, doc["endpoint"], doc["verdict"]) == (0, "missing", "proceed"), doc
+
+
+def test_the_default_server_ending_with_the_tasks_last_window_is_gone(
+    fleet: Fleet, tmux_tmpdir: Path
+) -> None:
+    env = private_env(fleet, tmux_tmpdir)  # the (private) default socket; the fleet's runs too
+    slot = fleet.slot(1, holder=tid("last"))
+    fleet.record(tid("last"), slot)
+    # The task's window is the default server's only one: killing it ends that server.
+    subprocess.run(
+        ["tmux", "-f", "/dev/null", "new-session", "-d", "-s", "firstmate", "-n",
+         f"fm-{tid('last')}", "-c", str(slot), "bash --norc --noprofile"],
+        env=env, check=True, capture_output=True,
+    )  # fmt: skip
+    code, doc = fleet.fm_json("teardown", tid("last"), env=env)
+    assert (code, doc["verdict"]) == (0, "proceed"), doc
+    assert doc["steps"][0]["outcome"] == "done"
+    assert not (fleet.state / f"{tid('last')}.meta").exists()
