@@ -169,8 +169,8 @@ def _shared_slots(obs: Observation) -> tuple[tuple[str, tuple[str, ...]], ...]:
 
 def orphans(fleet: Fleet, obs: Observation) -> tuple[Orphan, ...]:
     """Windows `fm-<id>` with no record <id>; leases on pool slots no record claims; agent
-    processes working in such slots that no endpoint accounts for (§8). They never change an
-    exit code."""
+    processes working in such slots that no endpoint accounts for (§8); names in the state dir
+    that are no task's record or sidecar. They never change an exit code."""
     out: list[Orphan] = []
     known = set(fleet.records) | set(fleet.invalid)
     seen: set[tuple[str, str]] = set()
@@ -238,4 +238,7 @@ def orphans(fleet: Fleet, obs: Observation) -> tuple[Orphan, ...]:
                 "task's endpoint",
             )
         )
+    for name, why in fleet.strays:
+        detail = f"{why}; it owns no slot and fm leaves it alone"
+        out.append(Orphan("file", name, None, detail))
     return tuple(out)

@@ -106,6 +106,9 @@ def decide(
 ) -> Decision:
     c = Case.of(task, fleet, obs, flags)
     draft = Draft()
+    for name, why in fleet.strays:
+        if name.endswith(".meta"):
+            draft.warnings.append(f"{name} in the state dir: {why}; not counted as an owner")
 
     # Rule 1: an unsafe record or environment (TASK's own record was validated on loading).
     refusal = (
@@ -208,7 +211,10 @@ def invalid_claimant(c: Case) -> Refusal | None:
     return _refusal(
         Verdict.UNSAFE,
         [f"REFUSED: {lines[0]}; nothing was changed", *lines[1:]],
-        ["fix or remove that record (it may belong to a live task), then re-run"],
+        [
+            "fix that record with its task's owner (it may belong to a live task); an empty or "
+            "half-written one: see `fm runbook unsafe` for how to tell it from a live task's"
+        ],
         headline,
     )
 

@@ -26,7 +26,9 @@ def load(settings: Settings, task: str) -> Fleet:
     if task not in fleet.records:
         # Listed a moment after TASK's own read; keep the record we validated.
         fleet = Fleet(
-            {**fleet.records, task: record}, {k: v for k, v in fleet.invalid.items() if k != task}
+            {**fleet.records, task: record},
+            {k: v for k, v in fleet.invalid.items() if k != task},
+            fleet.strays,
         )
     return fleet
 

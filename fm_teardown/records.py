@@ -176,6 +176,8 @@ def parse_record(task_id: str, meta_path: str, text: str, mtime_ns: int) -> Reco
     def problem(message: str) -> RecordProblem:
         return RecordProblem(message, claimed)
 
+    if not text.strip():
+        raise problem("is empty: a record being written, or one left half-written")
     for key in IDENTITY_KEYS:
         n = counts.get(key, 0)
         if n != 1:
@@ -284,6 +286,10 @@ class Fleet:
 
     records: Mapping[str, Record]
     invalid: Mapping[str, InvalidRecord]
+    # Names in the state dir that no task can own: `<name>.meta` whose name can never be a
+    # task id, and files that are neither a record nor a record's sidecar, each with why.
+    # Loose ends, never owners of a slot: no task is ever spawned under such a name.
+    strays: tuple[tuple[str, str], ...] = ()
 
     @property
     def task_ids(self) -> list[str]:
@@ -320,7 +326,7 @@ def list_task_ids(state_dir: Path) -> list[str]:
 def load_fleet(state_dir: Path) -> Fleet:
     try:
         with os.scandir(state_dir) as it:
-            names = sorted(e.name for e in it if e.name.endswith(".meta"))
+            every = sorted(e.name for e in it)
     except FileNotFoundError:
         # A state dir that does not exist is a wrong setting, not an empty fleet (§7a).
         raise unsafe(f"REFUSED: the state dir {state_dir} does not exist") from None
@@ -328,10 +334,18 @@ def load_fleet(state_dir: Path) -> Fleet:
         raise unsafe(f"REFUSED: cannot read the state dir {state_dir}: {exc.strerror}") from None
     records: dict[str, Record] = {}
     bad: dict[str, InvalidRecord] = {}
-    for name in names:
+    strays: list[tuple[str, str]] = []
+    for name in every:
+        if not name.endswith(".meta"):
+            continue
         task_id = name[:-5]
         meta_path = str(state_dir / name)
         id_problem = task_id_problem(task_id)
+        if id_problem:
+            # Not read at all: no task is ever spawned under a name that is no task id.
+            why = f"no task's record: '{shown(task_id)}' can never be a task id ({id_problem})"
+            strays.append((name, why))
+            continue
         try:
             text, mtime = read_meta(meta_path)
         except FileNotFoundError:
@@ -339,12 +353,24 @@ def load_fleet(state_dir: Path) -> Fleet:
         except RecordProblem as exc:
             bad[task_id] = InvalidRecord(task_id, meta_path, exc.problem, None)
             continue
-        if id_problem:
-            claimed = _claimed_slots(parse_lines(text))
-            bad[task_id] = InvalidRecord(task_id, meta_path, id_problem, claimed)
-            continue
         try:
             records[task_id] = parse_record(task_id, meta_path, text, mtime)
         except RecordProblem as exc:
             bad[task_id] = InvalidRecord(task_id, meta_path, exc.problem, exc.claimed)
-    return Fleet(records, bad)
+    ids = {*records, *bad}
+    for name in every:
+        # fm's own files (locks) start with a dot; a sidecar is `<id>.<anything>`.
+        if name.endswith(".meta") or name.startswith(".") or _sidecar(name, ids):
+            continue
+        strays.append((name, "neither a task's record nor a record's sidecar"))
+    return Fleet(records, bad, tuple(sorted(strays)))
+
+
+def _sidecar(name: str, ids: set[str]) -> bool:
+    """`name` is `<id>.<something>` for a task id with a record (ids may contain dots)."""
+    at = name.find(".")
+    while at > 0:
+        if name[:at] in ids:
+            return True
+        at = name.find(".", at + 1)
+    return False

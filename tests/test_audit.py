@@ -23,6 +23,7 @@ ID_GHOST = tid("ghost")
 ID_IDLE = tid("idle")
 ID_T1 = tid("t1")
 ID_TYPO = tid("typo")
+ID_ZERO = tid("zero")
 
 
 def audit(fleet: Fleet, env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -93,6 +94,39 @@ def test_loose_ends_are_listed_and_change_no_exit_code(fleet: Fleet) -> None:
     tail = r.stdout.split("loose ends", 1)[1]
     assert ID_GHOST in tail and "lease:ci-bot" in tail and f"pid:{agent.pid}" in tail
     assert ghost  # its window stays
+
+
+def test_names_no_task_can_have_are_loose_ends_and_an_empty_record_still_blocks(
+    fleet: Fleet,
+) -> None:
+    """`bad id.meta` naming t1's slot and a stray `notes.txt` are loose ends and a warning,
+    never owners; an empty `<valid id>.meta` may be a spawn in progress: it blocks (exit 5)
+    and its reason points at the runbook that tells it from a live task's record."""
+    slot = fleet.slot(1, holder=ID_T1)
+    fleet.task(ID_T1, slot, "dead")
+    (fleet.state / "bad id.meta").write_text(f"window=firstmate:fm-x\nworktree={slot}\n")
+    (fleet.state / "notes.txt").write_text("mine\n")
+    (fleet.state / f"{ID_T1}.status").write_text("done\n")  # t1's sidecar: no loose end
+    doc = audit(fleet)
+    assert rows(doc)[ID_T1]["verdict"] == "proceed", doc
+    files = {o["id"]: o for o in doc["orphans"] if o["kind"] == "file"}
+    assert sorted(files) == ["bad id.meta", "notes.txt"], doc["orphans"]
+    assert "can never be a task id" in files["bad id.meta"]["detail"]
+    code, one = fleet.fm_json("teardown", ID_T1, "--dry-run")
+    assert (code, one["verdict"]) == (0, "proceed"), one
+    assert any(w.startswith("bad id.meta in the state dir") for w in one["warnings"]), one
+    r = fleet.fm("teardown", "--dry-run")
+    assert r.returncode == 0 and "file bad id.meta: no task's record" in r.stdout
+    # An empty record of a valid id: every task is refused, pointed at the safe way out.
+    before = fleet.snapshot(slot)
+    (fleet.state / f"{ID_ZERO}.meta").write_text("")
+    code, one = fleet.fm_json("teardown", ID_T1)
+    assert (code, one["verdict"]) == (5, "unsafe"), one
+    assert "is empty: a record being written, or one left half-written" in one["reasons"][0]
+    assert any("fm runbook unsafe" in h for h in one["hints"]), one["hints"]
+    assert fleet.snapshot(slot)["slots"] == before["slots"]
+    text = fleet.fm("runbook", "unsafe").stdout
+    assert "An empty or\nhalf-written record is a spawn in progress" in text and "ALL hold" in text
 
 
 def test_the_audit_names_the_state_dir_owners_and_bad_records(fleet: Fleet) -> None:

@@ -484,16 +484,24 @@ def test_fleet_unreadable_kinds_of_other_have_unknown_slot(tmp_path: Path) -> No
     assert all(invalid[t].claimed is None for t in invalid)
 
 
-def test_fleet_bad_task_id_file_is_invalid_with_its_claimed_slot(tmp_path: Path) -> None:
+def test_a_name_that_can_never_be_a_task_id_is_a_stray_not_a_record(tmp_path: Path) -> None:
+    """No task is ever spawned under `a b` or `.hidden`: such a file owns no slot, even when
+    it names one; an empty record of a valid id still counts (it may be a spawn in progress)."""
     write(tmp_path, "a", text_of(meta_lines()))
     (tmp_path / ".hidden.meta").write_text(text_of(meta_lines(".hidden")))
     (tmp_path / "a b.meta").write_text(text_of(meta_lines("a b")))
     (tmp_path / ".meta").write_text(text_of(meta_lines("")))
+    (tmp_path / "zero.meta").write_text("")
+    (tmp_path / "notes.txt").write_text("mine\n")
+    (tmp_path / "a.status").write_text("done\n")  # a's sidecar
+    (tmp_path / "zero.inbox").mkdir()  # zero's sidecar
+    (tmp_path / ".fm-lock").write_text("")  # fm's own
     fleet = load_fleet(tmp_path)
     assert list(fleet.records) == ["a"]
-    assert sorted(fleet.invalid) == ["", ".hidden", "a b"]
-    for bad in fleet.invalid.values():
-        assert bad.claimed == (SLOT,)
+    assert list(fleet.invalid) == ["zero"]
+    assert "is empty" in fleet.invalid["zero"].problem
+    assert [name for name, _ in fleet.strays] == [".hidden.meta", ".meta", "a b.meta", "notes.txt"]
+    assert all("can never be a task id" in why for name, why in fleet.strays if name != "notes.txt")
 
 
 def test_fleet_never_raises_for_bad_others_and_keeps_good_ones(tmp_path: Path) -> None:
