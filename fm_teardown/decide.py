@@ -413,26 +413,35 @@ def pool_not_ready(c: Case) -> Refusal | None:
         return None
     pool = c.facts.pool
     problem = None
+    # Each hint says what `fm runbook unsafe` says for its cause; none returns the slot by
+    # hand (the runbook forbids it: fm's re-run makes the return conditional on the lease).
     if c.obs.env.treehouse_bin is None:
         problem = "the pool's `treehouse` executable was not found (PATH or FM_TREEHOUSE_BIN)"
+        hint = "put treehouse on PATH, or export FM_TREEHOUSE_BIN=/path/to/treehouse, then re-run"
     elif c.obs.env.treehouse_problem:
         problem = c.obs.env.treehouse_problem
+        hint = "point FM_TREEHOUSE_BIN (or PATH) at a working treehouse executable, then re-run"
     elif pool.error:
         problem = f"the pool's state cannot be read: {pool.error}"
+        hint = (
+            "repairing the pool's state file is the pool's job (never edit it while a treehouse "
+            "command runs); re-run once it reads"
+        )
     elif pool.entry is None:
         problem = f"slot {c.slot} is not managed by the pool" + (
             f" (no entry in {pool.state_file})" if pool.state_file else " (no pool state file)"
         )
+        hint = (
+            "check the record's worktree= against the pool's state file; a worktree outside "
+            "the pool: once its work is safe and nothing runs there, git worktree remove it, "
+            "then re-run"
+        )
     elif pool.entry.destroying:
         problem = f"slot {c.slot} is being destroyed by the pool"
+        hint = "wait until the pool is done, then re-run"
     if problem is None:
         return None
-    return _refusal(
-        Verdict.UNSAFE,
-        [f"REFUSED: {problem}; nothing was changed"],
-        ["return the slot by hand, or fix the pool, then re-run"],
-        problem,
-    )
+    return _refusal(Verdict.UNSAFE, [f"REFUSED: {problem}; nothing was changed"], [hint], problem)
 
 
 def foreign_git_dir(c: Case) -> Refusal | None:
@@ -445,7 +454,8 @@ def foreign_git_dir(c: Case) -> Refusal | None:
         [f"REFUSED: {c.facts.git_problem}; nothing was changed"],
         [
             "see whose tree it is (git -C <slot> rev-parse --git-dir --show-toplevel); "
-            "fix the record's worktree= or the slot by hand, then re-run"
+            "copy out what the task needs, then fix the record's worktree= or the slot with "
+            "the pool's owner, and re-run"
         ],
         c.facts.git_problem,
     )

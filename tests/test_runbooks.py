@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from fm_teardown.errors import Verdict
 from fm_teardown.outcome import Outcome
 from tests.fleet import Fleet, git, tid
 from tests.test_decide import CASES
+from tests.test_runbooks_text import text
 
 ID_DIRTY = tid("dirty")
 ID_DONE = tid("done")
@@ -38,6 +40,70 @@ def test_every_decided_refusal_names_an_existing_runbook(name: str) -> None:
             assert book is None
         else:
             assert book in RUNBOOKS, (name, d.verdict, book)
+
+
+# What each runbook's "## Never" section forbids: (words of that section, a pattern no hint
+# that names the runbook may match). The words tie each pattern to the runbook's own text.
+NEVER = {
+    "unsafe": [
+        ("Never `--force` or `--discard-live-owner` against exit 5", r"--force|--discard-live"),
+        ("Never delete or rename another task's record", r"\b(delete|remove|rename)\b[^;]*record"),
+        (
+            "Never `treehouse return`, `git reset` or `rm -rf` the slot by hand",
+            r"\breturn\b[^;]*by hand|treehouse return|git reset|rm -rf",
+        ),
+        ("`chmod 777` a state dir", r"chmod 777|FM_GATE_REFUSE_BYPASS=1"),
+    ],
+    "live-owner": [
+        ("Never `treehouse return` the slot by hand", r"\breturn\b[^;]*by hand|treehouse return"),
+        ("Never delete or move ID's record", r"\b(delete|move|remove)\b[^;]*record"),
+        ("Never `git reset`, `git clean` or `git checkout`", r"git (reset|clean|checkout)"),
+    ],
+    "stale-slot": [
+        ("Never `treehouse return` the slot by hand", r"\breturn\b[^;]*by hand|treehouse return"),
+        ("Never re-create TASK's record", r"re-?create"),
+        ("Never edit or delete another task's slot claim", r"\b(edit|delete)\b[^;]*(claim|record)"),
+    ],
+    "unlanded": [("Never `git reset --hard` or `git clean`", r"git reset --hard|git clean")],
+    "failed": [
+        ("Never delete TASK's record", r"\b(delete|remove)\b[^;]*record"),
+        ("Never `treehouse return` the slot by hand", r"\breturn\b[^;]*by hand|treehouse return"),
+        ("Never `kill -9`", r"kill -9"),
+    ],
+    "git-lock": [
+        ("Never `treehouse return` the slot by hand", r"\breturn\b[^;]*by hand|treehouse return"),
+        ("Never `git reset`, `git checkout` or `git stash`", r"git (reset|checkout|stash)"),
+    ],
+    "invalid": [("Never rename or delete a record", r"\b(rename|delete)\b[^;]*record")],
+}
+
+
+def test_the_never_patterns_are_the_runbooks_own_words() -> None:
+    for name, rules in NEVER.items():
+        never = text(name).split("## Never", 1)[1]
+        for words, _ in rules:
+            assert words in " ".join(never.split()), (name, words)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_no_hint_recommends_what_its_runbook_forbids(name: str) -> None:
+    """Each decided refusal's hints against the runbook it names (e.g. never "return the slot
+    by hand" under `fm runbook unsafe`, whose Never section forbids exactly that)."""
+    case = CASES[name]
+    d = case.world().decide(case.task, force=case.force, discard=case.discard, landed=case.landed)
+    book = report.runbook_for(Outcome.of_decision(d, dry_run=True))
+    if book is None:
+        return
+    for hint in d.hints:
+        for words, pattern in NEVER.get(book, []):
+            assert not re.search(pattern, hint), f"{name}: hint {hint!r} vs {book}: {words}"
+
+
+def test_the_missing_executable_hint_names_fm_treehouse_bin() -> None:
+    case = CASES["no-treehouse-bin"]
+    d = case.world().decide(case.task)
+    assert any("FM_TREEHOUSE_BIN=" in h for h in d.hints), d.hints
+    assert "FM_TREEHOUSE_BIN=" in text("unsafe")
 
 
 def last_hint(stderr: str) -> str:
