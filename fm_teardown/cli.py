@@ -386,6 +386,17 @@ def _task_in(args: list[str]) -> str | None:
     return None
 
 
+def _help_of(args: list[str]) -> str:
+    """`fm COMMAND --help` for the command the line named, `fm --help` when it named none."""
+    names = {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}
+    for word in args:
+        if not word.startswith("-"):
+            return (
+                f"fm {word} --help" if word in names and not word.startswith("_") else "fm --help"
+            )
+    return "fm --help"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the app; every error ends as one line on stderr and an exit code, never a traceback."""
     args = _optional_shell(sys.argv[1:] if argv is None else argv)
@@ -409,7 +420,8 @@ def main(argv: list[str] | None = None) -> None:
         else:
             from fm_teardown.errors import invalid
 
-            err = invalid(usage, "see `fm teardown --help`")
+            see = f"see `{_help_of(args)}`"
+            err = invalid(usage, see)
             if "--json" in args:
                 from fm_teardown import report
 
@@ -417,9 +429,6 @@ def main(argv: list[str] | None = None) -> None:
                     report.usage_error_json(_task_in(args), err, dry_run="--dry-run" in args)
                 )
             else:
-                sys.stderr.write(
-                    f"fm: {usage}\nhint: see `fm teardown --help`\n"
-                    "hint: runbook: fm runbook invalid\n"
-                )
+                sys.stderr.write(f"fm: {usage}\nhint: {see}\nhint: runbook: fm runbook invalid\n")
             code = 2
     sys.exit(code if isinstance(code, int) else 0)

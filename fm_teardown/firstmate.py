@@ -36,6 +36,12 @@ def run(args: list[str]) -> int:
     from fm_teardown.plan import Flags
     from fm_teardown.records import load_record, task_id_problem
 
+    if args[:1] in (["--help"], ["-h"]):
+        sys.stdout.write(
+            f"{USAGE}\n\nTear down a finished task as firstmate's bin/fm-teardown.sh does, "
+            "through fm (`fm teardown <task-id> [--force]`).\n"
+        )
+        return 0
     if not args or task_id_problem(args[0]) is not None:
         # The script's own words for a missing or unsafe task id.
         sys.stderr.write(f"error: invalid teardown request\n{USAGE}\n")

@@ -266,11 +266,10 @@ def load_record(state_dir: Path, task_id: str) -> Record:
     except FileNotFoundError:
         if not os.path.isdir(state_dir):
             raise invalid(
-                f"no such task '{task_id}': the state dir {state_dir} does not exist"
+                f"no such task '{task_id}': the state dir {state_dir} does not exist",
+                *STATE_DIR_HINTS,
             ) from None
-        import difflib  # only on this error path: it costs more than the rest of records
-
-        close = difflib.get_close_matches(task_id, list_task_ids(state_dir), n=3, cutoff=0.6)
+        close = near_ids(task_id, list_task_ids(state_dir))
         raise invalid(
             f"no such task '{task_id}' in the state dir {state_dir} (no {meta_path})",
             *([f"did you mean: {', '.join(close)}?"] if close else []),
@@ -314,6 +313,25 @@ class Fleet:
         )
 
 
+# Where fm looks for the state dir, for an operator who ran it from the wrong place.
+STATE_DIR_HINTS = (
+    "run fm from the fleet's home (cd to the dir that holds state/), "
+    "or set FM_HOME=<fleet home>, or pass --state-dir DIR",
+)
+
+
+def near_ids(given: str, ids: list[str]) -> list[str]:
+    """The task ids an operator probably meant: the same id in another case, or with a
+    `.meta` typed after it, first; then the close spellings."""
+    import difflib  # only on an error path: it costs more than the rest of records
+
+    bare = given[:-5] if given.endswith(".meta") else given
+    exact = [t for t in ids if t.lower() == bare.lower() and t != given]
+    close = difflib.get_close_matches(bare.lower(), [t.lower() for t in ids], n=3, cutoff=0.6)
+    by_lower = {t.lower(): t for t in ids}
+    return list(dict.fromkeys(exact + [by_lower[c] for c in close if by_lower[c] != given]))[:3]
+
+
 def list_task_ids(state_dir: Path) -> list[str]:
     """Task ids with a `.meta` in the state dir (no content read): for completion."""
     try:
@@ -329,7 +347,9 @@ def load_fleet(state_dir: Path) -> Fleet:
             every = sorted(e.name for e in it)
     except FileNotFoundError:
         # A state dir that does not exist is a wrong setting, not an empty fleet (§7a).
-        raise unsafe(f"REFUSED: the state dir {state_dir} does not exist") from None
+        raise unsafe(
+            f"REFUSED: the state dir {state_dir} does not exist", *STATE_DIR_HINTS
+        ) from None
     except OSError as exc:
         raise unsafe(f"REFUSED: cannot read the state dir {state_dir}: {exc.strerror}") from None
     records: dict[str, Record] = {}

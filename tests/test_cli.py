@@ -117,3 +117,74 @@ def test_an_empty_fleet_audit_says_so_and_prints_no_table(tmp_path: Path) -> Non
     r = run("-m", "fm_teardown", "teardown", "--dry-run", env=env)
     assert r.returncode == 0, r.stderr
     assert "no task records" in r.stdout and "TASK" not in r.stdout
+
+
+def fm_in(cwd: Path, *args: str, script: str = "fm_teardown") -> subprocess.CompletedProcess[str]:
+    """`fm ARGS` (or `fm-teardown` with script="fm_teardown.firstmate") run from `cwd`, with
+    no FM_HOME: what an operator in that directory sees."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FM_")}
+    module = "fm_teardown.cli" if script == "fm_teardown" else script
+    code = f"from {module} import main; main()"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        env={**env, "NO_COLOR": "1", "PYTHONPATH": str(REPO)},
+        check=False,
+        cwd=cwd,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "see"),
+    [
+        (["restore"], "fm restore --help"),
+        (["runbook", "--bogus"], "fm runbook --help"),
+        (["demo", "--bogus"], "fm demo --help"),
+        (["teardown", "--bogus"], "fm teardown --help"),
+        (["--bogus"], "fm --help"),
+        (["bogus"], "fm --help"),
+    ],
+)
+def test_a_usage_error_hints_at_the_help_of_the_command_used(
+    tmp_path: Path, args: list[str], see: str
+) -> None:
+    r = fm_in(tmp_path, *args)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.splitlines()[1] == f"hint: see `{see}`", r.stderr
+
+
+def test_fm_teardown_help_prints_its_usage(tmp_path: Path) -> None:
+    r = fm_in(tmp_path, "--help", script="fm_teardown.firstmate")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert r.stdout.startswith("usage: fm-teardown <task-id> [--force]\n")
+
+
+def test_a_missing_state_dir_hints_at_cd_fm_home_and_state_dir(tmp_path: Path) -> None:
+    for args in (["teardown", "--dry-run"], ["teardown", "t1"]):
+        r = fm_in(tmp_path, *args)
+        assert r.returncode in (2, 5), r.stderr
+        assert f"the state dir {tmp_path}/state does not exist" in r.stderr.splitlines()[0]
+        hint = r.stderr.splitlines()[1]
+        assert all(w in hint for w in ("cd ", "FM_HOME", "--state-dir")), r.stderr
+
+
+@pytest.mark.parametrize("typed", ["OLD", "old.meta", "Old.meta", "oldd"])
+def test_a_typo_of_case_or_a_meta_suffix_suggests_the_task(tmp_path: Path, typed: str) -> None:
+    (tmp_path / "state").mkdir()
+    for name in ("old", "other-task"):
+        (tmp_path / "state" / f"{name}.meta").write_text("")
+    r = fm_in(tmp_path, "teardown", typed, "--dry-run")
+    assert r.returncode == 2, r.stderr
+    assert "hint: did you mean: old?" in r.stderr.splitlines(), r.stderr
+
+
+def test_restore_suggests_the_near_task_id_of_a_save(tmp_path: Path) -> None:
+    (tmp_path / "state").mkdir()
+    (tmp_path / "data").mkdir()
+    line = '{"task": "old", "discarded_ref": "refs/fm/discarded/old/20260101T000000Z"}\n'
+    (tmp_path / "data" / "teardown-log.jsonl").write_text(line)
+    r = fm_in(tmp_path, "restore", "OLD")
+    assert r.returncode == 2, r.stderr
+    assert "hint: did you mean: old? (fm restore old)" in r.stderr.splitlines(), r.stderr

@@ -31,7 +31,7 @@ from fm_teardown import interrupts, runner, settings
 from fm_teardown.errors import ExitCode, FmError, Verdict, invalid, unsafe
 from fm_teardown.journal import JOURNAL
 from fm_teardown.paths import canonical
-from fm_teardown.records import check_task_id, shown
+from fm_teardown.records import check_task_id, near_ids, shown
 from fm_teardown.report import SCHEMA, Printer, emit_json, render_error
 from fm_teardown.values import value
 
@@ -163,9 +163,11 @@ def _find(s: settings.Settings, task: str, flag: str | None) -> Found:
                 "their project (lines written before v1.2): say which project with --project",
                 _hint(task),
             )
+        near = near_ids(task, _saved_tasks(journal, task))
         raise invalid(
             f"cannot tell which project holds the saves of task {task}: no line of the journal "
             f"{shown(str(journal))} records a save of it",
+            *([f"did you mean: {', '.join(near)}? (fm restore {near[0]})"] if near else []),
             _hint(task),
         )
     found = Found([], from_journal=True)
@@ -212,6 +214,20 @@ def _journal_projects(journal: Path, task: str) -> tuple[list[str], int]:
         else:
             old += 1
     return list(dict.fromkeys(reversed(named))), old
+
+
+def _saved_tasks(journal: Path, task: str) -> list[str]:
+    """The task ids the journal records saves of (for a typo's suggestion)."""
+    ids: set[str] = set()
+    for raw in _journal_lines(journal, task):
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            continue
+        saved = line.get("discarded_ref") if isinstance(line, dict) else None
+        if isinstance(saved, str) and saved.startswith(PREFIX):
+            ids.add(saved[len(PREFIX) :].split("/", 1)[0])
+    return sorted(ids)
 
 
 def _journal_lines(journal: Path, task: str) -> Iterator[bytes]:
