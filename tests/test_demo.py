@@ -25,8 +25,11 @@ FM_COMMANDS = [
 ]
 
 
-def run_demo(*, keep: bool, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """The demo through the entry the lead's CLI calls, stderr merged so the order is kept."""
+def run_demo(
+    *, keep: bool, env: dict[str, str] | None = None, merged: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """The demo through the entry the lead's CLI calls, stderr merged so the order is kept
+    (`merged=False`: stderr on its own)."""
     return subprocess.run(
         [
             sys.executable,
@@ -37,7 +40,7 @@ def run_demo(*, keep: bool, env: dict[str, str] | None = None) -> subprocess.Com
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+        stderr=subprocess.STDOUT if merged else subprocess.PIPE,
         text=True,
         timeout=DEMO_TIMEOUT,
         check=False,
@@ -92,11 +95,14 @@ def section(out: str, command: str) -> str:
 
 
 def test_demo_plays_the_incident_and_leaves_nothing_behind() -> None:
-    r = run_demo(keep=False)
+    r = run_demo(keep=False, merged=False)
     out = r.stdout
     root = sandbox_of(out)
     try:
         assert r.returncode == 0, out
+        # The whole transcript, refusals included, is on stdout (`fm demo > demo.txt`).
+        assert r.stderr == "", r.stderr
+        assert "REFUSED — live-owner" in section(out, "$ fm teardown alpha")
         lines = out.splitlines()
         for command in FM_COMMANDS:
             assert command in lines, f"{command!r} not printed:\n{out}"
@@ -144,6 +150,20 @@ def test_demo_keep_leaves_the_sandbox_and_says_how_to_remove_it() -> None:
         )
         assert audit.returncode == 0, audit.stderr
         assert '"bravo"' in audit.stdout
+        # ... and the printed commands work as printed, with no `fm` on PATH.
+        lines = [line.strip() for line in out.splitlines()]
+        dry = lines[lines.index(export) + 1]
+        assert not dry.startswith("fm "), dry
+        shell = subprocess.run(
+            ["sh", "-c", f"{export}; {dry}"],
+            cwd="/",
+            env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert shell.returncode == 0 and "bravo" in shell.stdout, shell.stderr
         # The printed clean-up removes it all.
         cleanup = next(line.strip() for line in out.splitlines() if "kill-server; rm -rf" in line)
         subprocess.run(["sh", "-c", cleanup], check=True, timeout=30)

@@ -434,6 +434,9 @@ class Play:
                 cwd=self.sb.fleet,
                 env=self.sb.env,
                 stdin=subprocess.DEVNULL,
+                # The refusals are what the demo shows: into the transcript (stdout), so that
+                # `fm demo > demo.txt` or `| less` keeps them, in order.
+                stderr=subprocess.STDOUT,
                 timeout=COMMAND_TIMEOUT,
                 check=False,
             ).returncode
@@ -655,6 +658,15 @@ def cleanup(sb: Sandbox) -> None:
     shutil.rmtree(sb.root, ignore_errors=True)
 
 
+def _fm_command() -> str:
+    """How to run this very fm from any shell: `fm` need not be on PATH (a venv that is not
+    activated), so the entry point's absolute path, or this interpreter with `-m`."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    if os.path.basename(argv0) == "fm" and os.path.isfile(argv0):
+        return shlex.quote(os.path.abspath(argv0))
+    return f"{shlex.quote(sys.executable)} -m fm_teardown"
+
+
 def _explore(sb: Sandbox) -> None:
     exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in sb.fm_env().items())
     sock, root = shlex.quote(str(sb.socket)), shlex.quote(str(sb.root))
@@ -662,7 +674,7 @@ def _explore(sb: Sandbox) -> None:
         "",
         "The sandbox is left running (--keep). To explore it:",
         f"  export {exports}",
-        "  fm teardown --dry-run",
+        f"  {_fm_command()} teardown --dry-run",
         f"  tmux -S {sock} attach",
         "When you are done:",
         f"  tmux -S {sock} kill-server; rm -rf {root}",
