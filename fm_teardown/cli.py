@@ -17,15 +17,16 @@ from fm_teardown import cli_values
 
 # fm's str/bool/list[str] values skip typer's pydantic coercion (about 100 ms of imports).
 cli_values.install()
+cli_values.plain_argument_help()
 
 EXIT_CODES = """\b
 Exit codes:
-  0  torn down, or stale slot cleared (--dry-run: would proceed)
-  1  failed partway; the record is kept: re-run the same command
-  2  invalid request: usage, bad task id, no such task
-  3  refused: this task's own work is not landed (--force lifts it)
-  4  refused: another live task owns the slot (--force --discard-live-owner=ID)
-  5  refused: unsafe or unsupported record, path or environment
+  0    torn down, or stale slot cleared (--dry-run: would proceed)
+  1    failed partway; the record is kept: re-run the same command
+  2    invalid request: usage, bad task id, no such task
+  3    refused: this task's own work is not landed (--force lifts it)
+  4    refused: another live task owns the slot (--force --discard-live-owner=ID)
+  5    refused: unsafe or unsupported record, path or environment
   130  interrupted; stopped at a step boundary"""
 
 ENVIRONMENT = """\b
@@ -292,7 +293,7 @@ def restore(
 def runbook(
     name: Annotated[
         str | None,
-        typer.Argument(metavar="[NAME]", help="The runbook to print; none: list them."),
+        typer.Argument(metavar="NAME", help="The runbook to print; none: list them."),
     ] = None,
 ) -> None:
     """Print an operator runbook (or list them): what happened, how to look, the safe ways on."""

@@ -67,3 +67,22 @@ def install() -> bool:
     get_runtime_param.fm_plain = True  # type: ignore[attr-defined]
     parameter.get_runtime_param = get_runtime_param
     return True
+
+
+def plain_argument_help() -> None:
+    """typer shows an argument as `TASK <list[str]>` in help and a required one as `{TASK}` in
+    the usage line: Python's types and braces no shell user reads. fm's arguments read `TASK`,
+    `[TASK]...`, as in every man page. A typer without these internals keeps its own."""
+    from typer import core
+
+    argument: Any = getattr(core, "TyperArgument", None)
+    if argument is None or not hasattr(argument, "_usage_display_name"):
+        return
+
+    def usage_name(self: Any) -> str:
+        name = str(self.display_name_raw)
+        name = name if self.required else f"[{name}]"
+        return name + ("..." if self.nargs != 1 else "")
+
+    argument.display_type = lambda self, ctx: ""
+    argument._usage_display_name = usage_name

@@ -5,6 +5,7 @@ dir and the line. The static scripts of completions/ are tested in test_completi
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -188,3 +189,25 @@ def test_restore_suggests_the_near_task_id_of_a_save(tmp_path: Path) -> None:
     r = fm_in(tmp_path, "restore", "OLD")
     assert r.returncode == 2, r.stderr
     assert "hint: did you mean: old? (fm restore old)" in r.stderr.splitlines(), r.stderr
+
+
+@pytest.mark.parametrize(
+    ("command", "usage"),
+    [
+        ("teardown", "Usage: fm teardown [OPTIONS] [TASK]..."),
+        ("restore", "Usage: fm restore [OPTIONS] TASK"),
+        ("runbook", "Usage: fm runbook [OPTIONS] [NAME]"),
+    ],
+)
+def test_help_shows_no_python_types_and_no_braces(command: str, usage: str) -> None:
+    r = run("-m", "fm_teardown", command, "--help", env={**os.environ, "COLUMNS": "100"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == usage
+    assert not re.search(r"<(list\[)?str\]?>|\{|\}", r.stdout), r.stdout
+
+
+def test_the_exit_code_rows_are_aligned() -> None:
+    r = run("-m", "fm_teardown", "teardown", "--help", env={**os.environ, "COLUMNS": "100"})
+    rows = [ln for ln in r.stdout.splitlines() if re.match(r"\s+(\d+)\s+\S", ln)]
+    assert [ln.split()[0] for ln in rows] == ["0", "1", "2", "3", "4", "5", "130"]
+    assert len({re.match(r"\s+\d+\s+", ln).end() for ln in rows}) == 1, rows  # type: ignore[union-attr]
