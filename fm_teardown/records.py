@@ -184,6 +184,13 @@ def parse_record(task_id: str, meta_path: str, text: str, mtime_ns: int) -> Reco
             raise problem(f"'{key}=' must appear exactly once (found {n})")
         if last[key] == "":
             raise problem(f"'{key}=' is empty")
+        if last[key].endswith("\r") and all(v.endswith("\r") for _, v in pairs if v):
+            # Every line ends in a CR: the file was saved with Windows line endings.
+            raise problem(
+                f"'{key}=' contains a control character (a CR at the end of every line: the "
+                "record has CRLF line endings; save it with LF endings, e.g. "
+                "`sed -i 's/\\r$//' <record>`)"
+            )
         if _CONTROL.search(last[key]):
             raise problem(f"'{key}=' contains a control character (newline, CR or tab)")
     if counts.get("endpoint_task_id", 0) > 1:

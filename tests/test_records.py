@@ -514,3 +514,13 @@ def test_fleet_never_raises_for_bad_others_and_keeps_good_ones(tmp_path: Path) -
     assert sorted(fleet.records) == ["a", "c"]
     assert sorted(fleet.invalid) == ["dup", "empty", "wrong-window"]
     assert fleet.task_ids == ["a", "c", "dup", "empty", "wrong-window"]
+
+
+def test_a_crlf_record_is_told_it_has_crlf_line_endings() -> None:
+    crlf = "\r\n".join(meta_lines()) + "\r\n"
+    assert "the record has CRLF line endings" in problem_of(crlf)
+    # One stray CR is not a line-ending problem: the plain message.
+    lines = meta_lines()
+    lines[0] += "\r"
+    one = problem_of(text_of(lines))
+    assert "control character" in one and "CRLF" not in one
