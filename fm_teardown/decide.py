@@ -783,6 +783,18 @@ def _blocked_hints(blocked: list[Blocker]) -> list[str]:
     return hints
 
 
+def _target(c: Case, p: Proc) -> str:
+    """A process to be signalled, by name and pid; a shell that no task's endpoint holds is
+    someone's terminal cd'd into the slot (perhaps the operator's own): say so before it ends."""
+    from fm_teardown.endpoint import ProcessClass, classify
+
+    if classify(p.name, p.argv0) == ProcessClass.SHELL and p.pid not in c.obs.endpoint_owner:
+        return (
+            f"{p.name} ({p.pid}, a shell in a terminal, no task's: cd out of the slot to keep it)"
+        )
+    return f"{p.name} ({p.pid})"
+
+
 def _signal_detail(c: Case, spared: NeverSignalled, slot_procs: tuple[Proc, ...]) -> str:
     """What the processes step would signal now, every process by name and pid (§7a)."""
     tmp = c.obs.tasktmp.get(c.task)
@@ -794,7 +806,7 @@ def _signal_detail(c: Case, spared: NeverSignalled, slot_procs: tuple[Proc, ...]
         "start time), then re-scan; "
     )
     if targets:
-        text += f"now {len(targets)}: " + ", ".join(f"{p.name} ({p.pid})" for p in targets)
+        text += f"now {len(targets)}: " + ", ".join(_target(c, p) for p in targets)
     else:
         text += "none there now"
     if kept:

@@ -1548,3 +1548,15 @@ def test_the_branch_seen_when_deciding_is_deleted_after_the_return() -> None:
         .decide("a", force=True, discard="b", landed=facts)
     )
     assert d.verdict == Verdict.PROCEED and d.branch is None
+
+
+def test_the_dry_run_names_a_shell_no_task_holds_as_a_shell_in_a_terminal() -> None:
+    """An operator's own shell cd'd into the slot is ended with the slot's processes: the
+    plan says which process that is before it happens; a task's own shell is not named so."""
+    world = World().task("a").worker(71).shell(72, of="a")
+    world.others.setdefault(S1, []).append(Proc(73, 1, "zsh", "zsh", S1 + "/src", 3.0))
+    d = world.decide("a")
+    processes = next(s for s in d.plan if s.step == "processes")
+    assert "zsh (73, a shell in a terminal, no task's" in processes.detail, processes.detail
+    assert "sleep (71)" in processes.detail
+    assert "bash (72, a shell" not in processes.detail
