@@ -198,6 +198,10 @@ def render_outcome(
         details = []  # the reasons to go ahead; the first line says what stopped it
     if lead is not None and details and details[0] == lead:
         details = details[1:]
+    elif lead is None and bad and details and details[0].startswith("REFUSED: "):
+        # The first line said it already (`REFUSED — VERDICT: why`); the full slot path that
+        # this reason adds is on the `task · slot` line. `--json` keeps it verbatim.
+        details = details[1:]
     for n in d.notes:
         if not any(n in r for r in details):
             details.append(f"could not tell: {n}")
@@ -207,14 +211,18 @@ def render_outcome(
         first_p.line("  " + (r if bad else short(r)))
     where = [f"task {o.task}"]
     if d.slot:
-        where.append(f"slot {short(d.slot)}")
+        where.append(f"slot {d.slot}")  # in full: the one place an operator copies it from
     if d.endpoint:
         where.append(f"endpoint {d.endpoint}")
     out_p.line(" · ".join(where))
-    if d.pool and short(d.slot or "") != (d.slot or ""):
+    if d.pool and not (d.slot or "").startswith(d.pool + "/"):
         out_p.line(f"  pool {os.path.basename(d.pool)} = {d.pool}")
     if d.owners:
-        out_p.line("owners of the slot:", "bold")
+        # A real run acts after this table was observed: say so (a discarded owner still
+        # shows `alive yes` here).
+        out_p.line(
+            "owners of the slot:" if o.dry_run else "owners of the slot (before this run):", "bold"
+        )
         out_p.table(
             ("ID", "KIND", "ENDPOINT", "LIVE", "WHY"),
             [

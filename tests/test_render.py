@@ -129,6 +129,24 @@ def test_paths_in_the_pool_are_shown_relative_to_it(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("NO_COLOR", "1")
     text = rendered(cases()["proceed-dry-run"])
     out = text.split("--- stderr", 1)[0]
-    assert f"slot {os.path.basename(POOL)}/1/proj" in out
-    assert out.count(POOL) == 1  # once, to say what the short name stands for
-    assert S1 not in out.split("\n", 2)[2]
+    assert f"{os.path.basename(POOL)}/1/proj" in out
+    # The slot's full path once, on the `task · slot` line; it says what the short name
+    # stands for, so the pool dir is not spelled out again.
+    assert f"task a · slot {S1} · " in out
+    assert out.count(POOL) == 1 and out.count(S1) == 1
+
+
+def test_a_refusal_states_its_reason_once_and_a_real_runs_owners_table_says_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    c = cases()
+    for name in ("live-owner", "unlanded", "unsafe"):
+        err = rendered(c[name]).split("--- stderr\n", 1)[1]
+        assert err.count("REFUSED") == 1, (name, err)
+    # A real run shows the owners as observed before it acted (a discarded owner still
+    # `alive yes`): the table says so; a dry run's is the state now.
+    stale = c["stale-dry-run"]
+    assert "owners of the slot:\n" in rendered(stale)
+    real = rendered(replace(stale, dry_run=False, acted=True))
+    assert "owners of the slot (before this run):\n" in real
