@@ -155,7 +155,8 @@ def headline(o: Outcome) -> str:
     if o.verdict == Verdict.STALE:
         if o.dry_run:
             return f"STALE — {task}: {say}"
-        return f"CLEARED — {task}'s window and record; {say}"
+        # The decision's headline ends in what is cleared, which this line starts with.
+        return f"CLEARED — {task}'s window and record; {say.split(': only ', 1)[0]}"
     return f"REFUSED — {o.verdict}: {say}; {_tail(o)}"
 
 

@@ -150,3 +150,10 @@ def test_a_refusal_states_its_reason_once_and_a_real_runs_owners_table_says_befo
     assert "owners of the slot:\n" in rendered(stale)
     real = rendered(replace(stale, dry_run=False, acted=True))
     assert "owners of the slot (before this run):\n" in real
+
+
+def test_the_stale_headline_says_what_was_cleared_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    stale = cases()["stale-dry-run"]
+    first = rendered(replace(stale, dry_run=False, acted=True)).splitlines()[1]
+    assert first == "CLEARED — a's window and record; the slot belongs to b now", first
