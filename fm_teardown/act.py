@@ -629,12 +629,15 @@ def step_attribution(run: Run, record: Record) -> None:
         detail = append_attribution(
             str(s.data_dir), record, time.time(), s.attribution_lock_attempts
         )
-    except (DutyWarning, OSError):
+    except (DutyWarning, OSError) as exc:
         run.warnings.append(
             f"could not append AI effort attribution for task {record.task_id}; "
             "teardown will continue"
         )
-        run.done(StepName.ATTRIBUTION, target, StepOutcome.SKIPPED, "could not append the row")
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        run.done(
+            StepName.ATTRIBUTION, target, StepOutcome.SKIPPED, f"could not append the row: {why}"
+        )
         return
     run.done(StepName.ATTRIBUTION, target, StepOutcome.DONE, detail)
 

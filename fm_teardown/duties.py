@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
-from fm_teardown import runner
+from fm_teardown import runner, safefile
 from fm_teardown.claim import still_names
 from fm_teardown.records import Record, RecordProblem, read_meta
 from fm_teardown.scaffold import SCAFFOLD_PATHS
@@ -55,9 +55,9 @@ def remove_hooks(slot: str) -> list[str]:
     return done
 
 
-def unlink_inside(root: str, rel: str) -> str:
+def unlink_inside(root: str, rel: str, *, single: bool = False) -> str:
     """Unlink `root/rel` without following a symlink anywhere on the way ("absent", "removed",
-    or why it was left)."""
+    or why it was left). `single`: a regular file is removed only when it has one link."""
     parts = rel.split("/")
     try:
         fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -84,6 +84,11 @@ def unlink_inside(root: str, rel: str) -> str:
             return "absent"
         if stat.S_ISDIR(st.st_mode):
             return "left: it is a directory"
+        # Removing a symlink never touches its target; a hard link's other name would lose
+        # nothing either, but it may be another task's file: leave it to its owner.
+        why = safefile.problem(st) if single and not stat.S_ISLNK(st.st_mode) else None
+        if why is not None:
+            return f"left: {why}"
         os.unlink(leaf, dir_fd=fd)
         return "removed (the link itself)" if stat.S_ISLNK(st.st_mode) else "removed"
     except OSError as exc:
@@ -128,6 +133,9 @@ def remove_own_claim(path: str, task: str) -> str:
     if not still_names(path, task):
         return f"{path} no longer names {task}: kept"
     try:
+        why = safefile.problem(os.lstat(path))
+        if why is not None:
+            raise DutyWarning(f"the slot claim {path} is kept: {why}")
         os.unlink(path)
     except FileNotFoundError:
         return f"{path} is already gone"
@@ -176,7 +184,7 @@ def remove_auth_entries(
         if directory is None:
             warnings.append(f"no home to find the entry of {token_file} in: not removed")
             continue
-        outcome = unlink_inside(directory, token)
+        outcome = unlink_inside(directory, token, single=True)
         if outcome.startswith("removed"):
             removed.append(os.path.join(directory, token))
         elif outcome != "absent":
@@ -225,11 +233,11 @@ def attribution_row(record: Record, now: float) -> str:
 def _attribution_lock(data_dir: str, attempts: int) -> Iterator[None]:
     """firstmate's lock on the attribution file, `attempts` tries 0.1 s apart; when it cannot
     be taken the row is appended anyway (as the script does)."""
-    fd = os.open(
-        os.path.join(data_dir, ATTRIBUTION_LOCK),
-        os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-        0o644,
-    )
+    lock = os.path.join(data_dir, ATTRIBUTION_LOCK)
+    try:
+        fd = safefile.open_single(lock, os.O_RDWR | os.O_CREAT)
+    except safefile.LinkRefused as exc:
+        raise DutyWarning(f"{lock}: {exc.strerror}; the row is not appended") from None
     try:
         for _ in range(max(attempts, 1)):
             try:
@@ -254,12 +262,11 @@ def append_attribution(data_dir: str, record: Record, now: float, attempts: int)
     os.makedirs(data_dir, exist_ok=True)
     path = os.path.join(data_dir, ATTRIBUTION)
     with _attribution_lock(data_dir, attempts):
-        fd = os.open(
-            path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644
-        )
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise DutyWarning(f"{path} is not a regular file")
+            fd = safefile.open_single(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+        except safefile.LinkRefused as exc:
+            raise DutyWarning(f"{path}: {exc.strerror}; the row is not appended") from None
+        try:
             existing = _read_all(fd)
             row = attribution_row(record, now)
             same_run = row[: row.rindex("\t") + 1].encode()

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from fm_teardown import safefile
 
 if TYPE_CHECKING:
     from fm_teardown.outcome import Outcome
@@ -74,26 +75,10 @@ def append(data_dir: Path, entry: dict[str, Any]) -> bool:
         if os.path.lexists(data_dir) and not data_dir.is_dir():
             raise NotADirectoryError(20, "the data dir is not a directory", str(data_dir))
         data_dir.mkdir(parents=True, exist_ok=True)
-        # Only a regular file (or none), judged without following a link, and opened without
-        # blocking: a FIFO planted there would hang fm after it has acted (§7a).
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            st = None
-        if st is not None and not stat.S_ISREG(st.st_mode):
-            kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
-            raise OSError(0, f"it is {kind}", str(path))
-        fd = os.open(
-            path,
-            os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-            0o644,
-        )
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise OSError(0, "it is not a regular file", str(path))
-            os.write(fd, line)  # one write of one line: appends never interleave
-        finally:
-            os.close(fd)
+        # Absent, or a regular file with one link, never followed, opened without blocking:
+        # a FIFO would hang fm after it has acted, a hard link would put this line
+        # into another task's file.
+        safefile.append_line(str(path), line)
     except OSError as exc:
         why = exc.strerror or str(exc)
         sys.stderr.write(f"warning: could not append to the journal {path}: {why}\n")

@@ -1,0 +1,166 @@
+"""Held-out attacks, round three, on real fleets: links into other tasks' files, branches in
+use by an operation in progress, restore targets reached through links, the unleased return.
+
+Each test builds the attack's world (real tmux on a private socket, real git worktrees in a
+treehouse pool, real processes, the treehouse stand-in) and asserts what the operator sees and
+that the other task's files, tree and branch are as they were.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.fleet import Fleet, git, tid
+
+
+def finished(fleet: Fleet, name: str, n: int) -> tuple[str, Path]:
+    """A task whose work is done: dead endpoint, clean slot at main, its own lease."""
+    task = tid(name)
+    slot = fleet.slot(n, holder=task)
+    fleet.task(task, slot, "dead", extra={"treehouse_lease_holder": task})
+    return task, slot
+
+
+def steps(doc: dict[str, object]) -> dict[str, tuple[str, str]]:
+    return {
+        str(s["step"]): (str(s["outcome"]), str(s["detail"]))
+        for s in doc["steps"]  # type: ignore[attr-defined]
+    }
+
+
+# -- files fm writes are never reached through a link -------------------------------------
+
+
+def test_a_hard_linked_attribution_table_is_not_written(fleet: Fleet) -> None:
+    """The table hard-linked to another task's live record: the row does not land in it."""
+    t1, _ = finished(fleet, "t1", 1)
+    other = fleet.task(tid("t2"), fleet.slot(2, holder=tid("t2")), "alive")
+    before = other.meta.read_bytes()
+    os.link(other.meta, fleet.data / "cost-attribution.tsv")
+    r = fleet.fm("teardown", t1, "--json")
+    doc = json.loads(r.stdout)
+    assert (r.returncode, doc["verdict"]) == (0, "proceed"), r.stderr
+    outcome, detail = steps(doc)["attribution"]
+    assert outcome == "skipped" and "hard links" in detail
+    warning = f"could not append AI effort attribution for task {t1}; teardown will continue"
+    assert warning in doc["warnings"]
+    assert other.meta.read_bytes() == before
+    assert not (fleet.state / f"{t1}.meta").exists()  # the teardown went on
+
+
+def test_a_hard_linked_attribution_lock_is_not_opened_for_writing(fleet: Fleet) -> None:
+    t1, _ = finished(fleet, "t1", 1)
+    other = fleet.task(tid("t2"), fleet.slot(2, holder=tid("t2")), "alive")
+    os.link(other.meta, fleet.data / ".cost-attribution.lock")
+    r = fleet.fm("teardown", t1, "--json")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 0, r.stderr
+    assert (
+        steps(doc)["attribution"][0] == "skipped" and "hard links" in steps(doc)["attribution"][1]
+    )
+    assert not (fleet.data / "cost-attribution.tsv").exists()
+
+
+def test_a_hard_linked_journal_is_not_appended_to(fleet: Fleet) -> None:
+    """The journal hard-linked to a record without a final newline: the journal line would
+    glue onto its `treehouse_lease=` line and change that task's lease id."""
+    t1, _ = finished(fleet, "t1", 1)
+    t2 = tid("t2")
+    meta = fleet.state / f"{t2}.meta"
+    fleet.slot(2, holder="someone", lease_id="ab" * 16)
+    fleet.task(t2, fleet.pool / "2" / "project", "dead")
+    meta.write_bytes(meta.read_bytes() + b"treehouse_lease=" + b"ab" * 16)  # no final newline
+    before = meta.read_bytes()
+    dry_before = fleet.fm_json("teardown", t2, "--dry-run")
+    os.link(meta, fleet.data / "teardown-log.jsonl")
+    r = fleet.fm("teardown", t1)
+    assert r.returncode == 0, r.stderr
+    assert "could not append to the journal" in r.stderr and "hard links" in r.stderr
+    assert meta.read_bytes() == before
+    assert fleet.fm_json("teardown", t2, "--dry-run")[1]["verdict"] == dry_before[1]["verdict"]
+
+
+def test_a_symlinked_journal_is_not_followed(fleet: Fleet) -> None:
+    t1, _ = finished(fleet, "t1", 1)
+    target = fleet.root / "elsewhere.txt"
+    target.write_bytes(b"keep\n")
+    (fleet.data / "teardown-log.jsonl").symlink_to(target)
+    r = fleet.fm("teardown", t1)
+    assert r.returncode == 0, r.stderr
+    assert "could not append to the journal" in r.stderr
+    assert target.read_bytes() == b"keep\n"
+
+
+def test_a_journal_without_a_final_newline_gets_one_before_fms_line(fleet: Fleet) -> None:
+    """fm's line is never glued onto the last one, and `fm restore` still finds the project
+    from the journal."""
+    t1 = tid("t1")
+    slot = fleet.slot(1, holder=t1)
+    fleet.task(t1, slot, "dead", extra={"treehouse_lease_holder": t1})
+    (slot / "work.txt").write_text("unlanded\n")
+    journal = fleet.data / "teardown-log.jsonl"
+    journal.write_bytes(b'{"note": "written by another tool, no newline"}')
+    r = fleet.fm("teardown", t1, "--force")
+    assert r.returncode == 0, r.stderr
+    lines = journal.read_bytes().split(b"\n")
+    assert lines[0] == b'{"note": "written by another tool, no newline"}'
+    assert lines[-1] == b"" and json.loads(lines[1])["task"] == t1
+    listed = fleet.fm("restore", t1, "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout)["project"] == str(fleet.project)
+
+
+def test_restore_skips_an_overlong_journal_line_without_holding_it(fleet: Fleet) -> None:
+    """A line far longer than any fm writes is skipped in pieces; the lines after it count."""
+    t1 = tid("t1")
+    slot = fleet.slot(1, holder=t1)
+    fleet.task(t1, slot, "dead", extra={"treehouse_lease_holder": t1})
+    (slot / "work.txt").write_text("unlanded\n")
+    journal = fleet.data / "teardown-log.jsonl"
+    with journal.open("wb") as f:  # 512 MiB of NULs and no newline, sparse: instant to make
+        f.truncate(512 << 20)
+    assert fleet.fm("teardown", t1, "--force").returncode == 0
+    # The address space capped well below the junk line: reading it whole cannot fit.
+    r = subprocess.run(
+        [sys.executable, "-m", "fm_teardown", "restore", t1, "--json"],
+        capture_output=True,
+        text=True,
+        cwd=fleet.fm_home,
+        env=fleet.env(),
+        timeout=120,
+        check=False,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (384 << 20, 384 << 20)),
+    )
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["project"] == str(fleet.project)
+
+
+def test_a_hard_linked_hook_auth_entry_is_left(fleet: Fleet) -> None:
+    t1, _ = finished(fleet, "t1", 1)
+    entries = fleet.home / ".kimi-code" / "fm-turn-end.d"
+    entries.mkdir(parents=True)
+    precious = fleet.root / "precious"
+    precious.write_text("another task's\n")
+    os.link(precious, entries / "tok-k1")
+    (fleet.state / f"{t1}.kimi-turnend-token").write_text("tok-k1\n")
+    r = fleet.fm("teardown", t1)
+    assert r.returncode == 0, r.stderr
+    assert (entries / "tok-k1").exists() and "hard links" in r.stderr
+
+
+def test_a_hard_linked_slot_claim_is_left(fleet: Fleet) -> None:
+    t1, slot = finished(fleet, "t1", 1)
+    claim = slot.parent / ".fm-slot-owner"
+    claim.write_text(f"task={t1}\nhome={fleet.fm_home}\n")
+    os.link(claim, fleet.root / "claim-copy")
+    r = fleet.fm("teardown", t1, "--json")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 0, r.stderr
+    assert steps(doc)["claim"][0] == "skipped" and "hard links" in steps(doc)["claim"][1]
+    assert claim.exists()
+    assert git(slot, "status", "--porcelain") == ""
