@@ -116,6 +116,12 @@ def delete_branch(project: str, branch: str, commit: str, default: str | None) -
     ref = f"refs/heads/{branch}"
     if ref in checked_out:
         return f"kept {branch}: it is checked out in another worktree"
+    common = runner.git(project, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    if not common.ok or not os.path.isabs(common.text):
+        raise DutyWarning(f"cannot find the git dir of {project}: {common.why()}")
+    busy = next(in_progress(common.text, branch), None)
+    if busy is not None:
+        raise DutyWarning(f"{busy[0]} is {busy[1]} {branch}: an operation there needs it")
     r = runner.git(project, "update-ref", "-d", ref, commit)
     if not r.ok:
         raise DutyWarning(
@@ -123,6 +129,67 @@ def delete_branch(project: str, branch: str, commit: str, default: str | None) -
             f"gone?): {r.why()}"
         )
     return f"deleted {branch} (it named {commit[:12]})"
+
+
+# Where git records the branch an operation in progress works on, per worktree git dir:
+# the file, and whether it holds the full ref name (else the short branch name).
+_OPERATIONS = (
+    ("rebase-merge/head-name", True, "rebasing"),
+    ("rebase-apply/head-name", True, "rebasing"),
+    ("BISECT_START", False, "bisecting from"),
+    ("HEAD", True, "on"),
+)
+
+
+def in_progress(common: str, branch: str) -> Iterator[tuple[str, str]]:
+    """(worktree, what it is doing) for every worktree of the repository whose git dir says
+    an operation in progress works on `branch` (a rebase, a bisect), or has it checked out:
+    `git worktree list` shows neither a rebased nor a bisected branch."""
+    ref = f"refs/heads/{branch}"
+    gitdirs = [(common, _main_worktree(common))]
+    try:
+        names = sorted(os.listdir(os.path.join(common, "worktrees")))
+    except OSError:
+        names = []
+    for name in names:
+        gitdir = os.path.join(common, "worktrees", name)
+        gitdirs.append((gitdir, _linked_worktree(gitdir)))
+    for gitdir, worktree in gitdirs:
+        for rel, full, what in _OPERATIONS:
+            text = _small_text(os.path.join(gitdir, rel))
+            if text is None:
+                continue
+            if rel == "HEAD":
+                if not text.startswith("ref: "):
+                    continue
+                text = text[len("ref: ") :]
+            if text == (ref if full else branch) or (not full and text == ref):
+                yield worktree, what
+
+
+def _small_text(path: str) -> str | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, 4096).decode("utf-8", "surrogateescape").strip()
+    finally:
+        os.close(fd)
+
+
+def _main_worktree(common: str) -> str:
+    return os.path.dirname(common) if os.path.basename(common) == ".git" else common
+
+
+def _linked_worktree(gitdir: str) -> str:
+    """The worktree of a linked git dir (its `gitdir` file names the worktree's `.git`)."""
+    text = _small_text(os.path.join(gitdir, "gitdir"))
+    if text and os.path.isabs(text):
+        return os.path.dirname(text)
+    return f"the worktree of {gitdir}"
 
 
 # -- claim --------------------------------------------------------------------------------------

@@ -164,3 +164,75 @@ def test_a_hard_linked_slot_claim_is_left(fleet: Fleet) -> None:
     assert steps(doc)["claim"][0] == "skipped" and "hard links" in steps(doc)["claim"][1]
     assert claim.exists()
     assert git(slot, "status", "--porcelain") == ""
+
+
+# -- a branch in use by an operation in progress is kept ----------------------------------
+
+
+def branch_task(fleet: Fleet, commits: int = 1) -> tuple[str, Path, str]:
+    """A finished task on its own pushed branch `fm/<task>` (landed: on a remote branch)."""
+    task = tid("t1")
+    slot = fleet.slot(1, holder=task)
+    branch = f"fm/{task}"
+    git(slot, "checkout", "-q", "-b", branch)
+    for i in range(commits):
+        (slot / "feature.txt").write_text(f"step {i}\n")
+        git(slot, "add", "feature.txt")
+        git(slot, "commit", "-q", "-m", f"feature {i}")
+    git(slot, "push", "-q", "origin", branch)
+    fleet.task(task, slot, "dead")
+    return task, slot, branch
+
+
+def run_paused_at_pool(fleet: Fleet, task: str, meanwhile: list[list[str]]) -> dict[str, object]:
+    """Tear TASK down, running `meanwhile` (git commands in another worktree) right after the
+    pool took the slot back (its reset detached the slot's HEAD)."""
+    other = fleet.root / "other-wt"
+    if not other.exists():
+        git(fleet.project, "worktree", "add", "-q", "--detach", str(other), "main")
+    proc, pause = fleet.fm_paused("after-pool", task)
+    for argv in meanwhile:
+        git(other, *argv, check=False)
+    pause.unlink()
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out
+    doc: dict[str, object] = json.loads(out)
+    return doc
+
+
+def test_a_branch_being_rebased_in_another_worktree_is_kept(fleet: Fleet) -> None:
+    task, _, branch = branch_task(fleet)
+    other = fleet.root / "other-wt"
+    git(fleet.project, "worktree", "add", "-q", "-b", "base", str(other), "main")
+    (other / "feature.txt").write_text("the other side\n")
+    git(other, "add", "feature.txt")
+    git(other, "commit", "-q", "-m", "conflicting base")
+    # Stops on a conflict: fm/<task> is the branch being rebased, HEAD is detached.
+    doc = run_paused_at_pool(fleet, task, [["rebase", "base", branch]])
+    assert (other / ".git").is_file()
+    gitdir = Path(git(other, "rev-parse", "--absolute-git-dir"))
+    assert (gitdir / "rebase-merge" / "head-name").read_text().strip() == f"refs/heads/{branch}"
+    outcome, detail = steps(doc)["branch"]
+    assert outcome == "skipped" and str(other) in detail and "rebasing" in detail
+    assert any(str(other) in w and branch in w for w in doc["warnings"])  # type: ignore[attr-defined]
+    assert git(fleet.project, "branch", "--list", branch).strip().endswith(branch)
+    r = git(other, "rebase", "--abort", check=False)
+    assert "cannot lock ref" not in r
+
+
+def test_a_branch_bisected_from_in_another_worktree_is_kept(fleet: Fleet) -> None:
+    task, _, branch = branch_task(fleet, commits=3)
+    other = fleet.root / "other-wt"
+    doc = run_paused_at_pool(
+        fleet,
+        task,
+        [["switch", "-q", branch], ["bisect", "start", branch, "main"]],
+    )
+    gitdir = Path(git(other, "rev-parse", "--absolute-git-dir"))
+    assert (gitdir / "BISECT_START").read_text().strip() == branch
+    assert git(other, "rev-parse", "--abbrev-ref", "HEAD") == "HEAD"  # detached mid-bisect
+    outcome, detail = steps(doc)["branch"]
+    assert outcome == "skipped" and str(other) in detail and "bisecting" in detail
+    assert git(fleet.project, "branch", "--list", branch).strip().endswith(branch)
+    git(other, "bisect", "reset")
+    assert git(other, "rev-parse", "--abbrev-ref", "HEAD") == branch
