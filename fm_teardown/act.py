@@ -88,6 +88,9 @@ class Run:
     restore: str | None = None
     saved_for: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # The pool step was skipped because the pool hands the slot out as it is: the slot is
+    # back in the pool's hands, as after a verified return.
+    pool_reuses: bool = False
 
     def done(self, step: StepName, target: str, outcome: StepOutcome, detail: str) -> Step:
         s = Step(step, target, detail, outcome)
@@ -435,6 +438,8 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
         else str(s.state_dir if s.state_dir.is_dir() else "/")
     )
     check_pool_before_return(run, record, d)
+    if _pool_reuses_as_is(run, record, d):
+        return
     result = pool.run_return(bin_, pr.argv, cwd, s.treehouse_timeout)
     retries = 0
     while result.returncode != 0 and gitlock.LOCK_ERROR.search(result.output):
@@ -500,6 +505,32 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
     raise run.fail(
         StepName.POOL, pr.path, f"{argv} did not return the slot: {why}; slot and lease kept"
     )
+
+
+def _pool_reuses_as_is(run: Run, record: Record, d: Decision) -> bool:
+    """A record without lease facts on a slot the pool shows unleased: the return could only
+    be unconditional, and it would clear a lease granted between the re-read and the call.
+    When the slot is clean and its HEAD merged into the pool's reset target, the pool's next
+    `get` resets and hands it out by itself, so fm does not call the return at all."""
+    pr = d.pool_return
+    assert pr is not None and d.slot is not None
+    if record.lease_id or record.lease_holder or pr.lease_id or pr.lease_holder is not None:
+        return False
+    entry = pool.fresh_view(record.worktree, d.slot).entry
+    if entry is None or entry.leased or entry.destroying:
+        return False
+    why_not = pool.reusable_as_is(d.slot)
+    if why_not is not None:
+        return False
+    run.pool_reuses = True
+    run.done(
+        StepName.POOL,
+        pr.path,
+        StepOutcome.SKIPPED,
+        "not returned: the slot is unleased, clean and its HEAD merged, so the pool reuses "
+        "it as it is (a return could clear a lease granted meanwhile)",
+    )
+    return True
 
 
 def recheck_landed(run: Run, record: Record) -> None:
@@ -575,7 +606,9 @@ def step_branch(run: Run, record: Record, d: Decision) -> None:
     b = d.branch
     assert b is not None
     target = f"refs/heads/{b.name}"
-    if not any(s.step == StepName.POOL and s.outcome in ("done", "absent") for s in run.steps):
+    if not run.pool_reuses and not any(
+        s.step == StepName.POOL and s.outcome in ("done", "absent") for s in run.steps
+    ):
         run.done(StepName.BRANCH, target, StepOutcome.SKIPPED, "the slot was not returned")
         return
     try:

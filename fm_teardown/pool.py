@@ -146,3 +146,48 @@ def run_return(treehouse_bin: str, argv: list[str], cwd: str, timeout: float) ->
 def fresh_view(recorded: str, slot: str) -> PoolView:
     """Read the state file again (no cache): for verifying a return."""
     return PoolReader().view(recorded, slot)
+
+
+def _reset_targets(slot: str) -> list[str] | None:
+    """The refs the pool may reset the slot to: `refs/heads/<b>` and `origin/<b>` (those that
+    exist) of its default branch `<b>` (origin/HEAD's target, else the main checkout's branch,
+    else init.defaultBranch), or None when the default branch cannot be told."""
+    branch = None
+    head = runner.git(slot, "symbolic-ref", "-q", "refs/remotes/origin/HEAD")
+    prefix = "refs/remotes/origin/"
+    if head.ok and head.text.startswith(prefix) and len(head.text) > len(prefix):
+        branch = head.text[len(prefix) :]
+    else:
+        common = runner.git(slot, "rev-parse", "--path-format=absolute", "--git-common-dir")
+        if common.ok and os.path.isabs(common.text):
+            main = runner.git(os.path.dirname(common.text), "symbolic-ref", "-q", "--short", "HEAD")
+            if main.ok and main.text:
+                branch = main.text
+        if branch is None:
+            init = runner.git(slot, "config", "init.defaultBranch")
+            branch = init.text if init.ok and init.text else None
+    if not branch:
+        return None
+    refs = []
+    for ref in (f"refs/heads/{branch}", f"refs/remotes/origin/{branch}"):
+        if runner.git(slot, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").ok:
+            refs.append(ref)
+    return refs or None
+
+
+def reusable_as_is(slot: str) -> str | None:
+    """Would the pool's next `get` hand this slot out by itself (clean, HEAD merged into its
+    reset target)? None if so, else why not. Any doubt answers "no": then fm returns it."""
+    status = runner.git(slot, "status", "--porcelain", "--untracked-files=all")
+    if not status.ok:
+        return f"its status cannot be read: {status.why()}"
+    if status.out.strip():
+        return "it is dirty"
+    targets = _reset_targets(slot)
+    if targets is None:
+        return "its default branch cannot be told"
+    for ref in targets:
+        # Merged into every candidate, so into whichever the pool picks.
+        if not runner.git(slot, "merge-base", "--is-ancestor", "HEAD", ref).ok:
+            return f"its HEAD is not merged into {ref}"
+    return None

@@ -236,3 +236,42 @@ def test_a_branch_bisected_from_in_another_worktree_is_kept(fleet: Fleet) -> Non
     assert git(fleet.project, "branch", "--list", branch).strip().endswith(branch)
     git(other, "bisect", "reset")
     assert git(other, "rev-parse", "--abbrev-ref", "HEAD") == branch
+
+
+# -- an unleased slot the pool reuses as it is is not returned ------------------------------
+
+
+def test_an_unleased_clean_merged_slot_is_left_to_the_pool(fleet: Fleet) -> None:
+    """No lease facts, the slot unleased, clean, HEAD on main: no `treehouse return` (it could
+    clear a lease granted meanwhile); the pool hands the slot out by itself."""
+    t1 = tid("t1")
+    slot = fleet.slot(1, leased=False)
+    fleet.task(t1, slot, "dead")
+    code, doc = fleet.fm_json("teardown", t1)
+    assert (code, doc["verdict"]) == (0, "proceed"), doc
+    outcome, detail = steps(doc)["pool"]
+    assert outcome == "skipped" and "the pool reuses it as it is" in detail
+    assert [c for c in fleet.treehouse_calls() if c["argv"][0] == "return"] == []
+    assert not (fleet.state / f"{t1}.meta").exists()
+    got = subprocess.run(
+        [str(fleet.treehouse), "get", "--lease", "--lease-holder", "next", "--json", "--no-fetch"],
+        cwd=fleet.project, env=fleet.env(), capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert json.loads(got.stdout)["path"] == str(slot)
+
+
+def test_an_unleased_slot_whose_head_is_not_merged_is_still_returned(fleet: Fleet) -> None:
+    """The pool would not hand it out (HEAD only on a pushed branch): the return goes on."""
+    t1 = tid("t1")
+    slot = fleet.slot(1, leased=False)
+    (slot / "feature.txt").write_text("pushed, not merged\n")
+    git(slot, "add", "feature.txt")
+    git(slot, "commit", "-q", "-m", "feature")
+    git(slot, "push", "-q", "origin", f"HEAD:refs/heads/fm/{t1}")
+    git(slot, "fetch", "-q", "origin")
+    fleet.task(t1, slot, "dead")
+    code, doc = fleet.fm_json("teardown", t1)
+    assert (code, doc["verdict"]) == (0, "proceed"), doc
+    assert steps(doc)["pool"][0] == "done"
+    [call] = [c for c in fleet.treehouse_calls() if c["argv"][0] == "return"]
+    assert call["argv"] == ["return", "--force", str(slot)]
