@@ -8,14 +8,16 @@ that the other task's files, tree and branch are as they were.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
-from tests.fleet import Fleet, git, tid
+from tests.fleet import Fleet, git, tid, tree_hash
 
 
 def finished(fleet: Fleet, name: str, n: int) -> tuple[str, Path]:
@@ -275,3 +277,80 @@ def test_an_unleased_slot_whose_head_is_not_merged_is_still_returned(fleet: Flee
     assert steps(doc)["pool"][0] == "done"
     [call] = [c for c in fleet.treehouse_calls() if c["argv"][0] == "return"]
     assert call["argv"] == ["return", "--force", str(slot)]
+
+
+# -- restore never writes into or through a slot -------------------------------------------
+
+
+def saved_task(fleet: Fleet) -> tuple[str, Path]:
+    """A task torn down with --force (its unlanded work saved), and another task's live slot
+    with uncommitted work of its own."""
+    t1 = tid("t1")
+    slot = fleet.slot(1, holder=t1)
+    fleet.task(t1, slot, "dead", extra={"treehouse_lease_holder": t1})
+    (slot / "work.txt").write_text("t1's unlanded work\n")
+    assert fleet.fm("teardown", t1, "--force").returncode == 0
+    t2 = tid("t2")
+    live = fleet.slot(2, holder=t2)
+    git(live, "switch", "-q", "-c", f"fm/{t2}")
+    fleet.task(t2, live, "alive")
+    (live / "README").write_text("t2's uncommitted change\n")
+    return t1, live
+
+
+def live_state(slot: Path) -> tuple[str, str, str, str]:
+    return (
+        tree_hash(slot),
+        git(slot, "status", "--porcelain", "--untracked-files=all"),
+        git(slot, "rev-parse", "HEAD"),
+        git(slot, "symbolic-ref", "-q", "HEAD", check=False),
+    )
+
+
+def test_restore_into_a_live_slot_is_refused(fleet: Fleet) -> None:
+    t1, live = saved_task(fleet)
+    before = live_state(live)
+    link = fleet.root / "into-slot"
+    link.symlink_to(live)
+    for to in (live / "restored", link / "restored", live.parent / "restored", fleet.project / "r"):
+        r = fleet.fm("restore", t1, "--to", str(to))
+        assert r.returncode == 2, (to, r.stdout, r.stderr)
+        assert "never writes into a slot" in r.stderr
+        assert not os.path.lexists(to)
+    assert live_state(live) == before
+
+
+def test_restore_through_a_link_switched_to_a_live_slot_never_acts_there(fleet: Fleet) -> None:
+    """A link in the target path flips between an empty directory and another task's live
+    slot while fm restores: git runs only in the directory fm created, the live slot is as it
+    was, and every restore that succeeded is in the empty directory."""
+    t1, live = saved_task(fleet)
+    before = live_state(live)
+    empty = fleet.root / "empty"
+    empty.mkdir()
+    link = fleet.root / "flip"
+    link.symlink_to(empty)
+    stop = threading.Event()
+
+    def flip() -> None:
+        tmp = fleet.root / "flip.tmp"
+        while not stop.is_set():
+            for target in (live, empty):
+                with contextlib.suppress(FileNotFoundError):
+                    tmp.unlink()
+                tmp.symlink_to(target)
+                os.replace(tmp, link)
+
+    flipper = threading.Thread(target=flip)
+    flipper.start()
+    try:
+        codes = [fleet.fm("restore", t1, "--to", str(link / f"r{i}")).returncode for i in range(8)]
+    finally:
+        stop.set()
+        flipper.join()
+    assert set(codes) <= {0, 2}, codes
+    assert live_state(live) == before
+    made = sorted(p.name for p in empty.iterdir())
+    assert made == [f"r{i}" for i, c in enumerate(codes) if c == 0]
+    for name in made:
+        assert (empty / name / "work.txt").read_text() == "t1's unlanded work\n"

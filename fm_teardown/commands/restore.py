@@ -30,7 +30,7 @@ from typing import Any, BinaryIO
 from fm_teardown import interrupts, runner, settings
 from fm_teardown.errors import ExitCode, FmError, Verdict, invalid, unsafe
 from fm_teardown.journal import JOURNAL
-from fm_teardown.paths import canonical
+from fm_teardown.paths import canonical, is_within
 from fm_teardown.records import check_task_id, near_ids, shown
 from fm_teardown.report import SCHEMA, Printer, emit_json, render_error
 from fm_teardown.values import value
@@ -118,7 +118,7 @@ def restore(
             _show_saves(task, found, json_out)
             return int(ExitCode.OK)
         chosen, save = _choose(task, found, ref, to)
-        done = _restore(task, chosen, save, to)
+        done = _restore(task, chosen, save, to, s)
         done.warnings[:0] = found.warnings
         _show_restored(task, done, json_out)
         return int(ExitCode.OK)
@@ -383,7 +383,9 @@ def _rev(repo: str, spec: str) -> str | None:
     return r.text if r.ok and _HEX_OID.fullmatch(r.text) else None
 
 
-def _restore(task: str, project: Project, save: Save, to: str) -> Restored:
+def _restore(
+    task: str, project: Project, save: Save, to: str, s: settings.Settings | None = None
+) -> Restored:
     dest = os.path.abspath(to)
     never = "fm restore never writes into an existing directory"
     other = f"give a path that does not exist yet: fm restore {task} --to <new dir>"
@@ -392,49 +394,173 @@ def _restore(task: str, project: Project, save: Save, to: str) -> Restored:
     parent = os.path.dirname(dest)
     if not os.path.isdir(parent):
         raise invalid(f"the parent directory {shown(parent)} of {shown(dest)} does not exist")
+    # Everything below acts on the resolved path, never on the text given: a link in it may
+    # be switched at any moment.
+    real = os.path.join(canonical(parent), os.path.basename(dest))
+    inside = _inside_protected(real, project, s)
+    if inside is not None:
+        raise invalid(
+            f"{shown(dest)} is inside {inside}: fm restore never writes into a slot, a task's "
+            "worktree, the project checkout or a secondmate home",
+            other,
+        )
     if _rev(project.path, save.ref) != save.commit:
         raise FmError(Verdict.FAILED, f"{save.ref} changed while fm restore was reading it")
-    # Our own, atomically: git fills an empty directory, and this one is certainly ours to
-    # remove again if git fails.
-    try:
-        os.mkdir(dest)
-    except FileExistsError:
-        raise invalid(f"{shown(dest)} exists: {never}", other) from None
-    except OSError as exc:
-        raise FmError(Verdict.FAILED, f"cannot create {shown(dest)}: {exc.strerror}") from None
-    done = Restored(project, save, dest)
+    made = _make_dir(real, dest, never, other)
+    done = Restored(project, save, made.path)
     with interrupts.while_acting():
         steps = (
-            ("git worktree add", project.path, ("worktree", "add", "--detach", dest, save.commit)),
+            (
+                "git worktree add",
+                project.path,
+                ("worktree", "add", "--detach", made.path, save.commit),
+            ),
             # HEAD and the index back on the commit the save was parented on; the files stay.
-            ("git reset", dest, ("reset", "--quiet", save.head)),
+            ("git reset", made.path, ("reset", "--quiet", save.head)),
         )
         for what, repo, args in steps:
+            if not made.still_there():
+                left = _undo(project.path, made)
+                raise FmError(
+                    Verdict.FAILED,
+                    f"{shown(made.path)} is no longer the directory fm restore created; "
+                    f"nothing was restored{left}",
+                    (f"the save is untouched under {save.ref}",),
+                )
             r = _git(repo, *args)
             if not r.ok:
-                left = _undo(project.path, dest)
+                left = _undo(project.path, made)
                 raise FmError(
                     Verdict.FAILED,
                     f"{what} failed: {r.why()}; nothing was restored{left}",
                     (f"the save is untouched under {save.ref}",),
                 )
             if interrupts.requested():
-                left = _undo(project.path, dest)
+                left = _undo(project.path, made)
                 raise _Interrupted(
                     Verdict.FAILED,
                     f"interrupted; nothing was restored{left}",
                     (f"the save is untouched under {save.ref}",),
                 )
-    _summarise(done)
+    if made.still_there():
+        _summarise(done)
+    else:
+        done.warnings.append(f"{shown(made.path)} changed after the restore: not read")
     if _rev(project.path, save.ref) != save.commit:
         done.warnings.append(f"{save.ref} no longer names {save.commit}: something else moved it")
     return done
 
 
+def _inside_protected(real: str, project: Project, s: settings.Settings | None) -> str | None:
+    """What `real` (a resolved path) lies inside, of the places a restore must never write
+    into: every worktree of the project (its checkout and the pool's slots), the slot roots
+    and worktrees the pool's state files list, the worktrees, projects and homes the task
+    records name. None when it is inside none of them."""
+    places: dict[str, str] = {}
+
+    def add(path: str | None, what: str) -> None:
+        if path and os.path.isabs(path):
+            places.setdefault(canonical(path), what)
+
+    add(project.path, "the project checkout")
+    r = _git(project.path, "worktree", "list", "--porcelain", "-z")
+    if not r.ok:
+        raise FmError(
+            Verdict.FAILED, f"cannot list the worktrees of {shown(project.path)}: {r.why()}"
+        )
+    for item in r.out.split(b"\0"):
+        if item.startswith(b"worktree "):
+            add(os.fsdecode(item[9:]), "a worktree of the project")
+    if s is not None:
+        from fm_teardown.pool import PoolReader
+        from fm_teardown.records import load_fleet
+
+        try:
+            fleet = load_fleet(s.state_dir)
+        except FmError:
+            fleet = None
+        reader = PoolReader()
+        for record in fleet.records.values() if fleet is not None else ():
+            what = f"task {record.task_id}'s"
+            add(record.worktree, f"{what} worktree")
+            add(record.project, f"{what} project checkout")
+            if record.kind == "secondmate":
+                add(record.home, f"secondmate {record.task_id}'s home")
+            if os.path.isabs(record.worktree):
+                reader.view(record.worktree, canonical(record.worktree))
+        for bad in fleet.invalid.values() if fleet is not None else ():
+            for claimed in bad.claimed or ():
+                add(claimed, f"the worktree of task {bad.task_id}'s unreadable record")
+        for entry in reader.entries():
+            add(entry.canonical, "a pool slot")
+            add(os.path.dirname(entry.canonical), "a pool slot")
+    for place in sorted(places, key=len, reverse=True):
+        if is_within(real, place):
+            return f"{places[place]} {shown(place)}"
+    return None
+
+
+@dataclass
+class _Made:
+    """The directory this command created: its resolved path and its device and inode."""
+
+    path: str
+    dev: int
+    ino: int
+
+    def still_there(self) -> bool:
+        """The resolved path still leads, through no link, to the very directory made."""
+        try:
+            fd = _open_nofollow(self.path)
+        except OSError:
+            return False
+        try:
+            st = os.fstat(fd)
+        finally:
+            os.close(fd)
+        return (st.st_dev, st.st_ino) == (self.dev, self.ino)
+
+
+def _open_nofollow(path: str) -> int:
+    """Open a resolved directory path one component at a time, following no link."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open("/", flags)
+    for part in path.split("/"):
+        if not part:
+            continue
+        try:
+            nfd = os.open(part, flags, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = nfd
+    return fd
+
+
+def _make_dir(real: str, dest: str, never: str, other: str) -> _Made:
+    """Create `real` inside its parent opened without following links; atomically ours."""
+    parent, name = os.path.split(real)
+    try:
+        pfd = _open_nofollow(parent)
+    except OSError as exc:
+        raise FmError(
+            Verdict.FAILED, f"cannot open {shown(parent)} without following links: {exc.strerror}"
+        ) from None
+    try:
+        os.mkdir(name, 0o777, dir_fd=pfd)
+        st = os.stat(name, dir_fd=pfd, follow_symlinks=False)
+    except FileExistsError:
+        raise invalid(f"{shown(dest)} exists: {never}", other) from None
+    except OSError as exc:
+        raise FmError(Verdict.FAILED, f"cannot create {shown(dest)}: {exc.strerror}") from None
+    finally:
+        os.close(pfd)
+    return _Made(real, st.st_dev, st.st_ino)
+
+
 def _registered(project: str, dest: str) -> bool:
     r = _git(project, "worktree", "list", "--porcelain", "-z")
     if not r.ok:
-        return True  # cannot tell: try to remove it
+        return True  # cannot tell: say so
     want = canonical(dest)
     return any(
         item.startswith(b"worktree ") and canonical(os.fsdecode(item[9:])) == want
@@ -442,20 +568,36 @@ def _registered(project: str, dest: str) -> bool:
     )
 
 
-def _undo(project: str, dest: str) -> str:
-    """Remove what this command made at `dest` (a directory it created itself); returns ""
-    or what is left over, as the end of a sentence."""
-    _git(project, "worktree", "remove", "--force", "--force", dest)
-    if os.path.lexists(dest) and not os.path.islink(dest):
-        shutil.rmtree(dest, ignore_errors=True)
-    if _registered(project, dest):
-        # The directory is gone now, so git drops its entry.
-        _git(project, "worktree", "remove", "--force", "--force", dest)
-        if _registered(project, dest):
-            _git(project, "worktree", "prune")
-    if os.path.lexists(dest) or _registered(project, dest):
-        cmd = shlex.join(["git", "-C", project, "worktree", "remove", "--force", dest])
-        return f"; {shown(dest)} could not be removed completely: {cmd}"
+def _undo(project: str, made: _Made) -> str:
+    """Remove the directory this command created, and only it: found again through its
+    parent opened without following links, and removed only when its device and inode are
+    still the ones created; then git's entry for it. Returns "" or what is left over, as the
+    end of a sentence."""
+    parent, name = os.path.split(made.path)
+    removed = False
+    try:
+        pfd = _open_nofollow(parent)
+    except OSError:
+        pfd = None
+    if pfd is not None:
+        try:
+            st = os.stat(name, dir_fd=pfd, follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode) and (st.st_dev, st.st_ino) == (made.dev, made.ino):
+                shutil.rmtree(name, dir_fd=pfd)
+                removed = True
+        except OSError:
+            pass
+        finally:
+            os.close(pfd)
+    if removed and _registered(project, made.path):
+        # The directory is gone now, so git only drops its entry.
+        _git(project, "worktree", "remove", "--force", "--force", made.path)
+    if not removed or _registered(project, made.path):
+        cmd = shlex.join(["git", "-C", project, "worktree", "remove", "--force", made.path])
+        return (
+            f"; {shown(made.path)} is no longer (only) what fm restore created and was left "
+            f"as it is; check it, then: {cmd}"
+        )
     return ""
 
 
