@@ -19,7 +19,7 @@ from fm_teardown.decide import decide
 from fm_teardown.endpoint import ProcessClass, classify
 from fm_teardown.errors import Verdict
 from fm_teardown.observe import observe, procs_by_slot
-from fm_teardown.ownership import lease_name, lease_task
+from fm_teardown.ownership import lease_name, lease_task, live_of
 from fm_teardown.paths import ancestors
 from fm_teardown.plan import Decision, Flags
 from fm_teardown.records import (
@@ -113,7 +113,7 @@ def audit(settings: Settings, opts: finished.Options | None = None) -> Audit:
             d.verdict,
             d.reasons,
             d.headline,
-            tuple(o.id for o in d.owners if o.live) if d.verdict == Verdict.LIVE_OWNER else (),
+            tuple(o.id for o in live_of(d.owners)) if d.verdict == Verdict.LIVE_OWNER else (),
             finished.classify(
                 d.verdict, d.headline, str(ep.state), ep.detail, record, facts.get(task), opts
             ),

@@ -7,7 +7,9 @@ first refusal ends the decision with an empty plan.
 
 from __future__ import annotations
 
+import itertools
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from fm_teardown.errors import Verdict
@@ -19,6 +21,7 @@ from fm_teardown.ownership import (
     invalid_claimants,
     lease_is_tasks,
     lease_task,
+    live_of,
     other_claimants,
     owners_of,
 )
@@ -120,7 +123,7 @@ def decide(
         return refuse(c, refusal)
 
     # Rule 3: another live owner (lifted only by --force --discard-live-owner=<that owner>).
-    owners = tuple(owners_of(task, fleet, obs))
+    owners = owners_of(task, fleet, obs)
     refusal, discarded = live_owner(c, owners, draft)
     if refusal:
         return refuse(c, refusal, owners)
@@ -301,11 +304,9 @@ def inside_own_window(c: Case) -> Refusal | None:
     )
 
 
-def live_owner(
-    c: Case, owners: tuple[Owner, ...], draft: Draft
-) -> tuple[Refusal | None, str | None]:
+def live_owner(c: Case, owners: Sequence[Owner], draft: Draft) -> tuple[Refusal | None, str | None]:
     """(the refusal, None), or (None, the live owner discarded by name), or (None, None)."""
-    live = [o for o in owners if o.live]
+    live = live_of(owners)
     wanted = c.flags.discard_live_owner
     if not live:
         if wanted is not None:
@@ -357,7 +358,7 @@ def live_owner(
 
 
 def stale_slot(
-    c: Case, owners: tuple[Owner, ...], discarded: str | None, draft: Draft
+    c: Case, owners: Sequence[Owner], discarded: str | None, draft: Draft
 ) -> Decision | None:
     """Other claimants, none live: whose slot is it now? If not TASK's (or it cannot be told),
     the slot is stale: only TASK's own endpoint and record are cleaned."""
@@ -369,23 +370,23 @@ def stale_slot(
         else None
     )
     if holder is not None and holder not in others:
-        others = [*others, holder]  # a lease held by another task is that task's claim
+        others = others.plus(holder)  # a lease held by another task is that task's claim
     claim = claimed_by_other(c.task, c.obs)
     if claim is not None and claim.task is not None and claim.task not in others:
-        others = [*others, claim.task]  # so is a slot claim naming another task (§10)
-    stale_others = [o for o in others if o != discarded]
+        others = others.plus(claim.task)  # so is a slot claim naming another task (§10)
+    stale_others = others if discarded is None else [o for o in others if o != discarded]
     if not stale_others or discarded is not None:
         if not others and not any(o.live for o in owners):
             draft.reasons.append(f"{c.task} is the only claimant of slot {c.slot}")
         return None
     cur = current_owner(c.task, c.fleet, c.obs, stale_others)
-    names = ", ".join(stale_others)
+    names = _listed(stale_others)
     claim_s = "claims" if len(stale_others) == 1 else "claim"
     if cur.is_task:
         draft.reasons.append(f"{names} also {claim_s} the slot but none is live; {cur.why}")
         draft.warnings.append(f"{names}'s record(s) will name a returned slot")
         return None
-    who = cur.owner or " / ".join(stale_others)
+    who = cur.owner or _listed(stale_others, " / ")
     draft.warnings.append(
         f"slot {c.slot} is stale for {c.task}: it belongs to {who} ({cur.why}); "
         "the tree, its processes and the pool slot are left alone"
@@ -573,7 +574,7 @@ def _pool_dir(c: Case) -> str | None:
     return os.path.dirname(state_file) if state_file else None
 
 
-def refuse(c: Case, refusal: Refusal, owners: tuple[Owner, ...] = ()) -> Decision:
+def refuse(c: Case, refusal: Refusal, owners: Sequence[Owner] = ()) -> Decision:
     """A refusal: its verdict and reasons, an empty plan."""
     return Decision(
         c.task,
@@ -592,7 +593,7 @@ def refuse(c: Case, refusal: Refusal, owners: tuple[Owner, ...] = ()) -> Decisio
 def _proceed(
     c: Case,
     draft: Draft,
-    owners: tuple[Owner, ...],
+    owners: Sequence[Owner],
     plan: tuple[Step, ...],
     *,
     landed_pending: bool = False,
@@ -739,6 +740,17 @@ def _pool_return(entry: PoolEntry | None) -> PoolReturn:
         return PoolReturn(entry.path, None, None)
     holder = entry.lease_holder if entry.lease_holder or not entry.lease_id else None
     return PoolReturn(entry.path, entry.lease_id or None, holder)
+
+
+# Task ids named in one reason: a slot shared by thousands of records must not make every
+# one of their reasons name all the others (the audit would grow as their square).
+_LISTED = 10
+
+
+def _listed(ids: Sequence[str], sep: str = ", ") -> str:
+    if len(ids) <= _LISTED:
+        return sep.join(ids)
+    return f"{sep.join(itertools.islice(ids, _LISTED))} and {len(ids) - _LISTED} more"
 
 
 def _owners_headline(live: list[Owner]) -> str:

@@ -11,12 +11,16 @@ lease, then the launch order.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import TypeVar, overload
 
 from fm_teardown.records import Fleet, Record
 from fm_teardown.values import value
 from fm_teardown.world import EndpointState, Observation, PoolEntry, Proc, SlotClaim
+
+T = TypeVar("T")
 
 
 class OwnerKind(StrEnum):
@@ -67,12 +71,156 @@ def lease_name(entry: PoolEntry) -> str:
     return f"lease:{entry.lease_holder}" if entry.lease_holder else f"lease:{entry.lease_id}"
 
 
-def other_claimants(task_id: str, fleet: Fleet, obs: Observation) -> list[str]:
+class Excluding(Sequence[T]):
+    """`items` without the one at `skip`, then `extra`, without copying `items`: each record
+    of a slot shared by k records sees the other k-1 through one of these."""
+
+    def __init__(
+        self,
+        items: tuple[T, ...],
+        skip: int | None,
+        extra: tuple[T, ...] = (),
+        replaced: Mapping[int, T] | None = None,
+    ) -> None:
+        self._items, self._skip, self._extra = items, skip, extra
+        self._replaced = replaced or {}
+        self._n = len(items) - (0 if skip is None else 1)
+
+    def __len__(self) -> int:
+        return self._n + len(self._extra)
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[T, ...]: ...
+    def __getitem__(self, i: int | slice) -> T | tuple[T, ...]:
+        if isinstance(i, slice):
+            return tuple(self)[i]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        if i >= self._n:
+            return self._extra[i - self._n]
+        j = i + (1 if self._skip is not None and i >= self._skip else 0)
+        return self._replaced.get(j, self._items[j])
+
+    def __iter__(self) -> Iterator[T]:
+        for j, item in enumerate(self._items):
+            if j != self._skip:
+                yield self._replaced.get(j, item)
+        yield from self._extra
+
+    def plus(self, item: T) -> Excluding[T]:
+        return Excluding(self._items, self._skip, (*self._extra, item), self._replaced)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Excluding | tuple | list):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+
+class Claimants(Excluding[str]):
+    """The other records claiming a slot; membership by the slot group's index."""
+
+    def __init__(self, group: SlotGroup, task_id: str, extra: tuple[str, ...] = ()) -> None:
+        super().__init__(group.members, group.index.get(task_id), extra)
+        self._group, self._task = group, task_id
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str) and key != self._task and key in self._group.index:
+            return True
+        return key in self._extra
+
+    def plus(self, item: str) -> Claimants:
+        return Claimants(self._group, self._task, (*self._extra, item))
+
+    @property
+    def extra(self) -> tuple[str, ...]:
+        return self._extra
+
+
+class SlotGroup:
+    """What every record of one slot shares, worked out once per slot: the records claiming
+    it (sorted), the owner each of them is for any other, which are live, and the launch
+    order when it is a total one. Each task's owners are this minus itself, so deciding for
+    all k records of a slot costs k, not k squared."""
+
+    def __init__(self, slot: str, obs: Observation) -> None:
+        same = obs.claimants.get(slot, ())
+        nested = obs.nested.get(slot, ())
+        self.members: tuple[str, ...] = tuple(sorted({*same, *nested})) if nested else same
+        self.index = {t: i for i, t in enumerate(self.members)}
+        owners = []
+        for other in self.members:
+            ep = obs.endpoints[other]
+            where = (
+                "names this slot"
+                if obs.slot_of[other] == slot
+                else f"names a slot nested with it ({obs.slot_of[other]})"
+            )
+            why = f"its record {where}; endpoint {ep.state}: {ep.detail}"
+            owners.append(Owner(other, OwnerKind.RECORD, ep.state, ep.state.live, slot, why))
+        self.owners: tuple[Owner, ...] = tuple(owners)
+        self.live: tuple[int, ...] = tuple(i for i, o in enumerate(owners) if o.live)
+        self._epochs: list[int | None] | None = None
+
+    def live_without(self, task_id: str) -> list[Owner]:
+        i = self.index.get(task_id)
+        return [self.owners[j] for j in self.live if j != i]
+
+    def newest_by_epoch(self, fleet: Fleet, exclude: str) -> str | None:
+        """The member (other than `exclude`) with the latest spawn epoch, when every member
+        has one and no two are equal (then launch order is that order); else None."""
+        if self._epochs is None:
+            self._epochs = [_spawn_epoch(fleet.records[t]) for t in self.members]
+            known = [e for e in self._epochs if e is not None]
+            self._total = len(known) == len(self._epochs) and len(set(known)) == len(known)
+            order = sorted(range(len(known)), key=lambda j: known[j], reverse=True)
+            self._top = order[:2] if self._total else []
+        if not self._total:
+            return None
+        for j in self._top:
+            if self.members[j] != exclude:
+                return self.members[j]
+        return None
+
+    def epoch_taken(self, epoch: int) -> bool:
+        return self._epochs is not None and epoch in set(self._epochs)
+
+
+def slot_group(slot: str, obs: Observation) -> SlotGroup:
+    key = ("slot-group", slot)
+    group = obs.memo.get(key)
+    if group is None:
+        group = obs.memo[key] = SlotGroup(slot, obs)
+    assert isinstance(group, SlotGroup)
+    return group
+
+
+def other_claimants(task_id: str, fleet: Fleet, obs: Observation) -> Claimants:
     """Other records claiming TASK's slot: the same canonical slot, or a nested one."""
-    slot = obs.slot_of[task_id]
-    same = obs.claimants.get(slot, ())
-    nested = obs.nested.get(slot, ())
-    return sorted({t for t in (*same, *nested) if t != task_id})
+    return Claimants(slot_group(obs.slot_of[task_id], obs), task_id)
+
+
+class Owners(Excluding[Owner]):
+    """The owners of TASK's slot, with the live ones worked out alongside (a slot shared by
+    thousands of records must not be scanned once per record)."""
+
+    live_owners: tuple[Owner, ...] = ()
+
+
+def live_of(owners: Sequence[Owner]) -> list[Owner]:
+    """The live owners, in order."""
+    if isinstance(owners, Owners):
+        return list(owners.live_owners)
+    return [o for o in owners if o.live]
 
 
 def invalid_claimants(task_id: str, fleet: Fleet, obs: Observation) -> list[str]:
@@ -90,20 +238,14 @@ def _pool_entry(task_id: str, obs: Observation) -> PoolEntry | None:
     return facts.pool.entry if facts else None
 
 
-def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> list[Owner]:
+def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> Owners:
     record = fleet.records[task_id]
     slot = obs.slot_of[task_id]
-    owners: dict[str, Owner] = {}
-    others = other_claimants(task_id, fleet, obs)
-    for other in others:
-        ep = obs.endpoints[other]
-        where = (
-            "names this slot"
-            if obs.slot_of[other] == slot
-            else f"names a slot nested with it ({obs.slot_of[other]})"
-        )
-        why = f"its record {where}; endpoint {ep.state}: {ep.detail}"
-        owners[other] = Owner(other, OwnerKind.RECORD, ep.state, ep.state.live, slot, why)
+    group = slot_group(slot, obs)
+    others = Claimants(group, task_id)
+    # The records' owners are shared by the slot's group; `owners` holds only what differs
+    # for TASK (a lease, a claim, a process adding to a record's owner, or a new owner).
+    owners = _Overlay(group, task_id)
     facts = obs.slots.get(slot)
     entry = facts.pool.entry if facts else None
     if entry is not None and entry.leased and not lease_is_tasks(entry, record):
@@ -207,14 +349,67 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> list[Owner]:
                     f"agent process {_name(proc)} runs in this slot and "
                     "belongs to no task's endpoint",
                 )
-    return list(owners.values())
+    return owners.result()
+
+
+class _Overlay:
+    """TASK's owners: the slot group's record owners (minus TASK) with TASK's own changes on
+    top, as a dict would hold them (same order: records first, then owners added)."""
+
+    def __init__(self, group: SlotGroup, task_id: str) -> None:
+        self._group = group
+        self._task = task_id
+        self._changed: dict[str, Owner] = {}
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._changed or (key != self._task and key in self._group.index)
+
+    def __getitem__(self, key: str) -> Owner:
+        if key in self._changed:
+            return self._changed[key]
+        if key == self._task or key not in self._group.index:
+            raise KeyError(key)
+        return self._group.owners[self._group.index[key]]
+
+    def __setitem__(self, key: str, owner: Owner) -> None:
+        self._changed[key] = owner
+
+    def result(self) -> Owners:
+        group, task, changed = self._group, self._task, self._changed
+        mine = group.index.get(task)
+        n = len(group.members) - (0 if mine is None else 1)
+
+        def at(j: int) -> int:  # a group member's position in TASK's list (TASK left out)
+            return j - 1 if mine is not None and j > mine else j
+
+        replaced: dict[int, Owner] = {}
+        added: list[Owner] = []
+        live: list[tuple[int, Owner]] = []
+        for key, owner in changed.items():
+            j = group.index.get(key)
+            if j is None or key == task:
+                added.append(owner)
+                if owner.live:
+                    live.append((n + len(added) - 1, owner))
+            else:
+                replaced[j] = owner
+                if owner.live:
+                    live.append((at(j), owner))
+        live += [
+            (at(j), group.owners[j])
+            for j in group.live
+            if j != mine and group.members[j] not in changed
+        ]
+        out = Owners(group.owners, mine, tuple(added), replaced)
+        out.live_owners = tuple(o for _, o in sorted(live, key=lambda p: p[0]))
+        return out
 
 
 def _name(proc: Proc) -> str:
     return f"{proc.name or proc.argv0} ({proc.pid})"
 
 
-def _add_process_owner(owners: dict[str, Owner], proc: Proc, slot: str, why: str) -> None:
+def _add_process_owner(owners: _Overlay, proc: Proc, slot: str, why: str) -> None:
     """A live process owner of unknown task, named `pid:<PID>`."""
     pid_id = f"pid:{proc.pid}"
     owners[pid_id] = Owner(pid_id, OwnerKind.PROCESS, EndpointState.ALIVE, True, slot, why)
@@ -271,7 +466,9 @@ def claimed_by_other(task_id: str, obs: Observation) -> SlotClaim | None:
     return None
 
 
-def current_owner(task_id: str, fleet: Fleet, obs: Observation, others: list[str]) -> CurrentOwner:
+def current_owner(
+    task_id: str, fleet: Fleet, obs: Observation, others: Sequence[str]
+) -> CurrentOwner:
     """Whose slot is it now, when none of its owners is live? The slot claim and the pool
     lease, whichever names another task, say the slot was handed on (§7a, §10); else TASK's
     own lease or claim makes it TASK's; else the most recent launch. When the evidence
@@ -295,8 +492,9 @@ def current_owner(task_id: str, fleet: Fleet, obs: Observation, others: list[str
     facts = obs.slots.get(obs.slot_of[task_id])
     if facts is not None and facts.claim is not None and facts.claim.task == task_id:
         return CurrentOwner(True, None, f"the slot claim {facts.claim.path} names this task")
-    newest = task_id
-    for other in others:
+    fast = _newest_by_epoch(task_id, fleet, obs, others)
+    newest = task_id if fast is None else fast
+    for other in others if fast is None else ():
         verdict, by = newer_launch(fleet.records[other], fleet.records[newest])
         if verdict is None:
             return CurrentOwner(
@@ -307,3 +505,27 @@ def current_owner(task_id: str, fleet: Fleet, obs: Observation, others: list[str
     if newest == task_id:
         return CurrentOwner(True, None, f"{task_id} is the most recent launch on the slot")
     return CurrentOwner(False, newest, f"{newest} is a more recent launch on the slot")
+
+
+def _newest_by_epoch(
+    task_id: str, fleet: Fleet, obs: Observation, others: Sequence[str]
+) -> str | None:
+    """The most recent launch among TASK and `others` without comparing every pair, when
+    their spawn epochs are all known and distinct (then the pairwise comparison is that
+    order); None when that cannot be told this way (the caller compares pair by pair)."""
+    group = slot_group(obs.slot_of[task_id], obs)
+    top = group.newest_by_epoch(fleet, task_id)
+    if top is None or task_id not in group.index:
+        return None
+    if not isinstance(others, Claimants):
+        return None  # maybe not every one of the slot's other records: compare pair by pair
+    extras = others.extra
+    candidates = [task_id, top]
+    seen: set[int] = set()
+    for other in extras:
+        epoch = _spawn_epoch(fleet.records[other])
+        if epoch is None or epoch in seen or group.epoch_taken(epoch):
+            return None
+        seen.add(epoch)
+        candidates.append(other)
+    return max(candidates, key=lambda t: _spawn_epoch(fleet.records[t]) or 0)

@@ -16,6 +16,8 @@ from fm_teardown.values import value
 from fm_teardown.world import EndpointState
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from fm_teardown.records import Fleet
     from fm_teardown.world import Observation
 
@@ -111,7 +113,7 @@ class Decision:
     task: str
     verdict: Verdict
     reasons: tuple[str, ...]
-    owners: tuple[Owner, ...] = ()
+    owners: Sequence[Owner] = ()
     plan: tuple[Step, ...] = ()
     hints: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()

@@ -364,6 +364,12 @@ class Observation:
                     out.setdefault(slot, set()).update(claimed[parent])
         return {slot: tuple(sorted(tids)) for slot, tids in out.items()}
 
+    @cached_property
+    def memo(self) -> dict[Any, Any]:
+        """Per-observation memo of what deciding works out once per slot (ownership.py's slot
+        groups): every record sharing a slot reuses it, so the audit stays linear."""
+        return {}
+
     def is_tmux(self, pid: int) -> bool:
         """A tmux server (the listing's `#{pid}`) or a process named tmux. Asked per process
         (only of the processes fm might signal), so argv[0] is read only for those."""
