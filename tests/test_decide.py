@@ -1560,3 +1560,49 @@ def test_the_dry_run_names_a_shell_no_task_holds_as_a_shell_in_a_terminal() -> N
     assert "zsh (73, a shell in a terminal, no task's" in processes.detail, processes.detail
     assert "sleep (71)" in processes.detail
     assert "bash (72, a shell" not in processes.detail
+
+
+def test_records_sharing_one_slot_are_decided_in_linear_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """k records on one slot: what they share is worked out once, no launch order is compared
+    pair by pair, and no reason names every other record (the audit would grow as k^2)."""
+    from fm_teardown import ownership
+
+    k = 300
+    world = World()
+    for i in range(k):
+        world.task(
+            f"r{i:03d}", spawn_gen=f"s{1000 + i}.1.a", endpoint="alive" if i == 7 else "dead"
+        )
+    fleet, obs = world.build()
+    groups: list[object] = []
+    compared: list[object] = []
+    real_group, real_newer = ownership.SlotGroup.__init__, ownership.newer_launch
+
+    def counting_group(self: ownership.SlotGroup, *a: Any) -> None:
+        groups.append(self)
+        real_group(self, *a)
+
+    def counting_newer(*a: Any) -> Any:
+        compared.append(a)
+        return real_newer(*a)
+
+    monkeypatch.setattr(ownership.SlotGroup, "__init__", counting_group)
+    monkeypatch.setattr(ownership, "newer_launch", counting_newer)
+    decisions = {t: decide(t, fleet, obs, Flags(dry_run=True), LANDED) for t in fleet.records}
+    assert len(groups) == 1 and compared == []
+    # The one live task: the others are dead, and the newest launch (r299) holds the slot.
+    assert decisions["r007"].verdict == Verdict.STALE and "belongs to r299" in text(
+        decisions["r007"]
+    )
+    for t, d in decisions.items():
+        assert [o.id for o in d.owners] == [o for o in sorted(fleet.records) if o != t]
+        if t != "r007":
+            assert d.verdict == Verdict.LIVE_OWNER and live_owners(d) == ["r007"]
+    # Without the live one, every other record is stale and its reasons stay short.
+    world.states["r007"] = EndpointState.DEAD
+    fleet, obs = world.build()
+    d = decide("r000", fleet, obs, Flags(dry_run=True), LANDED)
+    assert d.verdict == Verdict.STALE and "belongs to r299" in text(d)
+    assert f"and {k - 1 - 10} more" in text(d) and "r250" not in text(d)
