@@ -13,7 +13,13 @@ Ship tasks are judged by their slot (a linked worktree of the project):
     after a bounded fetch of that one branch on a real run; a dry run uses the refs as they
     are and never fetches;
 (d) local-only mode: HEAD's content merged into the local default branch;
-(e) a recorded PR that `gh` reports MERGED and whose head contains HEAD.
+(e) a recorded PR that `gh` reports MERGED and whose head contains HEAD, or whose head's
+    history holds the patch (`git patch-id --stable`) of every commit of HEAD that is on no
+    remote-tracking ref (the commits were replayed onto the PR branch).
+
+A content check ((c), (d)) proves that every change of HEAD is already there; a commit that
+changes nothing has no change to find, so it is landed only when reachable ((b), or an
+ancestor of the branch compared against).
 
 What it costs (§8): one `git status` per slot; for what the slots of one project share, at most
 4 git calls per project: its refs (with the default branches' trees) and default branch; one
@@ -679,6 +685,12 @@ def _content_in(
     if anc.rc != 1:
         notes.append(f"ancestry check against {label} failed: {anc.why()}")
         return False
+    empty = _changes_nothing(wt, base, head)
+    if empty is None:
+        notes.append(f"cannot list the commits of HEAD not in {label}")
+        return False
+    if empty:
+        return False  # a commit with no change is landed only when reachable
     merged = _git(wt, "merge-tree", "--write-tree", "--no-messages", base, head)
     if merged.rc == 1:
         return False  # conflicts: the content is not (all) there
@@ -691,6 +703,68 @@ def _content_in(
         notes.append(f"cannot read the tree of {label}")
         return False
     return first == tree
+
+
+def _changes_nothing(wt: str, base: str, head: str) -> bool | None:
+    """Whether a commit of HEAD not in `base` (merges aside) changes no file (None: cannot
+    tell). With a pathspec, git lists only the commits that change something."""
+    every = _git(wt, "rev-list", "--count", "--no-merges", head, "--not", base, "--")
+    changing = _git(
+        wt, "rev-list", "--count", "--no-merges", "--full-history", head, "--not", base, "--", "."
+    )
+    if not (every.ok and changing.ok and every.text.isdigit() and changing.text.isdigit()):
+        return None
+    return every.text != changing.text
+
+
+def _patch_ids(wt: str, *revs: str) -> dict[str, str] | None:
+    """commit -> `git patch-id --stable` of the commits `revs` names (a commit without a diff,
+    such as a merge or an empty commit, has none); None when git fails."""
+    log = _git(
+        wt,
+        "-c",
+        "log.showSignature=false",
+        "log",
+        "-p",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-color",
+        "--format=commit %H",
+        *revs,
+        "--",
+    )
+    if not log.ok:
+        return None
+    if not log.out.strip():
+        return {}
+    r = runner.run(
+        ["git", "-C", wt, "patch-id", "--stable"], timeout=runner.LOCAL_GIT_TIMEOUT, stdin=log.out
+    )
+    if not r.ok:
+        return None
+    ids: dict[str, str] = {}
+    for line in r.out.decode("ascii", "replace").splitlines():
+        pid, _, commit = line.partition(" ")
+        if pid and commit:
+            ids[commit.strip()] = pid
+    return ids
+
+
+def _replayed_in(wt: str, head: str, pr_head: str, notes: list[str], label: str) -> bool:
+    """Every commit of HEAD on no remote-tracking ref has its patch in the PR head's history
+    since the two met (the commits were replayed or cherry-picked onto the PR branch)."""
+    base = _git(wt, "merge-base", head, pr_head)
+    if not base.ok or not _HEX_OID.fullmatch(base.text):
+        return False  # no common history: nothing was replayed from here
+    theirs = _patch_ids(wt, f"{base.text}..{pr_head}")
+    unpushed = _git(wt, "rev-list", head, "--not", "--remotes", "--")
+    ours = _patch_ids(wt, head, "--not", "--remotes")
+    if theirs is None or ours is None or not unpushed.ok:
+        notes.append(f"cannot compare the patches of HEAD with PR {label} head")
+        return False
+    commits = unpushed.text.split()
+    pr_ids = set(theirs.values())
+    return bool(commits) and all(ours.get(c) in pr_ids for c in commits)
 
 
 def _pr_landed(
@@ -712,21 +786,21 @@ def _pr_landed(
     if pr.startswith("-") or any(c.isspace() for c in pr):
         notes.append(f"recorded PR {label} is not a PR number or URL")
         return None
+    # The question firstmate's script asks, in its words: `STATE<TAB>HEAD` through gh's own
+    # jq filter (a gh that prints the JSON object instead is read too).
     r = runner.run(
-        [gh, "pr", "view", pr, "--json", "state,headRefOid"], timeout=fetch_timeout, cwd=wt
+        [gh, "pr", "view", pr, "--json", "state,headRefOid", "-q", _GH_FILTER],
+        timeout=fetch_timeout,
+        cwd=wt,
     )
     if not r.ok:
         notes.append(f"gh pr view {label} failed: {r.why()}")
         return None
-    try:
-        data = json.loads(r.out)
-    except ValueError:
-        notes.append(f"gh pr view {label} did not print JSON")
+    answer = _gh_answer(r.out)
+    if answer is None:
+        notes.append(f"gh pr view {label} did not print the PR's state and head")
         return None
-    if not isinstance(data, dict):
-        notes.append(f"gh pr view {label} printed unexpected JSON")
-        return None
-    state, pr_head = data.get("state"), data.get("headRefOid")
+    state, pr_head = answer
     if not isinstance(state, str) or state.upper() != "MERGED":
         return None  # open or closed unmerged: a fact, not a doubt
     if not isinstance(pr_head, str) or not _HEX_OID.fullmatch(pr_head.lower()):
@@ -748,4 +822,24 @@ def _pr_landed(
         return f"PR {label} is merged and its head contains HEAD {head[:12]}"
     if anc.rc != 1:
         notes.append(f"ancestry check against PR {label} head failed: {anc.why()}")
+        return None
+    if _replayed_in(wt, head, pr_head, notes, label):
+        return f"PR {label} is merged and its head holds the patches of HEAD's unpushed commits"
     return None
+
+
+_GH_FILTER = '.state + "\\t" + .headRefOid'
+
+
+def _gh_answer(out: bytes) -> tuple[object, object] | None:
+    """(state, head) from `gh pr view --json state,headRefOid -q <filter>`: `STATE<TAB>HEAD`,
+    or the JSON object itself."""
+    text = out.decode("utf-8", "replace").strip()
+    if text.startswith("{"):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return None
+        return (data.get("state"), data.get("headRefOid")) if isinstance(data, dict) else None
+    state, tab, pr_head = text.partition("\t")
+    return (state, pr_head) if tab else None

@@ -90,7 +90,7 @@ def run(
     timeout: float,
     cwd: str | None = None,
     env: Mapping[str, str] | None = None,
-    stdin: str | None = None,
+    stdin: str | bytes | None = None,
 ) -> Result:
     """Run one command (see the module doc); `env` adds to the policy's environment, `stdin`
     is written to its standard input (closed otherwise)."""
@@ -108,7 +108,7 @@ def run(
         return Result(None, b"", f"cannot run {argv[0]}: {exc.strerror or exc}")
     try:
         out, err = proc.communicate(
-            input=None if stdin is None else stdin.encode(), timeout=timeout
+            input=stdin.encode() if isinstance(stdin, str) else stdin, timeout=timeout
         )
     except subprocess.TimeoutExpired:
         with contextlib.suppress(OSError):  # the group may be gone already

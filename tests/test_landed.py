@@ -333,9 +333,71 @@ def test_merged_pr_containing_head_is_landed(repos: Repos) -> None:
     facts = repos.check(repos.record(pr=PR), gh_bin=gh)
     assert facts.landed, facts
     assert "PR" in facts.summary
-    assert (
-        repos.root / "fakebin" / "gh.log"
-    ).read_text() == f"pr view {PR} --json state,headRefOid\n"
+    assert (repos.root / "fakebin" / "gh.log").read_text() == (
+        f'pr view {PR} --json state,headRefOid -q .state + "\\t" + .headRefOid\n'
+    )
+
+
+def fake_gh_tab(repos: Repos, state: str, head: str) -> str:
+    """A stand-in `gh` that answers as gh's `-q` filter does: `STATE<TAB>HEAD`, nothing else."""
+    bin_dir = repos.root / "fakebin"
+    bin_dir.mkdir(exist_ok=True)
+    gh = bin_dir / "gh"
+    gh.write_text(
+        '#!/bin/sh\ncase "$*" in\n'
+        f"  *'-q '*) printf '%s\\t%s\\n' {state} {head} ;;\n"
+        "  *) echo 'unexpected call' >&2; exit 1 ;;\nesac\n"
+    )
+    gh.chmod(0o755)
+    return str(gh)
+
+
+def test_merged_pr_answered_as_state_tab_head_is_read(repos: Repos) -> None:
+    head = commit(repos.slot, {"feature.txt": "x\n"}, "feature")
+    facts = repos.check(repos.record(pr=PR), gh_bin=fake_gh_tab(repos, "MERGED", head))
+    assert facts.landed, facts
+    assert "its head contains HEAD" in facts.summary
+    assert not repos.check(repos.record(pr=PR), gh_bin=fake_gh_tab(repos, "OPEN", head)).landed
+
+
+def test_unpushed_commit_replayed_onto_the_merged_pr_head_is_landed(repos: Repos) -> None:
+    """The PR branch got the same patch as a different commit (a rebase, a cherry-pick): the
+    local commit is in no remote, not an ancestor of the PR head, and origin/main does not
+    have it; its patch is in the PR head's history."""
+    parent = commit(repos.slot, {"base.txt": "b\n"}, "local parent")
+    git(repos.slot, "push", "-q", "origin", f"{parent}:refs/heads/topic")
+    git(repos.project, "fetch", "-q", "origin")
+    commit(repos.slot, {"feature.txt": "x\n"}, "feature")
+    other = repos.other_clone()
+    replayed = commit(other, {"feature.txt": "x\n"}, "feature, replayed by the bot")
+    git(other, "push", "-q", "origin", "HEAD:refs/heads/pr-head")
+    git(repos.project, "fetch", "-q", "origin")
+    gh = fake_gh(repos, {"state": "MERGED", "headRefOid": replayed})
+    facts = repos.check(repos.record(pr=PR), gh_bin=gh)
+    assert facts.landed, facts
+    assert "patches of HEAD's unpushed commits" in facts.summary
+    # A later local commit whose patch is nowhere in the PR head is not landed.
+    commit(repos.slot, {"later.txt": "y\n"}, "later local work")
+    facts = repos.check(repos.record(pr=PR), gh_bin=gh)
+    assert not facts.landed
+    assert facts.unpushed[0].endswith("later local work")
+
+
+def test_a_commit_that_changes_nothing_is_landed_only_when_reachable(repos: Repos) -> None:
+    """Its content is trivially "in" every branch, so a content check proves nothing: only
+    reachability lands it (local main for local-only, a remote-tracking ref for all)."""
+    git(repos.slot, "commit", "-q", "--allow-empty", "-m", "empty, unpushed")
+    for mode in ("local-only", "no-mistakes"):
+        facts = repos.check(repos.record(mode=mode), fetch=True)
+        assert not facts.landed, (mode, facts)
+        assert facts.unpushed[0].endswith("empty, unpushed")
+    # Merged into local main (reachable from it): landed for local-only.
+    git(repos.project, "merge", "-q", "--ff-only", git(repos.slot, "rev-parse", "HEAD"))
+    assert repos.check(repos.record(mode="local-only")).landed
+    # Pushed: landed for every mode.
+    git(repos.slot, "push", "-q", "origin", "HEAD:refs/heads/empty")
+    git(repos.project, "fetch", "-q", "origin")
+    assert repos.check(repos.record(mode="no-mistakes")).landed
 
 
 def test_merged_pr_but_head_moved_after_is_not_landed(repos: Repos) -> None:
