@@ -445,6 +445,11 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
     while result.returncode != 0 and gitlock.LOCK_ERROR.search(result.output):
         if retries < s.lock_retries:
             retries += 1
+            # The script's words, which firstmate's operators (and its tests) look for.
+            run.warnings.append(
+                f"treehouse return failed with a transient git lock; waiting "
+                f"{s.lock_retry_wait:g}s and retrying ({retries}/{s.lock_retries})"
+            )
             interrupts.sleep(s.lock_retry_wait)
             result = pool.run_return(bin_, pr.argv, cwd, s.treehouse_timeout)
             if result.returncode == 0:

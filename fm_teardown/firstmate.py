@@ -1,10 +1,12 @@
 """`fm-teardown <id> [--force]`: the drop-in for firstmate's `bin/fm-teardown.sh` (§10).
 
 firstmate's callers run the script with its argument shape and read its output: the success
-line on stdout, the backlog reminder after it, and on failure a first stderr line that starts
-with `REFUSED:` (a refusal) or `error:` (anything else). This console script keeps all of that
-and does what `fm teardown <id> [--force]` does (same decision, same steps, same journal
-line, fm's exit codes). docs/firstmate.md says how to swap it in and what differs.
+line on stdout, the backlog reminder after it, on failure a first stderr line that starts
+with `REFUSED:` (a refusal) or `error:` (anything else), the script's exit codes (0 done, 1
+every refusal and error, 2 a bad request, 3 the gate refusal) and the few operator lines its
+callers grep for. This console script keeps all of that and does what `fm teardown <id>
+[--force]` does (same decision, same steps, same journal line). `fm teardown` keeps fm's
+distinct exit codes. docs/firstmate.md says how to swap it in and what differs.
 """
 
 from __future__ import annotations
@@ -43,8 +45,8 @@ def run(args: list[str]) -> int:
         )
         return 0
     if not args or task_id_problem(args[0]) is not None:
-        # The script's own words for a missing or unsafe task id.
-        sys.stderr.write(f"error: invalid teardown request\n{USAGE}\n")
+        # The script's own words for a missing or unsafe task id, alone on stderr.
+        sys.stderr.write("error: invalid teardown request\n")
         return int(ExitCode.INVALID)
     task = args[0]
     force = len(args) > 1 and args[1] == "--force"
@@ -55,7 +57,7 @@ def run(args: list[str]) -> int:
         s = settings.load(None)
     except FmError as err:
         sys.stderr.write(f"error: {_bare(err.message)}\n")
-        return int(err.exit_code)
+        return script_exit(int(err.exit_code), err.message)
     try:
         record = load_record(s.state_dir, task)
     except FmError:
@@ -64,14 +66,16 @@ def run(args: list[str]) -> int:
     outcome = run_one(s, task, flags)
     if journalled(outcome, task):
         journal.append(s.data_dir, journal.entry_of(outcome, flags))
+    for line in operator_lines(outcome):
+        sys.stderr.write(line + "\n")
     if outcome.decision is None:
         sys.stderr.write(lead_line(outcome) + "\n")
         for hint in outcome.hints:
             sys.stderr.write(f"hint: {hint}\n")
-        return outcome.exit_code
+        return script_exit(outcome.exit_code, lead_line(outcome))
     if outcome.exit_code != 0:
         report.render_firstmate(outcome, lead=lead_line(outcome))
-        return outcome.exit_code
+        return script_exit(outcome.exit_code, lead_line(outcome))
     report.render_firstmate(outcome, lead=None)
     assert record is not None
     print(f"teardown {task} complete (window {record.window}, worktree {record.worktree})")
@@ -79,6 +83,32 @@ def run(args: list[str]) -> int:
     if reminder:
         print(reminder)
     return 0
+
+
+def script_exit(code: int, lead: str) -> int:
+    """The script's exit code for fm's, once the task id is valid: 0 done, 3 the gate refusal
+    (the script's own code for it), 130 an interrupt, 1 for every other refusal and error
+    (a missing record included: the script's `error: no meta for task`)."""
+    from fm_teardown.gate import MESSAGE
+
+    if code in (0, 130):
+        return code
+    if lead.startswith(MESSAGE):
+        return 3
+    return 1
+
+
+def operator_lines(outcome: object) -> list[str]:
+    """The script's progress lines its callers read, said of what fm did: the processes it
+    ended in the slot or the task's temp dir (`teardown: reaping leaked worktree process(es)
+    for <id>: <pids>`)."""
+    from fm_teardown.outcome import Outcome
+
+    assert isinstance(outcome, Outcome)
+    if not outcome.signalled:
+        return []
+    pids = " ".join(str(sig.pid) for sig in outcome.signalled)
+    return [f"teardown: reaping leaked worktree process(es) for {outcome.task}: {pids}"]
 
 
 def _bare(message: str) -> str:

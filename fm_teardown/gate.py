@@ -46,5 +46,5 @@ def refusal(env: Mapping[str, str], cwd: str) -> FmError | None:
                 gate = _gate_repo(common) if common else None
                 break
     if gate is not None:
-        return unsafe(f"{MESSAGE} (inside the gate repository {gate})")
+        return unsafe(f"{MESSAGE} (inside a no-mistakes gate worktree: {gate})")
     return None

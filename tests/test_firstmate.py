@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet import Fleet, git, gone, tid, tree_hash
+from tests.fleet import Fleet, git, gone, tid, tree_hash, wait_for
 
 ID_DONE = tid("done")
 ID_LIVE = tid("live")
@@ -105,7 +105,7 @@ def test_argument_two_counts_only_when_it_is_exactly_force(fleet: Fleet) -> None
     fleet.task(ID_T1, slot, "dead")
     (slot / "wip.txt").write_text("unlanded\n")
     r = fm_teardown(fleet, ID_T1, "--forcex", "extra")
-    assert r.returncode == 3
+    assert r.returncode == 1  # the script's code for every refusal
     warnings = [line for line in r.stderr.splitlines() if line.startswith("warning:")]
     assert any("'--forcex'" in w for w in warnings) and any("'extra'" in w for w in warnings)
     assert first_error_line(r.stderr).startswith(f"REFUSED: {ID_T1}'s own work is not landed")
@@ -118,7 +118,7 @@ def test_argument_two_counts_only_when_it_is_exactly_force(fleet: Fleet) -> None
 def test_an_invalid_request_is_exit_2_with_the_scripts_words(fleet: Fleet, args: list[str]) -> None:
     r = fm_teardown(fleet, *args)
     assert r.returncode == 2
-    assert first_error_line(r.stderr) == "error: invalid teardown request"
+    assert r.stderr == "error: invalid teardown request\n"  # alone, as the script says it
 
 
 def test_refusals_start_with_refused_and_errors_with_error(fleet: Fleet) -> None:
@@ -128,12 +128,13 @@ def test_refusals_start_with_refused_and_errors_with_error(fleet: Fleet) -> None
     before = fleet.snapshot(slot)
     for args in ([ID_DONE], [ID_DONE, "--force"]):
         r = fm_teardown(fleet, *args)
-        assert r.returncode == 4
+        assert r.returncode == 1  # the script's code for every refusal; `fm teardown` says 4
         assert first_error_line(r.stderr).startswith("REFUSED: ")
         assert ID_LIVE in first_error_line(r.stderr)
     assert fleet.snapshot(slot) == before and not any(gone(p) for p in live.pids)
     r = fm_teardown(fleet, "nosuch")
-    assert r.returncode == 2 and first_error_line(r.stderr).startswith("error: no such task")
+    assert r.returncode == 1 and first_error_line(r.stderr).startswith("error: no such task")
+    assert fleet.fm("teardown", ID_DONE).returncode == 4
     # A step that fails (here: the record rewritten meanwhile, a relaunch) is `error:`, exit 1.
     slot2 = fleet.slot(2, holder=ID_T2)
     fleet.task(ID_T2, slot2, "dead")
@@ -143,7 +144,6 @@ def test_refusals_start_with_refused_and_errors_with_error(fleet: Fleet) -> None
         [sys.executable, "-m", "fm_teardown.firstmate", ID_T2],
         cwd=fleet.fm_home, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    from tests.fleet import wait_for
 
     wait_for(lambda: (fleet.root / "p.reached").exists(), what="pause after the pool")
     with (fleet.state / f"{ID_T2}.meta").open("a") as f:
@@ -152,6 +152,26 @@ def test_refusals_start_with_refused_and_errors_with_error(fleet: Fleet) -> None
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1
     assert first_error_line(err).startswith(f"error: teardown {ID_T2} stopped: record:")
+
+
+def test_processes_ended_in_the_slot_are_named_in_the_scripts_words(fleet: Fleet) -> None:
+    task = tid("reap")
+    slot = fleet.slot(1, holder=task)
+    fleet.task(task, slot, "dead")
+    leaked = fleet.spawn(["sleep", "100000"], slot)
+    r = fm_teardown(fleet, task)
+    assert r.returncode == 0, r.stderr
+    [line] = [x for x in r.stderr.splitlines() if x.startswith("teardown: reaping leaked")]
+    assert line.startswith(f"teardown: reaping leaked worktree process(es) for {task}: ")
+    assert str(leaked.pid) in line.split(": ", 1)[1].split()
+    wait_for(lambda: leaked.poll() is not None, what="the leaked process to end")
+    # Nothing ended, nothing said.
+    quiet = tid("quiet")
+    slot2 = fleet.slot(2, holder=quiet)
+    fleet.task(quiet, slot2, "missing")
+    r = fm_teardown(fleet, quiet)
+    assert r.returncode == 0, r.stderr
+    assert "reaping leaked" not in r.stderr
 
 
 def test_fm_home_falls_back_to_fm_root_override(fleet: Fleet) -> None:
@@ -181,7 +201,7 @@ def test_a_gate_agent_must_not_drive_the_fleet(fleet: Fleet) -> None:
     t1 = fleet.task(ID_T1, slot, "alive")
     before = fleet.snapshot(slot)
     r = fm_teardown(fleet, ID_T1, env=fleet.env(NO_MISTAKES_GATE="1"))
-    assert r.returncode == 5
+    assert r.returncode == 3  # the script's code for the gate refusal; `fm teardown` says 5
     assert first_error_line(r.stderr) == (
         "error: no-mistakes gate agent must not drive the fleet (NO_MISTAKES_GATE set)"
     )
@@ -190,8 +210,9 @@ def test_a_gate_agent_must_not_drive_the_fleet(fleet: Fleet) -> None:
     gate = fleet.root / ".no-mistakes" / "repos" / "project.git"
     gate.mkdir(parents=True)
     r = fm_teardown(fleet, ID_T1, cwd=gate)
-    assert r.returncode == 5
+    assert r.returncode == 3
     assert first_error_line(r.stderr).startswith("error: no-mistakes gate agent must not drive")
+    assert "inside a no-mistakes gate worktree" in first_error_line(r.stderr)
     assert fleet.snapshot(slot) == before and not any(gone(p) for p in t1.pids)
     # Dry runs are not refused; the bypass lifts it for real runs.
     assert (
@@ -255,12 +276,13 @@ def test_an_unreadable_claim_refuses_naming_it(fleet: Fleet) -> None:
     path.write_text("owner: who knows\n")
     before = fleet.snapshot(slot)
     r = fm_teardown(fleet, ID_T1)
-    assert r.returncode == 5
+    assert r.returncode == 1
     assert first_error_line(r.stderr).startswith(f"REFUSED: the slot claim {path}")
     assert fleet.snapshot(slot) == before
     path.unlink()
     path.symlink_to("/etc/passwd")
-    assert fm_teardown(fleet, ID_T1).returncode == 5
+    assert fm_teardown(fleet, ID_T1).returncode == 1
+    assert fleet.fm("teardown", ID_T1).returncode == 5
 
 
 def test_the_tasks_own_claim_is_returned_normally_and_removed(fleet: Fleet) -> None:
@@ -286,7 +308,7 @@ def test_a_superseded_duplicate_record_retires_only_itself(fleet: Fleet) -> None
     tree = tree_hash(slot)
     # newer-task is live: the older one is refused (4) by it, naming it ...
     r = fm_teardown(fleet, ID_OLDER_TASK)
-    assert r.returncode == 4 and ID_NEWER_TASK in first_error_line(r.stderr)
+    assert r.returncode == 1 and ID_NEWER_TASK in first_error_line(r.stderr)
     # ... and once it is done (its agent gone, its shell left), the older record retires alone.
     fleet.tmux.run("respawn-pane", "-k", "-t", f"=firstmate:=fm-{ID_NEWER_TASK}", "bash --norc")
     r = fm_teardown(fleet, ID_OLDER_TASK)

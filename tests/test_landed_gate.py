@@ -257,5 +257,7 @@ def test_fresh_lock_that_clears_on_retry(fleet: Fleet, slot: Path) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert "succeeded on retry" in err
+    # Each retry is announced in firstmate's script's words, which its operators look for.
+    assert "waiting 1s and retrying (1/3)" in err
     assert len(fleet.treehouse_calls()) == 2
     assert "removed provably-stale" not in err
