@@ -705,6 +705,7 @@ def step_record(run: Run, record: Record) -> None:
         )
     step_auth(run, record)
     step_attribution(run, record)
+    route = _remove_route(run, record) if record.kind == "secondmate" else None
     removed = []
     try:
         if record.tasktmp and record.tasktmp == f"/tmp/fm-{record.task_id}":
@@ -726,7 +727,24 @@ def step_record(run: Run, record: Record) -> None:
             StepName.RECORD, record.meta_path, f"could not remove {exc.filename}: {exc.strerror}"
         ) from None
     detail = "removed " + ", ".join([*removed, os.path.basename(record.meta_path)])
+    if route:
+        detail += f"; {route}"
     run.done(StepName.RECORD, record.meta_path, StepOutcome.DONE, detail)
+
+
+def _remove_route(run: Run, record: Record) -> str | None:
+    """A retired secondmate's route line leaves `data/secondmates.md` before its record
+    goes, so firstmate never routes work to it again. A failure only warns."""
+    from fm_teardown.registry import RegistryWarning, remove_route
+
+    s = run.settings
+    try:
+        return remove_route(str(s.data_dir), str(s.state_dir), record.task_id)
+    except RegistryWarning as exc:
+        run.warnings.append(
+            f"{exc}; remove the line '- {record.task_id} ...' from the registry by hand"
+        )
+        return None
 
 
 # -- the outcome --------------------------------------------------------------------------------

@@ -153,6 +153,7 @@ def decide(
     elif landed is None:
         return _proceed(c, draft, owners, (), landed_pending=True)
     refusal, save = unlanded(c, landed, discarded, draft)
+    refusal = refusal or live_children(c, returns_slot, draft)
     if refusal:
         return refuse(c, refusal, owners)
     unsupported_duty(c, draft)
@@ -270,9 +271,13 @@ def unwritable_state_dir(c: Case) -> Refusal | None:
 
 
 def protected_root(c: Case) -> Refusal | None:
-    """The slot is the project checkout, `/`, $HOME, FM_HOME, or an ancestor of one."""
+    """The slot is the project checkout, `/`, $HOME, FM_HOME, or an ancestor of one. A
+    secondmate as firstmate records it names its home as worktree and project alike: the
+    home is its slot, not a checkout of some other project's."""
+    project = c.obs.project_of[c.task]
+    standard_secondmate = c.record.kind == "secondmate" and project == c.slot
     roots = {
-        "the project checkout": c.obs.project_of[c.task],
+        "the project checkout": None if standard_secondmate else project,
         "/": "/",
         "$HOME": c.obs.env.home,
         "FM_HOME": c.obs.env.fm_home,
@@ -549,6 +554,43 @@ def unlanded(
     ), False
 
 
+def live_children(c: Case, returns_slot: bool, draft: Draft) -> Refusal | None:
+    """A secondmate torn down with --force: its home's task records go with the home (the
+    return resets it). A child whose endpoint is live is still working: fm does not strand
+    it, not even with --force. The others' records are named as going."""
+    if c.record.kind != "secondmate" or not c.flags.force:
+        return None
+    prefix = f"{c.task}/"
+    kids = sorted(
+        k for k in c.fleet.children if k.startswith(prefix) and "/" not in k[len(prefix) :]
+    )
+    live = [k for k in kids if k in c.fleet.records and c.obs.endpoints[k].state.live]
+    if live:
+        names = ", ".join(live)
+        return _refusal(
+            Verdict.LIVE_OWNER,
+            [
+                f"REFUSED: secondmate {c.task}'s home has a live task: {names}; "
+                "nothing was changed",
+                *(
+                    f"{k}: endpoint {c.obs.endpoints[k].state}: {c.obs.endpoints[k].detail}"
+                    for k in live
+                ),
+            ],
+            [
+                "--force discards the secondmate's home, not its live tasks: let them finish "
+                "(or tear them down from the secondmate's home), then re-run"
+            ],
+            f"secondmate {c.task}'s home has a live task: {names}",
+        )
+    if kids and returns_slot:
+        draft.warnings.append(
+            f"--force: the records in {c.task}'s home ({', '.join(kids)}) go with the home; "
+            "their slots are left as they are (`fm teardown --dry-run` lists orphans)"
+        )
+    return None
+
+
 def unsupported_duty(c: Case, draft: Draft) -> None:
     """A duty of firstmate's script that fm does not carry: removing a secondmate's home that
     is not its slot. The teardown itself is complete without it (the slot is returned, the
@@ -715,6 +757,8 @@ def _record_steps(record: Record) -> tuple[Step, ...]:
     parts = []
     if record.tasktmp:
         parts.append(f"remove {record.tasktmp}")
+    if record.kind == "secondmate":
+        parts.append(f"remove its route '- {record.task_id} ...' from data/secondmates.md")
     parts.append(f"remove state/{record.task_id}.* sidecars, then {record.meta_path} last")
     return (
         Step(

@@ -29,6 +29,7 @@ def load(settings: Settings, task: str) -> Fleet:
             {**fleet.records, task: record},
             {k: v for k, v in fleet.invalid.items() if k != task},
             fleet.strays,
+            fleet.children,
         )
     return fleet
 

@@ -12,6 +12,7 @@ import os
 import re
 import stat
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 
@@ -78,7 +79,9 @@ class Record:
 
     @property
     def window_name(self) -> str:
-        return f"fm-{self.task_id}"
+        # `fm-<id>` (checked on parsing); read from the window so a secondmate's child record,
+        # keyed `<secondmate>/<id>` in the fleet, still names its own window.
+        return self.window.partition(":")[2]
 
     @property
     def target(self) -> str:
@@ -296,10 +299,13 @@ class Fleet:
     # task id, and files that are neither a record nor a record's sidecar, each with why.
     # Loose ends, never owners of a slot: no task is ever spawned under such a name.
     strays: tuple[tuple[str, str], ...] = ()
+    # The records of secondmates' homes (`<home>/state/*.meta`), keyed `<secondmate>/<id>`:
+    # claimants of the slots they name like any record, but not this state dir's tasks.
+    children: frozenset[str] = frozenset()
 
     @property
     def task_ids(self) -> list[str]:
-        return sorted({*self.records, *self.invalid})
+        return sorted({*self.records, *self.invalid} - self.children)
 
     @cached_property
     def by_lease(self) -> tuple[Mapping[str, tuple[str, ...]], Mapping[str, tuple[str, ...]]]:
@@ -390,7 +396,8 @@ def load_fleet(state_dir: Path) -> Fleet:
         if name.endswith(".meta") or name.startswith(".") or _sidecar(name, ids):
             continue
         strays.append((name, "neither a task's record nor a record's sidecar"))
-    return Fleet(records, bad, tuple(sorted(strays)))
+    children = _load_children(state_dir, records, bad)
+    return Fleet(records, bad, tuple(sorted(strays)), children)
 
 
 def _sidecar(name: str, ids: set[str]) -> bool:
@@ -401,3 +408,66 @@ def _sidecar(name: str, ids: set[str]) -> bool:
             return True
         at = name.find(".", at + 1)
     return False
+
+
+# How deep secondmates' homes are followed (a secondmate's child may be a secondmate).
+MAX_HOME_DEPTH = 4
+
+
+def home_of(record: Record) -> str:
+    """A secondmate's home: `home=`, else its worktree (firstmate writes both the same)."""
+    return record.home or record.worktree
+
+
+def _load_children(
+    state_dir: Path, records: dict[str, Record], bad: dict[str, InvalidRecord]
+) -> frozenset[str]:
+    """Add the records of every secondmate's home to `records` / `bad`, keyed
+    `<secondmate>/<id>`: a child task works in a slot the parent fleet's pool may also hand
+    out, so it claims that slot for every teardown here. A home's state dir that cannot be
+    read makes an invalid record naming no slot fm can tell (fail closed)."""
+    seen = {os.path.realpath(state_dir)}
+    children: set[str] = set()
+    todo = [(tid, r, 1) for tid, r in sorted(records.items()) if r.kind == "secondmate"]
+    while todo:
+        parent, record, depth = todo.pop(0)
+        sub = os.path.join(home_of(record), "state")
+        real = os.path.realpath(sub)
+        if real in seen:
+            continue
+        seen.add(real)
+        try:
+            with os.scandir(sub) as it:
+                names = sorted(e.name for e in it if e.name.endswith(".meta"))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            key = f"{parent}/state"
+            bad[key] = InvalidRecord(key, sub, f"cannot be listed ({exc.strerror})", None)
+            children.add(key)
+            continue
+        for name in names:
+            child, key = name[:-5], f"{parent}/{name[:-5]}"
+            meta_path = os.path.join(sub, name)
+            try:
+                text, mtime = read_meta(meta_path)
+            except FileNotFoundError:
+                continue
+            except RecordProblem as exc:
+                bad[key] = InvalidRecord(key, meta_path, exc.problem, None)
+                children.add(key)
+                continue
+            children.add(key)
+            if task_id_problem(child):
+                claimed = _claimed_slots(parse_lines(text))
+                bad[key] = InvalidRecord(key, meta_path, task_id_problem(child) or "", claimed)
+                continue
+            try:
+                parsed = parse_record(child, meta_path, text, mtime)
+            except RecordProblem as exc:
+                bad[key] = InvalidRecord(key, meta_path, exc.problem, exc.claimed)
+                continue
+            records[key] = replace(parsed, task_id=key)
+            if parsed.kind == "secondmate" and depth < MAX_HOME_DEPTH:
+                todo.append((key, parsed, depth + 1))
+    return frozenset(children)
