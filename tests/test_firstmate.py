@@ -494,3 +494,29 @@ def test_a_branch_that_moved_or_is_checked_out_elsewhere_is_kept(fleet: Fleet) -
     [branch] = [s for s in doc["steps"] if s["step"] == "branch"]
     assert branch["outcome"] == "skipped" and "checked out" in branch["detail"]
     assert git(fleet.project, "branch", "--list", f"fm/{ID_T1}").strip().endswith(f"fm/{ID_T1}")
+
+
+# -- a standalone clone recorded as the worktree ------------------------------------------------
+
+
+def test_a_standalone_clone_as_the_worktree_is_refused_and_its_lock_kept(fleet: Fleet) -> None:
+    """A slot whose `.git` is a directory is a repository of its own, not a pool worktree of
+    the project: the pool's reset there would act on a tree no pool owns, so fm refuses it
+    (the script cleared a stale lock and went on), whatever the pool state file claims."""
+    task = tid("clone")
+    path = fleet.pool / "7" / "project"
+    path.parent.mkdir(parents=True)
+    git(fleet.root, "clone", "-q", str(fleet.origin), str(path))
+    slot = fleet.slot(7, holder=task)
+    assert slot == path
+    lock = path / ".git" / "index.lock"
+    lock.write_text("")
+    os.utime(lock, (0, 0))  # old enough to be provably stale by age
+    fleet.task(task, slot, "dead")
+    before = fleet.snapshot(slot)
+    r = fm_teardown(fleet, task)
+    assert r.returncode == 1
+    first = first_error_line(r.stderr)
+    assert first.startswith("REFUSED: ") and ".git is a directory, a repository of its own" in first
+    assert fleet.fm("teardown", task).returncode == 5
+    assert lock.exists() and fleet.snapshot(slot) == before and fleet.treehouse_calls() == []
