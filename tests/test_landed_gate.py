@@ -133,10 +133,16 @@ def test_scout_needs_its_report(fleet: Fleet, slot: Path) -> None:
 def test_secondmate_with_children_refuses(fleet: Fleet, slot: Path) -> None:
     home = fleet.root / "mate"
     (home / "state").mkdir(parents=True)
-    (home / "state" / "child.meta").write_text("window=x:fm-child\n")
+    (home / "state" / "child.meta").write_text(
+        f"window=x:fm-child\nworktree={fleet.root / 'elsewhere'}\nproject={fleet.project}\n"
+    )
     fleet.record(ID_T1, slot, extra={"kind": "secondmate", "home": str(home)})
     code, doc = teardown(fleet, ID_T1)
     assert (code, doc["verdict"]) == (3, "unlanded")
+    # A child record fm cannot read might claim any slot, this one too: fail closed.
+    (home / "state" / "child.meta").write_text("window=x:fm-child\n")
+    code, doc = teardown(fleet, ID_T1)
+    assert (code, doc["verdict"]) == (5, "unsafe"), doc
     (home / "state" / "child.meta").unlink()
     code, doc = teardown(fleet, ID_T1)
     assert (code, doc["verdict"]) == (0, "proceed"), doc
