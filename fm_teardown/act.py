@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from fm_teardown import faults, gitlock, interrupts, pool, processes, tmux
+from fm_teardown import faults, gitlock, graceful, interrupts, pool, processes, tmux
 from fm_teardown.errors import ExitCode, FmError, Verdict
 from fm_teardown.lock import slot_lock
 from fm_teardown.outcome import Outcome, Signal
@@ -253,6 +253,9 @@ def step_endpoint(
         if proc.pid not in protected and not proc.zombie
     ]
     window_ids = sorted({p.window_id for p in panes})
+    # Before any signal (the kill's SIGHUP included): ask TASK's own agent to leave.
+    farewell = graceful.ask_to_quit(s, panes, table)
+    said = _farewell_said(farewell, s.quit_grace)
     for wid in window_ids:
         tmux.kill_window(s, wid)
     after = tmux.list_panes(s)
@@ -269,15 +272,32 @@ def step_endpoint(
         if not run.flags.force:
             raise run.fail(StepName.ENDPOINT, target, detail + "; record kept")
         run.warnings.append(f"tmux: {detail} (target {target}); continuing because of --force")
-        run.done(StepName.ENDPOINT, target, StepOutcome.DONE, detail + " (continuing: --force)")
+        run.done(
+            StepName.ENDPOINT, target, StepOutcome.DONE, said + detail + " (continuing: --force)"
+        )
         return snapshot
     run.done(
         StepName.ENDPOINT,
         target,
         StepOutcome.DONE,
-        f"killed window {', '.join(window_ids)}; confirmed gone",
+        f"{said}killed window {', '.join(window_ids)}; confirmed gone",
     )
     return snapshot
+
+
+def _farewell_said(f: graceful.Farewell, grace: float) -> str:
+    """`asked claude (12) to quit (/exit Enter); left on request: claude (12); `."""
+    if not f.asked:
+        return ""
+    parts = [f"asked {', '.join(f.asked)} to quit"]
+    if f.left:
+        parts.append("left on request: " + ", ".join(f"{p.name} ({p.pid})" for p in f.left))
+    if f.stayed:
+        parts.append(
+            f"still running after {grace:g}s, so signalled: "
+            + ", ".join(f"{p.name} ({p.pid})" for p in f.stayed)
+        )
+    return "; ".join(parts) + "; "
 
 
 def step_processes(run: Run, record: Record, slot: str | None, discarded: str | None) -> None:

@@ -32,6 +32,7 @@ class Settings:
     treehouse_timeout: float = 120.0
     # Grace between SIGTERM and SIGKILL, and the wait after SIGKILL.
     term_grace: float = 3.0
+    quit_grace: float = 5.0  # wait for an agent asked to quit by its keys, before any signal
     kill_wait: float = 3.0
     # Bounded wait for `git fetch` of the default branch (issue 4: a failure is inconclusive).
     fetch_timeout: float = 30.0
@@ -115,6 +116,7 @@ def load(state_dir_flag: str | None = None, env: Mapping[str, str] | None = None
         tmux_timeout=_float(env, "FM_TMUX_TIMEOUT_SECS", Settings.tmux_timeout),
         treehouse_timeout=_float(env, "FM_TREEHOUSE_TIMEOUT_SECS", Settings.treehouse_timeout),
         term_grace=_float(env, "FM_TERM_GRACE_SECS", Settings.term_grace),
+        quit_grace=_float(env, "FM_QUIT_GRACE_SECS", Settings.quit_grace),
         kill_wait=_float(env, "FM_KILL_WAIT_SECS", Settings.kill_wait),
         fetch_timeout=_float(env, "FM_GIT_FETCH_TIMEOUT_SECS", Settings.fetch_timeout),
         lock_retries=_lenient_int(env, "FM_TREEHOUSE_RETURN_LOCK_RETRIES", Settings.lock_retries),

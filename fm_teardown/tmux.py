@@ -255,3 +255,14 @@ def list_panes(settings: Settings) -> TmuxInventory:
 def kill_window(settings: Settings, window_id: str) -> TmuxResult:
     """Kill one window by its id (`@N`): exact, and immune to names containing `.` or `:`."""
     return run(settings, "kill-window", "-t", window_id)
+
+
+def send_keys(settings: Settings, pane_id: str, keys: tuple[tuple[str, bool], ...]) -> bool:
+    """Type `keys` into one pane by its id (`%N`): each (text, literal) pair is one
+    `send-keys` (literal text with `-l`, else a key name such as `Enter` or `C-c`). True when
+    tmux took every one."""
+    for text, literal in keys:
+        args = ["send-keys", "-t", pane_id, *(["-l"] if literal else []), text]
+        if run(settings, *args).returncode != 0:
+            return False
+    return True

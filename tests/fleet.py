@@ -328,6 +328,9 @@ class Fleet:
             "GIT_CONFIG_NOSYSTEM": "1",
             "TREEHOUSE_ROOT": str(self.root / "pool"),
             "TREEHOUSE_STANDIN_LOG": str(self.root / "treehouse-calls.jsonl"),
+            # The agent stand-ins (copies of sleep) never answer their quit keys: a short
+            # grace keeps every teardown of a live endpoint from waiting the default 5 s.
+            "FM_QUIT_GRACE_SECS": "0.3",
         }
         env.update(extra)
         return env

@@ -1,0 +1,163 @@
+"""Graceful agent quit: before any signal, TASK's own agent is asked to leave with its
+harness's quit keys, in its own pane, and given `FM_QUIT_GRACE_SECS` to go.
+
+The agent stand-ins are small Python scripts named like the harness (`claude`, `codex`):
+they ignore SIGTERM and SIGHUP, read their terminal line by line, and on their harness's quit
+line save a file and exit; a stubborn one ignores the quit line too.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from tests.fleet import SESSION, Fleet, Task, gone, tid, wait_for
+
+STANDIN = """\
+#!{python}
+import os, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+mode, marker = sys.argv[1], sys.argv[2]
+quit_line = {{"claude": "/exit", "codex": "/quit"}}[os.path.basename(sys.argv[0])]
+with open(marker + ".ready", "w") as f:
+    f.write("ready")
+while True:
+    try:
+        line = sys.stdin.readline()
+    except OSError:
+        line = ""
+    if not line:
+        break  # the terminal is gone
+    with open(marker + ".keys", "a") as f:
+        f.write(line)
+    if line.strip() == quit_line and mode == "obey":
+        with open(marker, "w") as f:
+            f.write("saved on request")
+        sys.exit(0)
+while True:  # stubborn (or its terminal is gone): only SIGKILL ends it
+    time.sleep(1)
+"""
+
+
+def standin(fleet: Fleet, name: str) -> Path:
+    path = fleet.root / "agents" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(STANDIN.format(python=sys.executable))
+    path.chmod(0o755)
+    return path
+
+
+def agent_task(fleet: Fleet, name: str, n: int, harness: str, mode: str) -> tuple[Task, Path]:
+    """A task whose window's foreground process is the stand-in agent `harness`."""
+    t = tid(name)
+    slot = fleet.slot(n, holder=t)
+    fleet.record(t, slot, extra={"treehouse_lease_holder": t})
+    marker = fleet.root / f"{t}.saved"
+    agent = standin(fleet, harness)
+    wid = fleet.tmux.new_window(
+        SESSION, f"fm-{t}", slot, f"bash --norc --noprofile -c '{agent} {mode} {marker}; exec bash'"
+    )
+    wait_for(lambda: Path(f"{marker}.ready").exists(), what=f"{harness} stand-in ready")
+    pids = fleet.tmux.pane_pids(wid)
+    pids += [c.pid for c in psutil.Process(pids[0]).children(recursive=True)]
+    fleet.tracked.update(pids)
+    return Task(t, slot, fleet.state / f"{t}.meta", f"{SESSION}:fm-{t}", pids), marker
+
+
+def agent_pid(t: Task, harness: str) -> int:
+    for pid in t.pids:
+        try:
+            if psutil.Process(pid).name() == harness:
+                return pid
+        except psutil.NoSuchProcess:
+            continue
+    raise AssertionError(f"no {harness} in {t.pids}")
+
+
+def endpoint_step(doc: dict[str, Any]) -> str:
+    return str(next(s["detail"] for s in doc["steps"] if s["step"] == "endpoint"))
+
+
+def test_an_agent_asked_to_quit_saves_and_leaves_before_any_signal(fleet: Fleet) -> None:
+    t, marker = agent_task(fleet, "gq-obey", 1, "claude", "obey")
+    pid = agent_pid(t, "claude")
+    start = time.monotonic()
+    code, doc = fleet.fm_json("teardown", t.id, env=fleet.env(FM_QUIT_GRACE_SECS="20"))
+    took = time.monotonic() - start
+    assert code == 0, doc
+    assert marker.read_text() == "saved on request"
+    assert gone(pid)
+    detail = endpoint_step(doc)
+    assert f"asked claude ({pid}): /exit Enter to quit" in detail
+    assert f"left on request: claude ({pid})" in detail and "signalled" not in detail
+    assert pid not in [s["pid"] for s in doc["signalled"]]
+    assert took < 15  # the wait ended as soon as the agent was gone, not after 20 s
+
+
+def test_each_harness_gets_its_own_keys(fleet: Fleet) -> None:
+    t, marker = agent_task(fleet, "gq-codex", 1, "codex", "obey")
+    pid = agent_pid(t, "codex")
+    code, doc = fleet.fm_json("teardown", t.id, env=fleet.env(FM_QUIT_GRACE_SECS="20"))
+    assert code == 0 and marker.read_text() == "saved on request"
+    assert Path(f"{marker}.keys").read_text() == "/quit\n"
+    assert f"left on request: codex ({pid})" in endpoint_step(doc)
+
+
+def test_an_agent_that_ignores_its_quit_keys_is_signalled_after_the_grace(fleet: Fleet) -> None:
+    t, marker = agent_task(fleet, "gq-stubborn", 1, "claude", "stubborn")
+    pid = agent_pid(t, "claude")
+    env = fleet.env(FM_QUIT_GRACE_SECS="1", FM_TERM_GRACE_SECS="0.5")
+    code, doc = fleet.fm_json("teardown", t.id, env=env)
+    assert code == 0, doc
+    assert not marker.exists() and Path(f"{marker}.keys").read_text() == "/exit\n"
+    wait_for(lambda: gone(pid), what="the stubborn agent killed")
+    detail = endpoint_step(doc)
+    assert f"still running after 1s, so signalled: claude ({pid})" in detail
+    assert "left on request" not in detail
+    [sig] = [s for s in doc["signalled"] if s["pid"] == pid]
+    assert sig["signals"] == ["SIGTERM", "SIGKILL"]
+    lines = [json.loads(x) for x in (fleet.data / "teardown-log.jsonl").read_text().splitlines()]
+    assert "signalled: claude" in next(
+        s["detail"] for s in lines[-1]["steps"] if s["step"] == "endpoint"
+    )
+
+
+def test_no_keys_to_a_pane_whose_foreground_is_not_the_agent(fleet: Fleet) -> None:
+    # The agent runs in the background of its pane; `cat` has the keyboard and would take
+    # any key typed: it must get none.
+    t = tid("gq-busy")
+    slot = fleet.slot(1, holder=t)
+    fleet.record(t, slot, extra={"treehouse_lease_holder": t})
+    marker = fleet.root / f"{t}.saved"
+    typed = fleet.root / f"{t}.typed"
+    agent = standin(fleet, "claude")
+    wid = fleet.tmux.new_window(
+        SESSION,
+        f"fm-{t}",
+        slot,
+        f"bash --norc --noprofile -c '{agent} obey {marker} & exec cat > {typed}'",
+    )
+    wait_for(lambda: Path(f"{marker}.ready").exists(), what="stand-in ready")
+    pids = fleet.tmux.pane_pids(wid)
+    fleet.tracked.update(pids)
+    code, doc = fleet.fm_json("teardown", t, env=fleet.env(FM_TERM_GRACE_SECS="0.5"))
+    assert code == 0, doc
+    assert typed.read_text() == "" and not marker.exists()
+    assert "asked" not in endpoint_step(doc)
+
+
+def test_no_keys_to_another_tasks_window(fleet: Fleet) -> None:
+    mine, mine_marker = agent_task(fleet, "gq-mine", 1, "claude", "obey")
+    other, other_marker = agent_task(fleet, "gq-other", 2, "claude", "obey")
+    other_pid, mine_pid = agent_pid(other, "claude"), agent_pid(mine, "claude")
+    code, doc = fleet.fm_json("teardown", mine.id, env=fleet.env(FM_QUIT_GRACE_SECS="20"))
+    assert code == 0 and mine_marker.exists()
+    assert f"left on request: claude ({mine_pid})" in endpoint_step(doc)
+    assert not other_marker.exists() and not Path(f"{other_marker}.keys").exists()
+    assert not gone(other_pid) and other.window in fleet.tmux.windows()
