@@ -57,12 +57,15 @@ class Seams:
       was killed, still TASK's at the re-check;
     - `observe(fleet, inventory, table)`: an observation from fresh scans, for judging which
       processes are never signalled;
-    - `landed(record)`: rule 5's facts again, after a stale git lock was removed.
+    - `landed(record)`: rule 5's facts again, after a stale git lock was removed;
+    - `intent(decision)`: journal what is about to be done, before the first destructive
+      step; returns why it could not (the run then refuses, changing nothing), or None.
     """
 
     replan: Callable[[tuple[Proc, ...]], Planned]
     observe: Callable[[Fleet, TmuxInventory, ProcessTable], Observation]
     landed: Callable[[Record], LandedLike]
+    intent: Callable[[Decision], str | None] = lambda _decision: None
 
 
 class StepFailed(Exception):
@@ -117,6 +120,20 @@ def run(settings: Settings, planned: Planned, flags: Flags, seams: Seams) -> Out
     if d.verdict not in (Verdict.PROCEED, Verdict.STALE) or d.slot is None:
         return Outcome.of_decision(d, dry_run=False)
     decided_windows = planned.observation.endpoints[d.task].window_ids
+    unjournalled = seams.intent(d)
+    if unjournalled is not None:
+        reason = (
+            f"REFUSED: {unjournalled}: a real run journals its intent before it changes "
+            "anything; nothing was changed"
+        )
+        refused = replace(
+            d,
+            verdict=Verdict.UNSAFE,
+            reasons=(reason,),
+            headline=unjournalled,
+            hints=("make the data dir's journal writable, or run without it: --no-journal",),
+        )
+        return Outcome.of_decision(refused, dry_run=False)
     try:
         with interrupts.while_acting():
             boundary("before-endpoint")
@@ -286,7 +303,7 @@ def step_endpoint(
 
 
 def _farewell_said(f: graceful.Farewell, grace: float) -> str:
-    """`asked claude (12) to quit (/exit Enter); left on request: claude (12); `."""
+    """`asked claude (12): /exit Enter to quit; left on request: claude (12); `."""
     if not f.asked:
         return ""
     parts = [f"asked {', '.join(f.asked)} to quit"]

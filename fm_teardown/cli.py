@@ -236,6 +236,23 @@ def teardown(
     state_dir: Annotated[
         str | None, typer.Option("--state-dir", metavar="DIR", help="Task records directory.")
     ] = None,
+    expect_plan: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--expect-plan",
+            metavar="[TASK=]TOKEN",
+            help="Refuse unless the plan is still the one a dry run printed (`plan: TOKEN`); "
+            "with several tasks or --landed, once per task as TASK=TOKEN.",
+            show_default=False,
+        ),
+    ] = None,
+    no_journal: Annotated[
+        bool,
+        typer.Option(
+            "--no-journal",
+            help="Act without the journal (no intent, no result line) when it cannot be written.",
+        ),
+    ] = False,
 ) -> None:
     """Tear down a finished task: end its endpoint and processes, return its slot, clear its
     record. Several TASKs: one after another. Without TASK, --dry-run audits the whole fleet."""
@@ -252,6 +269,8 @@ def teardown(
         include_live=include_live,
         include_pushed=include_pushed,
         min_age=min_age,
+        expect_plan=list(expect_plan or []),
+        no_journal=no_journal,
     )
     raise typer.Exit(code)
 

@@ -232,8 +232,12 @@ def render_outcome(
             ],
             ["red" if w.live else None for w in d.owners],
         )
+    if o.dry_run and (o.plan_id or o.steps):
+        # The token `--expect-plan` takes: a script approves exactly this plan.
+        out_p.line(f"plan: {o.plan_id}" if o.plan_id else "plan:", "bold")
     if o.steps:
-        out_p.line("plan:" if o.dry_run else "steps:", "bold")
+        if not o.dry_run:
+            out_p.line("steps:", "bold")
         for i, s in enumerate(o.steps, 1):
             out_p.line(f"  {i}. {s.step} [{s.outcome}] {short(s.target)}: {short(s.detail)}")
     for text in o.warnings:

@@ -84,3 +84,70 @@ def append(data_dir: Path, entry: dict[str, Any]) -> bool:
         sys.stderr.write(f"warning: could not append to the journal {path}: {why}\n")
         return False
     return True
+
+
+def intent_entry(task: str, plan_id: str, steps: list[str], flags: Flags) -> dict[str, Any]:
+    """The line a real run writes before its first destructive step; its result line follows.
+    An intent with no later line for its task is a run that died in between (a crash)."""
+    return {
+        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "phase": "intent",
+        "task": task,
+        "plan_id": plan_id,
+        "steps": steps,
+        "flags": {"force": flags.force, "discard_live_owner": flags.discard_live_owner},
+        "pid": os.getpid(),
+    }
+
+
+def unfinished(data_dir: Path, task: str | None = None) -> dict[str, dict[str, Any]]:
+    """The intents with no later line for their task (all tasks, or `task` only): runs that
+    ended between their intent and their result. Read without following a link or blocking;
+    an unreadable journal reports nothing."""
+    path = data_dir / JOURNAL
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return {}
+    open_: dict[str, dict[str, Any]] = {}
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return {}
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            for raw in f:
+                if task is not None and task.encode() not in raw:
+                    continue
+                try:
+                    line = json.loads(raw)
+                except ValueError:
+                    continue
+                if not isinstance(line, dict) or not isinstance(line.get("task"), str):
+                    continue
+                if task is not None and line["task"] != task:
+                    continue
+                if line.get("phase") == "intent":
+                    open_[line["task"]] = line
+                else:
+                    open_.pop(line["task"], None)
+    except OSError:
+        return {}
+    finally:
+        os.close(fd)
+    return open_
+
+
+def unfinished_line(intent: dict[str, Any]) -> str:
+    return (
+        f"a teardown of {intent.get('task')} started at {intent.get('time')} (plan "
+        f"{intent.get('plan_id') or '-'}, pid {intent.get('pid')}) journalled its intent and no "
+        "result: it ended partway (a crash?); the steps it may have done: "
+        + ", ".join(str(s) for s in intent.get("steps") or [])
+    )
+
+
+def result_entry(outcome: Outcome, flags: Flags) -> dict[str, Any]:
+    """A real run's result line: `entry_of`, with the plan token it ran (or refused) on."""
+    line = entry_of(outcome, flags)
+    line["phase"] = "result"
+    line["plan_id"] = outcome.plan_id
+    return line

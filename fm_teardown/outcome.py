@@ -38,6 +38,7 @@ class Outcome:
     restore: str | None = None
     interrupted: bool = False
     acted: bool = False  # a real run that reached acting (it has a journal-ready step list)
+    plan_id: str | None = None  # the plan token of the first decision (fingerprint.py)
 
     @property
     def completed(self) -> bool:

@@ -8,9 +8,11 @@ this module; `commands` journals and renders what `teardown` returns.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
+from fm_teardown import fingerprint
 from fm_teardown.decide import decide
-from fm_teardown.errors import FmError
+from fm_teardown.errors import FmError, Verdict
 from fm_teardown.observe import assemble, observe
 from fm_teardown.outcome import Outcome
 from fm_teardown.plan import Decision, Flags, LandedLike, Planned
@@ -46,7 +48,9 @@ def plan(
     obs = observe(settings, fleet, remembered)
     facts: list[LandedLike] = []
     decision = decide_with_landed(settings, task, fleet, obs, flags, fetch=fetch, facts=facts)
-    return Planned(decision, fleet, obs, facts[0] if facts else None)
+    landed = facts[0] if facts else None
+    inputs = fingerprint.inputs(decision, obs, landed)
+    return Planned(decision, fleet, obs, landed, inputs, fingerprint.token(inputs))
 
 
 def landed_facts(settings: Settings, record: Record, *, fetch: bool) -> LandedLike:
@@ -88,6 +92,45 @@ def decide_with_landed(
     return decision
 
 
+def expected_plan_refusal(planned: Planned, expected: str, *, dry_run: bool) -> Outcome | None:
+    """`--expect-plan`: None when the first decision gives the approved token; else a refusal
+    naming what changed (exit 4 when the owners did, else 5), and nothing is done."""
+    d = planned.decision
+    inputs = planned.plan_inputs
+    if inputs is not None and planned.plan_id == expected:
+        return None
+    if not expected or inputs is None:  # a --landed selection no token names
+        names: list[str] = []
+        reason = (
+            f"REFUSED: no --expect-plan token names {d.task}: its plan (now {planned.plan_id}) "
+            "was never approved; nothing was changed"
+        )
+    else:
+        names = fingerprint.changed(expected, dict(inputs))
+        what = fingerprint.describe(names, dict(inputs))
+        reason = (
+            f"REFUSED: the plan changed since it was approved (expected {expected}, now "
+            f"{planned.plan_id}): {what}; nothing was changed"
+        )
+    verdict = Verdict.LIVE_OWNER if "owners" in names else Verdict.UNSAFE
+    refused = replace(
+        d,
+        verdict=verdict,
+        reasons=(reason,),
+        headline=(
+            f"the plan changed since it was approved: {', '.join(names)}"
+            if names
+            else "its plan was never approved"
+        ),
+        hints=(
+            f"review the new plan: fm teardown {d.task} --dry-run; then run it with "
+            f"--expect-plan {planned.plan_id} if it is still what you want",
+        ),
+        warnings=(),
+    )
+    return replace(Outcome.of_decision(refused, dry_run=dry_run), plan_id=planned.plan_id)
+
+
 class NotSelected(Exception):
     """A batch's task that, at its turn, is no longer what was selected (relaunched, no
     longer finished, its slot already returned by this batch): nothing was done to it."""
@@ -100,11 +143,19 @@ class NotSelected(Exception):
 Guard = Callable[[Planned], str | None]
 
 
-def teardown(settings: Settings, task: str, flags: Flags, guard: Guard | None = None) -> Outcome:
+def teardown(
+    settings: Settings,
+    task: str,
+    flags: Flags,
+    guard: Guard | None = None,
+    intent: Callable[[Decision, str], str | None] | None = None,
+) -> Outcome:
     """`fm teardown TASK [--dry-run]`: decide, and for a real run act; never raises FmError.
 
     `guard` (a batch's re-selection) sees the plan before anything is done and may stop the
-    task there: NotSelected."""
+    task there: NotSelected. `intent(decision, plan_id)` journals the run's intent right
+    before its first destructive step and returns why it could not (the run then refuses),
+    or None."""
     try:
         planned = plan(settings, task, flags)
     except FmError as err:
@@ -113,8 +164,12 @@ def teardown(settings: Settings, task: str, flags: Flags, guard: Guard | None = 
         why = guard(planned)
         if why is not None:
             raise NotSelected(why)
+    if flags.expect_plan is not None:
+        refused = expected_plan_refusal(planned, flags.expect_plan, dry_run=flags.dry_run)
+        if refused is not None:
+            return refused
     if flags.dry_run:
-        return Outcome.of_decision(planned.decision, dry_run=True)
+        return replace(Outcome.of_decision(planned.decision, dry_run=True), plan_id=planned.plan_id)
     from fm_teardown import act
 
     def replan(remembered: tuple[Proc, ...]) -> Planned:
@@ -127,8 +182,12 @@ def teardown(settings: Settings, task: str, flags: Flags, guard: Guard | None = 
     def landed_now(record: Record) -> LandedLike:
         return landed_facts(settings, record, fetch=False)
 
-    seams = act.Seams(replan=replan, observe=observe_now, landed=landed_now)
+    def write_intent(d: Decision) -> str | None:
+        return intent(d, planned.plan_id or "") if intent is not None else None
+
+    seams = act.Seams(replan=replan, observe=observe_now, landed=landed_now, intent=write_intent)
     try:
-        return act.run(settings, planned, flags, seams)
+        done = act.run(settings, planned, flags, seams)
     except FmError as err:  # the re-check found TASK's own record gone or unsafe
-        return Outcome.of_error(task, err, dry_run=False)
+        done = Outcome.of_error(task, err, dry_run=False)
+    return replace(done, plan_id=planned.plan_id)

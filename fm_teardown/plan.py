@@ -7,6 +7,7 @@ out) and `report` (which renders them).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
@@ -48,6 +49,9 @@ class Flags:
     force: bool = False
     discard_live_owner: str | None = None
     dry_run: bool = False
+    # The plan token the operator approved (`--expect-plan`): the first decision must give it.
+    expect_plan: str | None = None
+    no_journal: bool = False  # `--no-journal`: run without the journal (no intent, no result)
 
 
 class LandedLike(Protocol):
@@ -154,3 +158,6 @@ class Planned:
     fleet: Fleet
     observation: Observation
     landed: LandedLike | None = None  # rule 5's facts, when the decision reached rule 5
+    # The plan token's inputs, field by field (fingerprint.py), and the token.
+    plan_inputs: Mapping[str, str] | None = None
+    plan_id: str | None = None

@@ -74,6 +74,7 @@ def outcome_json(o: Outcome) -> dict[str, Any]:
     doc["runbook"] = runbook_for(o)
     if d is None:
         return doc
+    doc["plan_id"] = o.plan_id
     doc["slot"] = d.slot
     doc["endpoint"] = str(d.endpoint) if d.endpoint else None
     doc["headline"] = d.headline

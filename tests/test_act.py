@@ -38,7 +38,11 @@ def pool_entry(fleet: Fleet, slot: Path) -> dict[str, Any]:
 
 def journal(fleet: Fleet) -> list[dict[str, Any]]:
     path = fleet.data / "teardown-log.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    if not path.exists():
+        return []
+    # The result lines (a real run's intent line before acting is not one).
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    return [e for e in lines if e.get("phase") != "intent"]
 
 
 def outcomes(doc: dict[str, Any]) -> list[tuple[str, str]]:
@@ -453,9 +457,15 @@ def test_journal_failure_warns_and_never_changes_the_result(fleet: Fleet) -> Non
     fleet.task(ID_T1, slot, "dead")
     blocker = fleet.root / "not-a-dir"
     blocker.write_text("")
-    r = fleet.fm("teardown", ID_T1, env=fleet.env(FM_DATA_OVERRIDE=str(blocker)))
-    assert r.returncode == 0
+    env = fleet.env(FM_DATA_OVERRIDE=str(blocker))
+    # The intent cannot be journalled before acting: the real run refuses, changing nothing.
+    r = fleet.fm("teardown", ID_T1, env=env)
+    assert r.returncode == 5, r.stderr
     assert "warning: could not append to the journal" in r.stderr
+    assert (fleet.state / f"{ID_T1}.meta").exists()
+    # --no-journal: it acts without one.
+    r = fleet.fm("teardown", ID_T1, "--no-journal", env=env)
+    assert r.returncode == 0, r.stderr
     assert not (fleet.state / f"{ID_T1}.meta").exists()
 
 

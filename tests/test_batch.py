@@ -38,7 +38,11 @@ ID_W4 = tid("w4")
 
 def journal(fleet: Fleet) -> list[dict[str, Any]]:
     path = fleet.data / "teardown-log.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    if not path.exists():
+        return []
+    # The result lines (a real run's intent line before acting is not one).
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    return [e for e in lines if e.get("phase") != "intent"]
 
 
 def summary(doc: dict[str, Any]) -> list[tuple[object, object, object]]:

@@ -14,6 +14,7 @@ from dataclasses import field
 from typing import TYPE_CHECKING, Any, cast
 
 from fm_teardown import interrupts, journal, report
+from fm_teardown.commands.teardown import with_expected_plan
 from fm_teardown.errors import ExitCode, FmError, Verdict
 from fm_teardown.human import VERDICT_STYLE
 from fm_teardown.outcome import Outcome
@@ -171,6 +172,7 @@ def run(
     one: Callable[[Settings, str, Flags, Guard | None], Outcome],
     landed: bool = False,
     opts: Options | None = None,
+    plans: dict[str, str] | None = None,
 ) -> int:
     from fm_teardown.pipeline import NotSelected
 
@@ -192,15 +194,16 @@ def run(
                 sys.stderr.write(f"[{i + 1}/{len(tasks)}] fm teardown {task} ({left} left)\n")
             guard = _guard(task, selection, returned, opts if landed else None)
             try:
-                outcome = one(s, task, flags, guard)
+                mine = flags if plans is None else with_expected_plan(flags, task, plans)
+                outcome = one(s, task, mine, guard)
             except NotSelected as skip:
                 results.append(Skipped(task, skip.reason))
                 continue
             except KeyboardInterrupt:
                 # Interrupted while deciding: this task changed nothing.
                 outcome = interrupted_before_acting(task, flags)
-            if not flags.dry_run and outcome.verdict != Verdict.INVALID:
-                journal.append(s.data_dir, journal.entry_of(outcome, flags))
+            if not flags.dry_run and outcome.verdict != Verdict.INVALID and not flags.no_journal:
+                journal.append(s.data_dir, journal.result_entry(outcome, flags))
             results.append(outcome)
             d = outcome.decision
             if (

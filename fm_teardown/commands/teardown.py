@@ -6,12 +6,13 @@ ready), or none with `--dry-run` (the fleet audit, §8).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from fm_teardown import interrupts, journal, report, settings
+from fm_teardown import fingerprint, interrupts, journal, report, settings
 from fm_teardown.errors import ExitCode, FmError, Verdict, invalid
 from fm_teardown.outcome import Outcome
-from fm_teardown.plan import Flags
+from fm_teardown.plan import Decision, Flags
 from fm_teardown.records import task_id_problem
 
 if TYPE_CHECKING:
@@ -19,7 +20,8 @@ if TYPE_CHECKING:
     from fm_teardown.pipeline import Guard
 
 USAGE = (
-    "usage: fm teardown TASK [TASK ...] [--dry-run] [--force] [--json] | --landed "
+    "usage: fm teardown TASK [TASK ...] [--dry-run] [--force] [--json] "
+    "[--expect-plan [TASK=]TOKEN ...] [--no-journal] | --landed "
     "[--include-live] [--include-pushed] [--min-age DURATION] | --dry-run"
 )
 
@@ -36,15 +38,20 @@ def teardown(
     include_live: bool = False,
     include_pushed: bool = False,
     min_age: str | None = None,
+    expect_plan: list[str] | None = None,
+    no_journal: bool = False,
 ) -> int:
     from fm_teardown.finished import DEFAULT_MIN_AGE, Options, parse_duration
 
-    flags = Flags(force=force, discard_live_owner=discard_live_owner, dry_run=dry_run)
+    flags = Flags(
+        force=force, discard_live_owner=discard_live_owner, dry_run=dry_run, no_journal=no_journal
+    )
     first = tasks[0] if len(tasks) == 1 else None
     age = DEFAULT_MIN_AGE if min_age is None else parse_duration(min_age)
     try:
         s = settings.load(state_dir)
         refused = _combination(tasks, flags, landed)
+        expected = expected_plans(expect_plan or [], tasks, landed)
         if age is None:
             refused = refused or invalid(
                 f"--min-age takes a duration such as 90s, 10m, 1h or 2d (or 0), not '{min_age}'",
@@ -80,11 +87,22 @@ def teardown(
                 sys.stderr.write("fm: interrupted while selecting; nothing was changed\n")
                 return int(ExitCode.INTERRUPTED)
             return batch.run(
-                s, selection, flags, json_out=json_out, one=run_one, landed=landed, opts=opts
+                s,
+                selection,
+                flags,
+                json_out=json_out,
+                one=run_one,
+                landed=landed,
+                opts=opts,
+                plans=expected,
             )
     if not tasks:
+        if expected is not None:
+            return _usage(None, invalid("--expect-plan needs a TASK", USAGE), flags, json_out)
         return _audit(s, dry_run=dry_run, flags=flags, json_out=json_out, opts=opts)
     task = tasks[0]
+    if expected is not None:
+        flags = with_expected_plan(flags, task, expected)
     with interrupts.while_deciding():
         try:
             outcome = run_one(s, task, flags)
@@ -92,9 +110,9 @@ def teardown(
             from fm_teardown.commands.batch import interrupted_before_acting
 
             outcome = interrupted_before_acting(task, flags)
-    if journalled(outcome, task):
+    if journalled(outcome, task) and not flags.no_journal:
         # Every real run for a valid task id is journalled, refusals included.
-        journal.append(s.data_dir, journal.entry_of(outcome, flags))
+        journal.append(s.data_dir, journal.result_entry(outcome, flags))
     report.render(outcome, json_out=json_out)
     return outcome.exit_code
 
@@ -125,8 +143,18 @@ def _usage(task: str | None, err: FmError, flags: Flags, json_out: bool) -> int:
     return outcome.exit_code
 
 
-def run_one(s: settings.Settings, task: str, flags: Flags, guard: Guard | None = None) -> Outcome:
-    """One task's teardown (or dry run) as an Outcome: never raises FmError."""
+def run_one(
+    s: settings.Settings,
+    task: str,
+    flags: Flags,
+    guard: Guard | None = None,
+    *,
+    journal_required: bool = True,
+) -> Outcome:
+    """One task's teardown (or dry run) as an Outcome: never raises FmError.
+
+    `journal_required`: a real run whose intent cannot be journalled refuses (exit 5);
+    False only warns (the firstmate drop-in: the script it replaces had no journal)."""
     if flags.discard_live_owner is not None and flags.discard_live_owner == "":
         return Outcome.of_error(
             task,
@@ -143,7 +171,69 @@ def run_one(s: settings.Settings, task: str, flags: Flags, guard: Guard | None =
             return Outcome.of_error(task, refused, dry_run=False)
     from fm_teardown import pipeline
 
-    return pipeline.teardown(s, task, flags, guard)
+    if flags.dry_run or flags.no_journal or task_id_problem(task) is not None:
+        return pipeline.teardown(s, task, flags, guard)
+    left = journal.unfinished(s.data_dir, task).get(task)
+    outcome = pipeline.teardown(
+        s, task, flags, guard, intent=_intent_writer(s, flags, required=journal_required)
+    )
+    if left is not None:
+        from dataclasses import replace
+
+        outcome = replace(outcome, warnings=(journal.unfinished_line(left), *outcome.warnings))
+    return outcome
+
+
+def _intent_writer(
+    s: settings.Settings, flags: Flags, *, required: bool
+) -> Callable[[Decision, str], str | None]:
+    """Journal a real run's intent; why it could not (the run then refuses), or None."""
+
+    def write(d: Decision, plan_id: str) -> str | None:
+        line = journal.intent_entry(d.task, plan_id, [str(st.step) for st in d.plan], flags)
+        if journal.append(s.data_dir, line) or not required:
+            return None
+        return f"the journal {s.data_dir / journal.JOURNAL} cannot be written"
+
+    return write
+
+
+def expected_plans(values: list[str], tasks: list[str], landed: bool) -> dict[str, str] | None:
+    """`--expect-plan TOKEN` (one TASK) or `--expect-plan TASK=TOKEN` (any number of TASKs,
+    repeated once per task) as {task: token}; None when not given. Bad ones: exit 2."""
+    if not values:
+        return None
+    out: dict[str, str] = {}
+    for value in values:
+        task, eq, token = value.rpartition("=")
+        if not eq:
+            if len(tasks) != 1 or landed:
+                raise invalid(
+                    "with several tasks (or --landed), give one --expect-plan TASK=TOKEN per task",
+                    USAGE,
+                )
+            task = tasks[0]
+        bad = fingerprint.problem(token)
+        if bad is not None:
+            raise invalid(f"--expect-plan: {bad}", USAGE)
+        if task in out:
+            raise invalid(f"--expect-plan names {task} more than once", USAGE)
+        if not landed and task not in tasks:
+            raise invalid(f"--expect-plan names {task}, which is not a TASK of this run", USAGE)
+        out[task] = token
+    if not landed:
+        missing = [t for t in tasks if t not in out]
+        if missing:
+            raise invalid("--expect-plan gives no token for " + ", ".join(missing), USAGE)
+    return out
+
+
+def with_expected_plan(flags: Flags, task: str, expected: dict[str, str]) -> Flags:
+    """TASK's flags with its approved token. A task with none (a --landed selection the
+    tokens do not name) gets "": it refuses, its plan was never approved."""
+    from dataclasses import replace
+
+    return replace(flags, expect_plan=expected.get(task, ""))
 
 
 def journalled(outcome: Outcome, task: str) -> bool:
