@@ -23,6 +23,7 @@ STANDIN = """\
 import os, signal, sys, time
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 signal.signal(signal.SIGHUP, signal.SIG_IGN)
+signal.alarm(60)  # ignores SIGTERM only for a while: never outlives its test for long
 mode, marker = sys.argv[1], sys.argv[2]
 quit_line = {{"claude": "/exit", "codex": "/quit"}}[os.path.basename(sys.argv[0])]
 with open(marker + ".ready", "w") as f:
@@ -33,7 +34,9 @@ while True:
     except OSError:
         line = ""
     if not line:
-        break  # the terminal is gone
+        if mode == "obey":
+            sys.exit(0)  # the terminal is gone (the test's tmux server ended)
+        break
     with open(marker + ".keys", "a") as f:
         f.write(line)
     if line.strip() == quit_line and mode == "obey":
@@ -141,7 +144,7 @@ def test_no_keys_to_a_pane_whose_foreground_is_not_the_agent(fleet: Fleet) -> No
         SESSION,
         f"fm-{t}",
         slot,
-        f"bash --norc --noprofile -c '{agent} obey {marker} & exec cat > {typed}'",
+        f"bash --norc --noprofile -c '{agent} stubborn {marker} & exec cat > {typed}'",
     )
     wait_for(lambda: Path(f"{marker}.ready").exists(), what="stand-in ready")
     pids = fleet.tmux.pane_pids(wid)
