@@ -192,12 +192,14 @@ def test_landed_dry_run_prints_tokens_and_unnamed_tasks_refuse(fleet: Fleet) -> 
     sa, sb = fleet.slot(1, holder=a), fleet.slot(2, holder=b)
     fleet.task(a, sa, "dead", extra={"treehouse_lease_holder": a})
     tb = fleet.task(b, sb, "dead", extra={"treehouse_lease_holder": b})
-    r = fleet.fm("teardown", "--landed", "--dry-run")
+    r = fleet.fm("teardown", "--landed", "--dry-run", "--min-age", "0")
     tokens = dict(re.findall(r"^task (\S+) .*?\nplan: ([0-9a-f]{24})$", r.stdout, re.M | re.S))
-    code, doc = fleet.fm_json("teardown", "--landed", "--dry-run")
+    code, doc = fleet.fm_json("teardown", "--landed", "--dry-run", "--min-age", "0")
     assert {x["task"]: x["plan_id"] for x in doc["results"]} == tokens
     assert set(tokens) == {a, b}
-    code, doc = fleet.fm_json("teardown", "--landed", "--expect-plan", f"{a}={tokens[a]}")
+    code, doc = fleet.fm_json(
+        "teardown", "--landed", "--min-age", "0", "--expect-plan", f"{a}={tokens[a]}"
+    )
     assert code == 5
     assert [(x["task"], x["exit_code"]) for x in doc["results"]] == [(a, 0), (b, 5)]
     assert f"no --expect-plan token names {b}" in doc["results"][1]["reasons"][0]
