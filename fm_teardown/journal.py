@@ -1,17 +1,22 @@
-"""The journal: one JSON line per real run in `data/teardown-log.jsonl`.
+"""The journal: JSON lines in `data/teardown-log.jsonl`, read as a stream.
 
-One append per run (refusals included, invalid requests not). A journal that cannot be
-written warns and never changes the result.
+A real run that will act first appends its intent (task, plan token, steps planned): a run
+whose journal cannot take that line refuses before anything is destroyed, unless
+`--no-journal`. Every real run (refusals included, invalid requests not) then appends its
+result; a result line that cannot be written only warns. An intent with no later line for
+its task is a run that ended in between (`unfinished`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from fm_teardown import safefile
 
@@ -20,6 +25,8 @@ if TYPE_CHECKING:
     from fm_teardown.plan import Flags
 
 JOURNAL = "teardown-log.jsonl"
+# Longer than any line fm writes: a longer one is skipped in pieces, never held whole.
+MAX_LINE = 1 << 20
 
 
 def entry(
@@ -114,7 +121,7 @@ def unfinished(data_dir: Path, task: str | None = None) -> dict[str, dict[str, A
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return {}
         with os.fdopen(fd, "rb", closefd=False) as f:
-            for raw in f:
+            for raw in bounded_lines(f):
                 if task is not None and task.encode() not in raw:
                     continue
                 try:
@@ -151,3 +158,17 @@ def result_entry(outcome: Outcome, flags: Flags) -> dict[str, Any]:
     line["phase"] = "result"
     line["plan_id"] = outcome.plan_id
     return line
+
+
+def bounded_lines(fh: BinaryIO) -> Iterator[bytes]:
+    """The lines of a stream, one at a time; a line longer than any fm writes is skipped in
+    pieces (never held whole): memory stays flat however large the journal is."""
+    while True:
+        line = fh.readline(MAX_LINE)
+        if not line:
+            return
+        if len(line) == MAX_LINE and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):
+                line = fh.readline(MAX_LINE)
+            continue
+        yield line

@@ -25,11 +25,11 @@ import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from fm_teardown import interrupts, runner, settings
 from fm_teardown.errors import ExitCode, FmError, Verdict, invalid, unsafe
-from fm_teardown.journal import JOURNAL
+from fm_teardown.journal import JOURNAL, bounded_lines
 from fm_teardown.paths import canonical, is_within
 from fm_teardown.records import check_task_id, near_ids, shown
 from fm_teardown.report import SCHEMA, Printer, emit_json, render_error
@@ -41,8 +41,6 @@ _STAMP = re.compile(r"[0-9]{8}T[0-9]{6}Z")
 _HEX_OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # Files named one per line in the human output of a restore; --json always lists them all.
 _SHOWN_FILES = 100
-# A journal line fm writes is a few KiB; a longer one is not fm's and is skipped unread.
-_MAX_JOURNAL_LINE = 1 << 20
 
 _git = runner.git
 
@@ -257,23 +255,9 @@ def _journal_lines(journal: Path, task: str) -> Iterator[bytes]:
         if not stat.S_ISREG(st.st_mode):
             raise unsafe(f"refusing to read the journal {shown(str(journal))}: {_kind(st)}", hint)
         with os.fdopen(fd, "rb", closefd=False) as fh:
-            yield from _bounded_lines(fh)
+            yield from bounded_lines(fh)
     finally:
         os.close(fd)
-
-
-def _bounded_lines(fh: BinaryIO) -> Iterator[bytes]:
-    """The lines of a stream, one at a time; a line longer than any fm writes is skipped in
-    pieces (never held whole): memory stays flat however large the journal is."""
-    while True:
-        line = fh.readline(_MAX_JOURNAL_LINE)
-        if not line:
-            return
-        if len(line) == _MAX_JOURNAL_LINE and not line.endswith(b"\n"):
-            while line and not line.endswith(b"\n"):
-                line = fh.readline(_MAX_JOURNAL_LINE)
-            continue
-        yield line
 
 
 def _kind(st: os.stat_result) -> str:
