@@ -101,27 +101,25 @@ def expected_plan_refusal(planned: Planned, expected: str, *, dry_run: bool) -> 
         return None
     if not expected or inputs is None:  # a --landed selection no token names
         names: list[str] = []
-        reason = (
-            f"REFUSED: no --expect-plan token names {d.task}: its plan (now {planned.plan_id}) "
-            "was never approved; nothing was changed"
+        say = (
+            f"no --expect-plan token names {d.task}: its plan (now {planned.plan_id}) "
+            "was never approved"
         )
     else:
         names = fingerprint.changed(expected, dict(inputs))
         what = fingerprint.describe(names, dict(inputs))
-        reason = (
-            f"REFUSED: the plan changed since it was approved (expected {expected}, now "
-            f"{planned.plan_id}): {what}; nothing was changed"
+        # The headline is what a person reads: it names every field that changed.
+        say = (
+            f"the plan changed since it was approved (expected {expected}, now "
+            f"{planned.plan_id}): {what}"
         )
+    reason = f"REFUSED: {say}; nothing was changed"
     verdict = Verdict.LIVE_OWNER if "owners" in names else Verdict.UNSAFE
     refused = replace(
         d,
         verdict=verdict,
         reasons=(reason,),
-        headline=(
-            f"the plan changed since it was approved: {', '.join(names)}"
-            if names
-            else "its plan was never approved"
-        ),
+        headline=say,
         hints=(
             f"review the new plan: fm teardown {d.task} --dry-run; then run it with "
             f"--expect-plan {planned.plan_id} if it is still what you want",

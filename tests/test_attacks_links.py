@@ -80,9 +80,16 @@ def test_a_hard_linked_journal_is_not_appended_to(fleet: Fleet) -> None:
     before = meta.read_bytes()
     dry_before = fleet.fm_json("teardown", t2, "--dry-run")
     os.link(meta, fleet.data / "teardown-log.jsonl")
+    # The intent line cannot be written there: the real run refuses before acting...
     r = fleet.fm("teardown", t1)
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 5, r.stderr
     assert "could not append to the journal" in r.stderr and "hard links" in r.stderr
+    assert (fleet.state / f"{t1}.meta").exists()
+    assert meta.read_bytes() == before
+    # ...and with --no-journal it goes on without writing through the link.
+    r = fleet.fm("teardown", t1, "--no-journal")
+    assert r.returncode == 0, r.stderr
+    assert not (fleet.state / f"{t1}.meta").exists()
     assert meta.read_bytes() == before
     assert fleet.fm_json("teardown", t2, "--dry-run")[1]["verdict"] == dry_before[1]["verdict"]
 
@@ -93,8 +100,12 @@ def test_a_symlinked_journal_is_not_followed(fleet: Fleet) -> None:
     target.write_bytes(b"keep\n")
     (fleet.data / "teardown-log.jsonl").symlink_to(target)
     r = fleet.fm("teardown", t1)
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 5, r.stderr
     assert "could not append to the journal" in r.stderr
+    assert (fleet.state / f"{t1}.meta").exists()
+    assert target.read_bytes() == b"keep\n"
+    r = fleet.fm("teardown", t1, "--no-journal")
+    assert r.returncode == 0, r.stderr
     assert target.read_bytes() == b"keep\n"
 
 
