@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 
 from fm_teardown.errors import Verdict
 from fm_teardown.ownership import (
-    Owner,
-    OwnerKind,
     claimed_by_other,
     current_owner,
     invalid_claimants,
@@ -31,6 +29,8 @@ from fm_teardown.plan import (
     Decision,
     Flags,
     LandedLike,
+    Owner,
+    OwnerKind,
     PoolReturn,
     Step,
     StepName,
@@ -40,7 +40,6 @@ from fm_teardown.scaffold import SCAFFOLD_PATHS
 from fm_teardown.sparing import (
     Blocker,
     NeverSignalled,
-    Spared,
     blocking_the_return,
     never_signalled,
     to_signal,
@@ -54,6 +53,7 @@ from fm_teardown.world import (
     PoolEntry,
     Proc,
     SlotFacts,
+    Spared,
 )
 
 __all__ = ["Decision", "Flags", "LandedLike", "PoolReturn", "Step", "decide"]

@@ -13,30 +13,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import TypeVar, overload
 
+from fm_teardown.plan import Owner, OwnerKind
 from fm_teardown.records import Fleet, Record
 from fm_teardown.values import value
 from fm_teardown.world import EndpointState, Observation, PoolEntry, Proc, SlotClaim
 
 T = TypeVar("T")
-
-
-class OwnerKind(StrEnum):
-    RECORD = "record"  # another task record claims the slot
-    LEASE = "lease"  # a pool lease on the slot
-    PROCESS = "process"  # an agent process of unknown task, `pid:<PID>`
-
-
-@value
-class Owner:
-    id: str
-    kind: OwnerKind
-    endpoint: EndpointState
-    live: bool
-    slot: str
-    why: str
 
 
 def lease_is_tasks(entry: PoolEntry, record: Record) -> bool:

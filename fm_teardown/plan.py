@@ -12,7 +12,6 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
 from fm_teardown.errors import Verdict
-from fm_teardown.ownership import Owner
 from fm_teardown.values import value
 from fm_teardown.world import EndpointState
 
@@ -21,6 +20,24 @@ if TYPE_CHECKING:
 
     from fm_teardown.records import Fleet
     from fm_teardown.world import Observation
+
+
+class OwnerKind(StrEnum):
+    RECORD = "record"  # another task record claims the slot
+    LEASE = "lease"  # a pool lease on the slot
+    PROCESS = "process"  # an agent process of unknown task, `pid:<PID>`
+
+
+@value
+class Owner:
+    """One owner of a slot, as `ownership.owners_of` finds it."""
+
+    id: str
+    kind: OwnerKind
+    endpoint: EndpointState
+    live: bool
+    slot: str
+    why: str
 
 
 class StepName(StrEnum):

@@ -13,41 +13,11 @@ its own ancestors are spared, and fm is one of them).
 
 from __future__ import annotations
 
-from enum import StrEnum
+from collections.abc import Mapping
 
+from fm_teardown.endpoint import is_tmux
 from fm_teardown.values import value
-from fm_teardown.world import Observation, Proc
-
-
-class Spared(StrEnum):
-    TMUX_SERVER = "tmux server"
-    TMUX = "tmux"
-    OTHER_ENDPOINT = "another task's endpoint"
-    OWN_PANE = "fm's own pane"
-    FM = "fm itself or its ancestor"
-
-
-@value
-class Why:
-    kind: Spared
-    task: str | None = None  # the task whose endpoint it is (OTHER_ENDPOINT)
-
-    def __str__(self) -> str:
-        return f"{self.task}'s endpoint" if self.task else str(self.kind)
-
-
-def spared_base(obs: Observation) -> dict[int, Why]:
-    """pid -> why fm never signals it: fm, its ancestors and its pane, computed once per
-    observation. tmux and other endpoints `NeverSignalled` asks per process."""
-    out: dict[int, Why] = {}
-    protected = obs.env.protected
-    for pane in obs.inventory.panes:
-        if pane.pane_pid in protected:
-            for proc in obs.processes.tree(pane.pane_pid):
-                out[proc.pid] = Why(Spared.OWN_PANE)
-    for pid in protected:
-        out[pid] = Why(Spared.FM)
-    return out
+from fm_teardown.world import Observation, Proc, Spared, Why
 
 
 class NeverSignalled:
@@ -60,14 +30,14 @@ class NeverSignalled:
 
     def __init__(self, obs: Observation, task: str, discarded: str | None) -> None:
         self._obs = obs
-        self._base: dict[int, Why] = obs.spared
+        self._base: Mapping[int, Why] = obs.spared
         self._mine = (task, discarded)
 
     def get(self, pid: int) -> Why | None:
         why = self._base.get(pid)
         if why is not None:
             return why
-        if self._obs.is_tmux(pid):
+        if _is_tmux(self._obs, pid):
             proc = self._obs.processes.procs.get(pid)
             server = pid in self._obs.inventory.server_pids or (
                 proc is not None and "server" in proc.name
@@ -86,6 +56,15 @@ class NeverSignalled:
         if why is None:
             raise KeyError(pid)
         return why
+
+
+def _is_tmux(obs: Observation, pid: int) -> bool:
+    """A tmux server (the listing's `#{pid}`) or a process named tmux. Asked per process
+    (only of the processes fm might signal), so argv[0] is read only for those."""
+    if pid in obs.inventory.server_pids:
+        return True
+    proc = obs.processes.procs.get(pid)
+    return proc is not None and is_tmux(proc.name, proc.argv0)
 
 
 def never_signalled(obs: Observation, task: str, discarded: str | None) -> NeverSignalled:

@@ -245,6 +245,23 @@ class TaskTmp:
     procs: tuple[Proc, ...] = ()  # every process whose cwd is inside it
 
 
+class Spared(StrEnum):
+    TMUX_SERVER = "tmux server"
+    TMUX = "tmux"
+    OTHER_ENDPOINT = "another task's endpoint"
+    OWN_PANE = "fm's own pane"
+    FM = "fm itself or its ancestor"
+
+
+@value
+class Why:
+    kind: Spared
+    task: str | None = None  # the task whose endpoint it is (OTHER_ENDPOINT)
+
+    def __str__(self) -> str:
+        return f"{self.task}'s endpoint" if self.task else str(self.kind)
+
+
 class LazyMap(Mapping[K, V]):
     """A mapping whose keys are known up front and whose values are worked out on first use.
 
@@ -370,22 +387,19 @@ class Observation:
         groups): every record sharing a slot reuses it, so the audit stays linear."""
         return {}
 
-    def is_tmux(self, pid: int) -> bool:
-        """A tmux server (the listing's `#{pid}`) or a process named tmux. Asked per process
-        (only of the processes fm might signal), so argv[0] is read only for those."""
-        from fm_teardown.endpoint import is_tmux
-
-        if pid in self.inventory.server_pids:
-            return True
-        proc = self.processes.procs.get(pid)
-        return proc is not None and is_tmux(proc.name, proc.argv0)
-
     @cached_property
-    def spared(self) -> dict[int, Any]:
-        """pid -> why fm never signals it (`sparing.Why`), for every task at once."""
-        from fm_teardown.sparing import spared_base
-
-        return spared_base(self)
+    def spared(self) -> Mapping[int, Why]:
+        """pid -> why fm never signals it: fm, its ancestors and its pane, computed once per
+        observation. tmux and other endpoints `sparing.NeverSignalled` asks per process."""
+        out: dict[int, Why] = {}
+        protected = self.env.protected
+        for pane in self.inventory.panes:
+            if pane.pane_pid in protected:
+                for proc in self.processes.tree(pane.pane_pid):
+                    out[proc.pid] = Why(Spared.OWN_PANE)
+        for pid in protected:
+            out[pid] = Why(Spared.FM)
+        return out
 
     @cached_property
     def endpoint_owner(self) -> Mapping[int, str]:

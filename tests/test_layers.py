@@ -1,0 +1,126 @@
+"""The import direction between the stages: model <- adapters <- observe <- decide <- act <-
+report <- top. A module imports only from its own stage and the stages before it, and every
+import counts: the ones at the top and the lazy ones inside functions alike (read with `ast`,
+never by importing). Two stricter rules: the model imports only the model, and decide imports
+neither the adapters nor act (it decides from values; what runs, runs elsewhere).
+
+A module's stage is its folder under `fm_teardown/` when that folder is a stage's name, else
+the `STAGE_OF` table below (the flat layout of today)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "fm_teardown"
+
+# The stages, in the order they may import each other: each may import the ones before it.
+STAGES = ("model", "adapters", "observe", "decide", "act", "report", "top")
+
+STAGE_OF = {
+    **dict.fromkeys(
+        (
+            "values",
+            "errors",
+            "plan",
+            "outcome",
+            "world",
+            "scaffold",
+            "paths",
+            "records",
+            "settings",
+        ),
+        "model",
+    ),
+    **dict.fromkeys(("tmux", "processes", "pool", "runner", "interrupts"), "adapters"),
+    **dict.fromkeys(
+        ("observe", "endpoint", "claim", "gitdir", "tasktmp", "gate", "landed"), "observe"
+    ),
+    **dict.fromkeys(("decide", "ownership", "sparing", "audit"), "decide"),
+    **dict.fromkeys(("act", "duties", "discard", "lock", "gitlock", "faults"), "act"),
+    **dict.fromkeys(("report", "human", "journal", "runbooks"), "report"),
+    **dict.fromkeys(
+        (
+            "__init__",
+            "__main__",
+            "cli",
+            "cli_values",
+            "pipeline",
+            "commands",
+            "firstmate",
+            "completion",
+            "standin",
+        ),
+        "top",
+    ),
+}
+
+# Imports a stage may never make, beyond the order above.
+FORBIDDEN = {
+    "model": set(STAGES) - {"model"},
+    "decide": {"adapters", "act"},
+}
+
+
+def module_name(path: Path) -> str:
+    """`fm_teardown/commands/demo.py` -> `fm_teardown.commands.demo`."""
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" and len(rel.parts) > 1 else rel.parts
+    return ".".join(parts)
+
+
+def stage_of(module: str) -> str:
+    """The stage of `fm_teardown.x[.y]`: its folder's, when the folder is a stage, else the
+    table's entry for its first part below the package."""
+    parts = module.split(".")[1:] or ["__init__"]
+    if len(parts) > 1 and parts[0] in STAGES:
+        return parts[0]
+    if parts[0] in STAGES:  # a stage folder's own __init__
+        return parts[0]
+    assert parts[0] in STAGE_OF, f"{module} has no stage: add it to STAGE_OF or a stage folder"
+    return STAGE_OF[parts[0]]
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every fm_teardown module `path` imports, wherever the import statement stands."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = module_name(path).rsplit(".", 0 if path.name == "__init__.py" else 1)[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")
+                up = up[: len(up) - node.level + 1]
+                base = ".".join([*up, base] if base else up)
+            # `from fm_teardown import act` imports the module act; `from x.y import Name`, x.y.
+            for alias in node.names:
+                candidate = f"{base}.{alias.name}"
+                sub = PACKAGE.parent / Path(*candidate.split("."))
+                out.add(candidate if sub.with_suffix(".py").exists() or sub.is_dir() else base)
+    return {m for m in out if m == "fm_teardown" or m.startswith("fm_teardown.")}
+
+
+def violations() -> list[str]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        here = module_name(path)
+        mine = stage_of(here)
+        for target in sorted(imports_of(path)):
+            theirs = stage_of(target)
+            if STAGES.index(theirs) > STAGES.index(mine) or theirs in FORBIDDEN.get(mine, ()):
+                found.append(f"{here} ({mine}) imports {target} ({theirs})")
+    return found
+
+
+def test_every_import_goes_from_a_later_stage_to_an_earlier_one() -> None:
+    assert violations() == []
+
+
+def test_the_scan_sees_imports_inside_functions_and_every_module_has_a_stage() -> None:
+    # The cli imports the commands only when one runs: the scan must still see it.
+    assert "fm_teardown.commands.teardown" in imports_of(PACKAGE / "cli.py")
+    for path in PACKAGE.rglob("*.py"):
+        stage_of(module_name(path))
