@@ -10,20 +10,22 @@ project). Then the slots claimed by more than one record, and the fleet's loose 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fm_teardown import finished
-from fm_teardown.decide import decide
+from fm_teardown.decide import decide_all
 from fm_teardown.endpoint import ProcessClass, classify
 from fm_teardown.errors import Verdict
 from fm_teardown.observe import observe, procs_by_slot
 from fm_teardown.ownership import lease_name, lease_task, live_of
 from fm_teardown.paths import ancestors
-from fm_teardown.plan import Decision, Flags
+from fm_teardown.plan import Flags
 from fm_teardown.records import (
     Fleet,
+    Record,
     own_record_problem,
     refused_record,
     shown,
@@ -79,30 +81,27 @@ def audit(settings: Settings, opts: finished.Options | None = None) -> Audit:
     obs = observe(settings, fleet)
     flags = Flags(dry_run=True)
     rows: dict[str, AuditRow] = {}
-    decisions: dict[str, Decision] = {}
+    usable: list[str] = []
     for task in fleet.task_ids:
         bad = _unusable(task, fleet)
         if bad is not None:
             why = f"refused ({bad.verdict}): {bad.headline}"
             rows[task] = replace(bad, finished=finished.Finished(False, why))
-            continue
-        decisions[task] = decide(task, fleet, obs, flags)
-    pending = [fleet.records[t] for t, d in decisions.items() if d.landed_pending]
-    facts: dict[str, LandedFacts] = {}
-    if pending:
+        else:
+            usable.append(task)
+
+    def gather(records: Sequence[Record]) -> Mapping[str, LandedFacts]:
         from fm_teardown.landed import check_many
 
-        facts = check_many(
-            pending,
+        return check_many(
+            list(records),
             settings.data_dir,
             fetch=False,
             fetch_timeout=settings.fetch_timeout,
             gh_bin=settings.gh_bin,
         )
-        for record in pending:
-            decisions[record.task_id] = decide(
-                record.task_id, fleet, obs, flags, landed=facts[record.task_id]
-            )
+
+    decisions, facts = decide_all(usable, fleet, obs, flags, gather)
     for task, d in decisions.items():
         ep = obs.endpoints[task]
         record = fleet.records[task]

@@ -1,16 +1,28 @@
 """The decision: verdict, reasons, owners and the ordered plan (CONTRACT §5, §6, §7a). Pure.
 
-`decide` reads only its arguments: no I/O, no clock, no randomness. It reads like CONTRACT §5:
-each rule is a helper below, in the contract's order, returning a refusal or nothing; the
-first refusal ends the decision with an empty plan.
+`decide` reads only its arguments: no I/O, no clock, no randomness. Each rule is a function
+`(Case) -> Ruling` below, listed in order in `RULES` (the rules of docs/behaviour.md, 1 to 5),
+which `decide` walks. A rule says nothing (None), or one `Ruling`:
+
+- `Refusal`: the decision ends with that verdict and an empty plan;
+- `Stale`: the slot is someone else's now; the decision ends cleaning only TASK's own window
+  and record;
+- `GoOn`: the decision goes on, with the reasons and warnings the rule adds;
+- `NeedsLanded`: rule 5 is reached without TASK's landed facts: `decide` returns `Unfinished`,
+  which nothing can act on; `decide_all` gathers the facts (git runs only now, on TASK's own
+  slot) and decides again. The one-task run and the audit both go through it.
+
+What several rules read (the owners, the discarded live owner, whether the slot is returned)
+is worked out once, on first use, by `Case`.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import cached_property
+from typing import TypeVar, overload
 
 from fm_teardown.errors import Verdict
 from fm_teardown.ownership import (
@@ -56,15 +68,70 @@ from fm_teardown.world import (
     Spared,
 )
 
-__all__ = ["Decision", "Flags", "LandedLike", "PoolReturn", "Step", "decide"]
+__all__ = [
+    "RULES",
+    "Case",
+    "Decision",
+    "Flags",
+    "GoOn",
+    "LandedLike",
+    "NeedsLanded",
+    "PoolReturn",
+    "Refusal",
+    "Ruling",
+    "Stale",
+    "Step",
+    "Unfinished",
+    "decide",
+    "decide_all",
+    "decide_with_landed",
+]
 
 
 @value
 class Refusal:
+    """The decision ends here: this verdict, an empty plan."""
+
     verdict: Verdict
     reasons: tuple[str, ...]
     hints: tuple[str, ...]
     headline: str  # the one reason that matters
+
+
+@value
+class GoOn:
+    """The decision goes on, and says why (reasons) or what to mind (warnings)."""
+
+    reasons: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+@value
+class Stale:
+    """The slot is someone else's now: the decision ends with only TASK's own endpoint and
+    record cleaned (rule 4)."""
+
+    reasons: tuple[str, ...]
+    warnings: tuple[str, ...]
+    owner: str  # whose slot it is now, as the headline names it
+
+
+@value
+class NeedsLanded:
+    """Rule 5 is reached and TASK's landed facts were not given."""
+
+
+# What a rule says: nothing (None: the decision goes on), or one of the above.
+Ruling = Refusal | GoOn | Stale | NeedsLanded | None
+
+
+@value
+class Unfinished:
+    """Rules 1-4 let TASK go on and rule 5 needs TASK's landed facts. The caller gathers them
+    (only now, so that git never runs on a slot that is somebody else's) and decides again
+    (`decide_all`). Not a Decision: nothing can act on it."""
+
+    task: str
 
 
 def _refusal(verdict: Verdict, lines: list[str], hints: list[str], headline: str) -> Refusal:
@@ -73,7 +140,9 @@ def _refusal(verdict: Verdict, lines: list[str], hints: list[str], headline: str
 
 @value
 class Case:
-    """What every rule reads: TASK, its record, slot and endpoint, and the world observed."""
+    """What every rule reads: TASK, its record, slot and endpoint, the world observed, and
+    (rule 5) TASK's landed facts when they were gathered. The properties below are worked out
+    from these on first use (pure, each once per decision)."""
 
     task: str
     record: Record
@@ -83,111 +152,172 @@ class Case:
     slot: str
     endpoint: Endpoint
     facts: SlotFacts
+    landed: LandedLike | None = None
 
     @staticmethod
-    def of(task: str, fleet: Fleet, obs: Observation, flags: Flags) -> Case:
+    def of(
+        task: str, fleet: Fleet, obs: Observation, flags: Flags, landed: LandedLike | None = None
+    ) -> Case:
         slot = obs.slot_of[task]
         return Case(
-            task, fleet.records[task], fleet, obs, flags, slot, obs.endpoints[task], obs.slots[slot]
+            task,
+            fleet.records[task],
+            fleet,
+            obs,
+            flags,
+            slot,
+            obs.endpoints[task],
+            obs.slots[slot],
+            landed,
+        )
+
+    @cached_property
+    def owners(self) -> Sequence[Owner]:
+        return owners_of(self.task, self.fleet, self.obs)
+
+    @cached_property
+    def discarded(self) -> str | None:
+        """The one live owner that --force --discard-live-owner names, when it does."""
+        live = live_of(self.owners)
+        wanted = self.flags.discard_live_owner
+        if wanted is not None and self.flags.force and len(live) == 1 and live[0].id == wanted:
+            return wanted
+        return None
+
+    @cached_property
+    def spared(self) -> NeverSignalled:
+        return never_signalled(self.obs, self.task, self.discarded)
+
+    @cached_property
+    def not_returned(self) -> str | None:
+        """Why the plan neither ends the slot's processes nor returns it (None: it does)."""
+        if not self.facts.exists:
+            return f"slot directory {self.slot} no longer exists: processes and pool steps skipped"
+        entry = self.facts.pool.entry
+        assert entry is not None  # pool_not_ready refused otherwise
+        recorded_lease = self.record.lease_id is not None or self.record.lease_holder is not None
+        if not entry.leased and recorded_lease and self.discarded is None:
+            return (
+                "the pool shows no lease on the slot although the record names one: it was "
+                "already returned; processes and pool steps skipped"
+            )
+        return None
+
+    @property
+    def returns_slot(self) -> bool:
+        return self.not_returned is None
+
+    @property
+    def work_to_check(self) -> bool:
+        """Rule 5 applies: a slot that no longer exists has nothing left to lose (a scout's
+        or secondmate's work is not in its slot)."""
+        return self.record.kind in ("scout", "secondmate") or self.facts.exists
+
+    @property
+    def work(self) -> LandedLike | None:
+        """TASK's landed facts, when rule 5 applies (None: it does not)."""
+        return self.landed if self.work_to_check else None
+
+    @property
+    def saves_work(self) -> bool:
+        """--force discards unlanded work: a ship's is saved first, when its slot exists."""
+        work = self.work
+        return (
+            work is not None
+            and not work.landed
+            and self.flags.force
+            and self.record.kind == "ship"
+            and self.facts.exists
         )
 
 
-@dataclass
-class Draft:
-    """What a decision that goes on collects on its way through the rules."""
-
-    reasons: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+Rule = Callable[[Case], Ruling]
 
 
+@overload
+def decide(
+    task: str, fleet: Fleet, obs: Observation, flags: Flags, landed: LandedLike
+) -> Decision: ...
+@overload
+def decide(
+    task: str, fleet: Fleet, obs: Observation, flags: Flags, landed: None = None
+) -> Decision | Unfinished: ...
 def decide(
     task: str,
     fleet: Fleet,
     obs: Observation,
     flags: Flags,
     landed: LandedLike | None = None,
-) -> Decision:
-    c = Case.of(task, fleet, obs, flags)
-    draft = Draft()
-    for name, why in fleet.strays:
-        if name.endswith(".meta"):
-            draft.warnings.append(f"{name} in the state dir: {why}; not counted as an owner")
+) -> Decision | Unfinished:
+    """Walk `RULES` in order: the first refusal (or stale slot) ends the decision; a rule
+    that needs TASK's landed facts when they were not given ends it `Unfinished`; past the
+    last rule, TASK's slot is TASK's to tear down and the plan is built."""
+    c = Case.of(task, fleet, obs, flags, landed)
+    reasons: list[str] = []
+    warnings: list[str] = []
+    for number, rule in RULES:
+        ruling = rule(c)
+        if isinstance(ruling, Refusal):
+            return refuse(c, ruling, c.owners if number >= 3 else ())
+        if isinstance(ruling, NeedsLanded):
+            return Unfinished(task)
+        if isinstance(ruling, Stale):
+            return _stale(c, [*reasons, *ruling.reasons], [*warnings, *ruling.warnings], ruling)
+        if isinstance(ruling, GoOn):
+            reasons += ruling.reasons
+            warnings += ruling.warnings
+    return _proceed(c, reasons, warnings)
 
-    # Rule 1: an unsafe record or environment (TASK's own record was validated on loading).
-    refusal = (
-        invalid_claimant(c) or unreadable_claim(c) or unsafe_tasktmp(c) or unwritable_state_dir(c)
-    )
-    # Rule 2: never reset a tree the pool does not own; never kill the window fm runs in.
-    refusal = refusal or protected_root(c) or inside_own_window(c)
-    if refusal:
-        return refuse(c, refusal)
 
-    # Rule 3: another live owner (lifted only by --force --discard-live-owner=<that owner>).
-    owners = owners_of(task, fleet, obs)
-    refusal, discarded = live_owner(c, owners, draft)
-    if refusal:
-        return refuse(c, refusal, owners)
-    if c.endpoint.state == EndpointState.ALIVE:
-        draft.reasons.append(
-            f"own endpoint is alive ({c.endpoint.detail}); a task's own pane never blocks"
-        )
+# Rule 5's facts, of whatever richer type the caller gathers (the audit's `LandedFacts`).
+L = TypeVar("L", bound=LandedLike)
 
-    # Rule 4: other owners, none live: a slot that is now someone else's is stale for TASK.
-    stale = stale_slot(c, owners, discarded, draft)
-    if stale is not None:
-        return stale
 
-    # The pool must be able to return the slot, and the slot must be a tree of its own.
-    refusal = pool_not_ready(c) or foreign_git_dir(c)
-    if refusal:
-        return refuse(c, refusal, owners)
-    spared = never_signalled(obs, task, discarded)
-    returns_slot, skip = slot_will_be_returned(c, discarded, draft)
-    refusal = never_signalled_in_slot(c, spared) if returns_slot else None
-    if refusal:
-        return refuse(c, refusal, owners)
+def decide_all(
+    tasks: Iterable[str],
+    fleet: Fleet,
+    obs: Observation,
+    flags: Flags,
+    gather: Callable[[Sequence[Record]], Mapping[str, L]],
+) -> tuple[dict[str, Decision], Mapping[str, L]]:
+    """The two-pass protocol for rule 5, once: decide every task; for those left
+    `Unfinished`, gather the landed facts in one call (`gather`: the records that reached
+    rule 5 -> their facts by task id) and decide them again. The decisions, and the facts
+    gathered."""
+    first = {task: decide(task, fleet, obs, flags) for task in tasks}
+    pending = [fleet.records[t] for t, d in first.items() if isinstance(d, Unfinished)]
+    facts: Mapping[str, L] = gather(pending) if pending else {}
+    decisions = {
+        task: d if isinstance(d, Decision) else decide(task, fleet, obs, flags, facts[task])
+        for task, d in first.items()
+    }
+    return decisions, facts
 
-    # Rule 5: TASK's own work (a slot that no longer exists has nothing left to lose).
-    if not (c.record.kind in ("scout", "secondmate") or c.facts.exists):
-        landed = None
-    elif landed is None:
-        return _proceed(c, draft, owners, (), landed_pending=True)
-    refusal, save = unlanded(c, landed, discarded, draft)
-    refusal = refusal or live_children(c, returns_slot, draft)
-    if refusal:
-        return refuse(c, refusal, owners)
-    unsupported_duty(c, draft)
 
-    pool_return = _pool_return(c.facts.pool.entry) if returns_slot else None
-    save_as = discarded if discarded is not None and discarded in fleet.records else task
-    branch = _branch(landed) if returns_slot and discarded is None else None
-    claim = c.facts.claim
-    own_claim = claim.path if returns_slot and claim is not None and claim.task == task else None
-    plan = _plan(c, spared, returns_slot, pool_return, save_as if save else None, branch, own_claim)
-    if discarded is not None and obs.slot_of.get(discarded) == c.slot:
-        draft.warnings.append(
-            f"{discarded}'s record is kept and its window is not killed by name; "
-            f"it now names a returned slot"
-        )
-    return _proceed(
-        c,
-        draft,
-        owners,
-        plan,
-        pool_return=pool_return,
-        discarded_owner=discarded,
-        save_discarded=save,
-        save_as=save_as if save else None,
-        end_processes=returns_slot,
-        skip_reason=skip,
-        notes=landed.notes if landed is not None else (),
-        headline=_proceed_headline(c, landed, skip, discarded),
-        branch=branch,
-        own_claim=own_claim,
-    )
+def decide_with_landed(
+    task: str,
+    fleet: Fleet,
+    obs: Observation,
+    flags: Flags,
+    gather: Callable[[Sequence[Record]], Mapping[str, L]],
+) -> tuple[Decision, L | None]:
+    """`decide_all` for one task: its decision, and its landed facts if rule 5 was reached."""
+    decisions, facts = decide_all([task], fleet, obs, flags, gather)
+    return decisions[task], facts.get(task)
 
 
 # -- the rules, in contract order ---------------------------------------------------------------
+
+
+def stray_records(c: Case) -> GoOn | None:
+    """Files in the state dir that look like records but are not (a `.meta` that is not a
+    record's): said, never counted as owners."""
+    strays = [
+        f"{name} in the state dir: {why}; not counted as an owner"
+        for name, why in c.fleet.strays
+        if name.endswith(".meta")
+    ]
+    return GoOn(warnings=tuple(strays)) if strays else None
 
 
 def invalid_claimant(c: Case) -> Refusal | None:
@@ -309,22 +439,27 @@ def inside_own_window(c: Case) -> Refusal | None:
     )
 
 
-def live_owner(c: Case, owners: Sequence[Owner], draft: Draft) -> tuple[Refusal | None, str | None]:
-    """(the refusal, None), or (None, the live owner discarded by name), or (None, None)."""
-    live = live_of(owners)
+def live_owner(c: Case) -> Refusal | GoOn | None:
+    """Rule 3: another live owner refuses, unless --force --discard-live-owner names it (the
+    only live owner): then it is discarded (`Case.discarded`)."""
+    live = live_of(c.owners)
     wanted = c.flags.discard_live_owner
     if not live:
         if wanted is not None:
-            draft.warnings.append(
-                f"--discard-live-owner={wanted}: the slot has no live owner; the flag has no effect"
+            return GoOn(
+                warnings=(
+                    f"--discard-live-owner={wanted}: the slot has no live owner; the flag has "
+                    "no effect",
+                )
             )
-        return None, None
-    if wanted is not None and c.flags.force and len(live) == 1 and live[0].id == wanted:
-        draft.warnings.append(
-            f"discarding live owner {wanted} as asked (--force --discard-live-owner): its "
-            "processes in the slot will be ended and the slot returned"
+        return None
+    if c.discarded is not None:
+        return GoOn(
+            warnings=(
+                f"discarding live owner {wanted} as asked (--force --discard-live-owner): its "
+                "processes in the slot will be ended and the slot returned",
+            )
         )
-        return None, wanted
     names = ", ".join(o.id for o in live)
     lines = [f"REFUSED: slot {c.slot} is owned by another live task: {names}; nothing was changed"]
     lines += [f"{o.id} ({o.kind}, endpoint {o.endpoint}): {o.why}" for o in live]
@@ -359,14 +494,22 @@ def live_owner(c: Case, owners: Sequence[Owner], draft: Draft) -> tuple[Refusal 
             f"are ended and the tree is reset{saved}): "
             f"fm teardown {c.task} --force --discard-live-owner={live[0].id}"
         )
-    return _refusal(Verdict.LIVE_OWNER, lines, hints, _owners_headline(live)), None
+    return _refusal(Verdict.LIVE_OWNER, lines, hints, _owners_headline(live))
 
 
-def stale_slot(
-    c: Case, owners: Sequence[Owner], discarded: str | None, draft: Draft
-) -> Decision | None:
-    """Other claimants, none live: whose slot is it now? If not TASK's (or it cannot be told),
-    the slot is stale: only TASK's own endpoint and record are cleaned."""
+def own_endpoint_alive(c: Case) -> GoOn | None:
+    """TASK's own live endpoint is what the teardown ends: it never blocks."""
+    if c.endpoint.state != EndpointState.ALIVE:
+        return None
+    return GoOn(
+        reasons=(f"own endpoint is alive ({c.endpoint.detail}); a task's own pane never blocks",)
+    )
+
+
+def stale_slot(c: Case) -> Stale | GoOn | None:
+    """Rule 4: other claimants, none live: whose slot is it now? If not TASK's (or it cannot
+    be told), the slot is stale: only TASK's own endpoint and record are cleaned."""
+    discarded = c.discarded
     others = other_claimants(c.task, c.fleet, c.obs)
     entry = c.facts.pool.entry
     holder = (
@@ -381,35 +524,25 @@ def stale_slot(
         others = others.plus(claim.task)  # so is a slot claim naming another task (§10)
     stale_others = others if discarded is None else [o for o in others if o != discarded]
     if not stale_others or discarded is not None:
-        if not others and not any(o.live for o in owners):
-            draft.reasons.append(f"{c.task} is the only claimant of slot {c.slot}")
+        if not others and not any(o.live for o in c.owners):
+            return GoOn(reasons=(f"{c.task} is the only claimant of slot {c.slot}",))
         return None
     cur = current_owner(c.task, c.fleet, c.obs, stale_others)
     names = _listed(stale_others)
     claim_s = "claims" if len(stale_others) == 1 else "claim"
     if cur.is_task:
-        draft.reasons.append(f"{names} also {claim_s} the slot but none is live; {cur.why}")
-        draft.warnings.append(f"{names}'s record(s) will name a returned slot")
-        return None
+        return GoOn(
+            reasons=(f"{names} also {claim_s} the slot but none is live; {cur.why}",),
+            warnings=(f"{names}'s record(s) will name a returned slot",),
+        )
     who = cur.owner or _listed(stale_others, " / ")
-    draft.warnings.append(
-        f"slot {c.slot} is stale for {c.task}: it belongs to {who} ({cur.why}); "
-        "the tree, its processes and the pool slot are left alone"
-    )
-    draft.reasons.append(f"stale slot: {names} also {claim_s} it, none is live; {cur.why}")
-    return Decision(
-        c.task,
-        Verdict.STALE,
-        tuple(draft.reasons),
-        owners,
-        (_endpoint_step(c.record, c.endpoint), *_record_steps(c.record)),
-        warnings=tuple(draft.warnings),
-        slot=c.slot,
-        endpoint=c.endpoint.state,
-        skip_reason="stale slot: left to its current owner",
-        project=c.record.project,
-        pool=_pool_dir(c),
-        headline=f"the slot belongs to {who} now: only {c.task}'s window and record are cleared",
+    return Stale(
+        reasons=(f"stale slot: {names} also {claim_s} it, none is live; {cur.why}",),
+        warnings=(
+            f"slot {c.slot} is stale for {c.task}: it belongs to {who} ({cur.why}); "
+            "the tree, its processes and the pool slot are left alone",
+        ),
+        owner=who,
     )
 
 
@@ -467,29 +600,18 @@ def foreign_git_dir(c: Case) -> Refusal | None:
     )
 
 
-def slot_will_be_returned(c: Case, discarded: str | None, draft: Draft) -> tuple[bool, str | None]:
-    """(whether the plan ends the slot's processes and returns it, why not if not)."""
-    if not c.facts.exists:
-        reason = f"slot directory {c.slot} no longer exists: processes and pool steps skipped"
-        draft.reasons.append(reason)
-        return False, reason
-    entry = c.facts.pool.entry
-    assert entry is not None  # pool_not_ready refused otherwise
-    recorded_lease = c.record.lease_id is not None or c.record.lease_holder is not None
-    if not entry.leased and recorded_lease and discarded is None:
-        reason = (
-            "the pool shows no lease on the slot although the record names one: it was "
-            "already returned; processes and pool steps skipped"
-        )
-        draft.reasons.append(reason)
-        return False, reason
-    return True, None
+def slot_not_returned(c: Case) -> GoOn | None:
+    """A slot that is gone, or that the pool already took back, is neither emptied of its
+    processes nor returned (`Case.not_returned`)."""
+    return GoOn(reasons=(c.not_returned,)) if c.not_returned is not None else None
 
 
-def never_signalled_in_slot(c: Case, spared: NeverSignalled) -> Refusal | None:
+def never_signalled_in_slot(c: Case) -> Refusal | None:
     """The pool's return ends every process in the slot: what fm must never end may not be
     there (a tmux server would take every window of the fleet with it)."""
-    blocked = blocking_the_return(c.facts.procs, spared)
+    if not c.returns_slot:
+        return None
+    blocked = blocking_the_return(c.facts.procs, c.spared)
     if not blocked:
         return None
     return _refusal(
@@ -503,27 +625,29 @@ def never_signalled_in_slot(c: Case, spared: NeverSignalled) -> Refusal | None:
     )
 
 
-def unlanded(
-    c: Case, landed: LandedLike | None, discarded: str | None, draft: Draft
-) -> tuple[Refusal | None, bool]:
-    """Rule 5: (the refusal, False), or (None, whether --force saves the work first)."""
+def unlanded(c: Case) -> Refusal | GoOn | NeedsLanded | None:
+    """Rule 5: TASK's own work must be landed, or --force discards it (`Case.saves_work`: a
+    ship's is saved first)."""
+    if not c.work_to_check:
+        return None  # nothing left to check: the slot is gone
+    landed = c.landed
     if landed is None:
-        return None, False  # nothing left to check: the slot is gone
+        return NeedsLanded()
     if landed.landed:
-        draft.reasons.append(f"own work: {landed.summary}")
-        return None, False
+        return GoOn(reasons=(f"own work: {landed.summary}",))
     if c.flags.force:
+        discarded = c.discarded
         if discarded is not None and discarded in c.fleet.records:
             # The slot now holds the discarded live owner's work, not TASK's (§7a).
-            draft.warnings.append(
-                f"--force --discard-live-owner: discarding {discarded}'s unlanded work in "
-                f"the slot ({landed.summary})"
+            return GoOn(
+                warnings=(
+                    f"--force --discard-live-owner: discarding {discarded}'s unlanded work "
+                    f"in the slot ({landed.summary})",
+                )
             )
-        else:
-            draft.warnings.append(
-                f"--force: discarding {c.task}'s own unlanded work ({landed.summary})"
-            )
-        return None, c.record.kind == "ship" and c.facts.exists
+        return GoOn(
+            warnings=(f"--force: discarding {c.task}'s own unlanded work ({landed.summary})",)
+        )
     lines = [f"REFUSED: {c.task}'s own work is not landed: {landed.summary}; nothing was changed"]
     untracked = set(landed.untracked)
     lines += [f"{'untracked' if p in untracked else 'uncommitted'}: {p}" for p in landed.dirty]
@@ -551,10 +675,10 @@ def unlanded(
             f"refs/fm/discarded/{c.task}/<time>; `fm restore {c.task}` brings it back)",
         ],
         f"{c.task}'s own work would be lost: {landed.summary}",
-    ), False
+    )
 
 
-def live_children(c: Case, returns_slot: bool, draft: Draft) -> Refusal | None:
+def live_children(c: Case) -> Refusal | GoOn | None:
     """A secondmate torn down with --force: its home's task records go with the home (the
     return resets it). A child whose endpoint is live is still working: fm does not strand
     it, not even with --force. The others' records are named as going."""
@@ -583,15 +707,18 @@ def live_children(c: Case, returns_slot: bool, draft: Draft) -> Refusal | None:
             ],
             f"secondmate {c.task}'s home has a live task: {names}",
         )
-    if kids and returns_slot:
-        draft.warnings.append(
-            f"--force: the records in {c.task}'s home ({', '.join(kids)}) go with the home; "
-            "their slots are left as they are (`fm teardown --dry-run` lists orphans)"
+    if kids and c.returns_slot:
+        return GoOn(
+            warnings=(
+                f"--force: the records in {c.task}'s home ({', '.join(kids)}) go with the "
+                "home; their slots are left as they are (`fm teardown --dry-run` lists "
+                "orphans)",
+            )
         )
     return None
 
 
-def unsupported_duty(c: Case, draft: Draft) -> None:
+def unsupported_duty(c: Case) -> GoOn | None:
     """A duty of firstmate's script that fm does not carry: removing a secondmate's home that
     is not its slot. The teardown itself is complete without it (the slot is returned, the
     record cleared) and refusing would strand the record, so it goes on, saying plainly what
@@ -602,10 +729,57 @@ def unsupported_duty(c: Case, draft: Draft) -> None:
         c.slot,
     )
     if c.record.kind == "secondmate" and not same:
-        draft.warnings.append(
-            f"{c.task} is a secondmate whose home {home} is not its slot: fm does not remove "
-            "a secondmate home (firstmate's script did); remove it by hand once nothing uses it"
+        return GoOn(
+            warnings=(
+                f"{c.task} is a secondmate whose home {home} is not its slot: fm does not "
+                "remove a secondmate home (firstmate's script did); remove it by hand once "
+                "nothing uses it",
+            )
         )
+    return None
+
+
+def discarded_record_kept(c: Case) -> GoOn | None:
+    """The discarded live owner's record stays: it names a slot that is returned."""
+    if c.discarded is None or c.obs.slot_of.get(c.discarded) != c.slot:
+        return None
+    return GoOn(
+        warnings=(
+            f"{c.discarded}'s record is kept and its window is not killed by name; "
+            f"it now names a returned slot",
+        )
+    )
+
+
+# The rules in order, each with the contract rule it belongs to. `decide` walks them; a
+# refusal from rule 3 on names the slot's owners.
+RULES: tuple[tuple[int, Rule], ...] = (
+    # Rule 1: an unsafe record or environment (TASK's own record was validated on loading).
+    (1, stray_records),
+    (1, invalid_claimant),
+    (1, unreadable_claim),
+    (1, unsafe_tasktmp),
+    (1, unwritable_state_dir),
+    # Rule 2: never reset a tree the pool does not own; never kill the window fm runs in.
+    (2, protected_root),
+    (2, inside_own_window),
+    # Rule 3: another live owner (lifted only by --force --discard-live-owner=<that owner>).
+    (3, live_owner),
+    (3, own_endpoint_alive),
+    # Rule 4: other owners, none live: a slot that is now someone else's is stale for TASK.
+    (4, stale_slot),
+    # The pool must be able to return the slot, and the slot must be a tree of its own; what
+    # the return would end must be fm's to end.
+    (4, pool_not_ready),
+    (4, foreign_git_dir),
+    (4, slot_not_returned),
+    (4, never_signalled_in_slot),
+    # Rule 5: TASK's own work.
+    (5, unlanded),
+    (5, live_children),
+    (5, unsupported_duty),
+    (5, discarded_record_kept),
+)
 
 
 # -- building the decision ----------------------------------------------------------------------
@@ -632,42 +806,55 @@ def refuse(c: Case, refusal: Refusal, owners: Sequence[Owner] = ()) -> Decision:
     )
 
 
-def _proceed(
-    c: Case,
-    draft: Draft,
-    owners: Sequence[Owner],
-    plan: tuple[Step, ...],
-    *,
-    landed_pending: bool = False,
-    pool_return: PoolReturn | None = None,
-    discarded_owner: str | None = None,
-    save_discarded: bool = False,
-    save_as: str | None = None,
-    end_processes: bool = False,
-    skip_reason: str | None = None,
-    notes: tuple[str, ...] = (),
-    headline: str = "",
-    branch: BranchDelete | None = None,
-    own_claim: str | None = None,
-) -> Decision:
+def _stale(c: Case, reasons: list[str], warnings: list[str], stale: Stale) -> Decision:
+    """A stale slot: only TASK's own endpoint and record are cleaned."""
+    return Decision(
+        c.task,
+        Verdict.STALE,
+        tuple(reasons),
+        c.owners,
+        (_endpoint_step(c.record, c.endpoint), *_record_steps(c.record)),
+        warnings=tuple(warnings),
+        slot=c.slot,
+        endpoint=c.endpoint.state,
+        skip_reason="stale slot: left to its current owner",
+        project=c.record.project,
+        pool=_pool_dir(c),
+        headline=(
+            f"the slot belongs to {stale.owner} now: only {c.task}'s window and record are cleared"
+        ),
+    )
+
+
+def _proceed(c: Case, reasons: list[str], warnings: list[str]) -> Decision:
+    """Past every rule: TASK's slot is TASK's to tear down."""
+    discarded, returns_slot, landed = c.discarded, c.returns_slot, c.work
+    pool_return = _pool_return(c.facts.pool.entry) if returns_slot else None
+    save_as = (
+        (discarded if discarded is not None and discarded in c.fleet.records else c.task)
+        if c.saves_work
+        else None
+    )
+    branch = _branch(landed) if returns_slot and discarded is None else None
+    claim = c.facts.claim
+    own_claim = claim.path if returns_slot and claim is not None and claim.task == c.task else None
     return Decision(
         c.task,
         Verdict.PROCEED,
-        tuple(draft.reasons),
-        owners,
-        plan,
-        warnings=tuple(draft.warnings),
+        tuple(reasons),
+        c.owners,
+        _plan(c, c.spared, returns_slot, pool_return, save_as, branch, own_claim),
+        warnings=tuple(warnings),
         slot=c.slot,
         endpoint=c.endpoint.state,
         pool_return=pool_return,
-        discarded_owner=discarded_owner,
-        save_discarded=save_discarded,
+        discarded_owner=discarded,
+        save_discarded=c.saves_work,
         save_as=save_as,
-        landed_pending=landed_pending,
-        end_processes=end_processes,
-        skip_reason=skip_reason,
-        notes=notes,
-        headline=headline,
+        end_processes=returns_slot,
+        skip_reason=c.not_returned,
+        notes=landed.notes if landed is not None else (),
+        headline=_proceed_headline(c, landed, c.not_returned, discarded),
         branch=branch,
         own_claim=own_claim,
         project=c.record.project,

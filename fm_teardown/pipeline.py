@@ -7,11 +7,10 @@ this module; `commands` journals and renders what `teardown` returns.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from fm_teardown import fingerprint
-from fm_teardown.decide import decide
+from fm_teardown import decide, fingerprint
 from fm_teardown.errors import FmError, Verdict
 from fm_teardown.observe import assemble, observe
 from fm_teardown.outcome import Outcome
@@ -76,19 +75,19 @@ def decide_with_landed(
     fetch: bool | None = None,
     facts: list[LandedLike] | None = None,
 ) -> Decision:
-    """Decide; if rule 5 is reached, gather TASK's landed facts and decide again.
+    """Decide; if rule 5 is reached, TASK's landed facts are gathered and it decides again.
 
     A real run fetches the default branch first (`fetch` None means: unless it is a dry run).
     The facts gathered are appended to `facts` when given.
     """
-    decision = decide(task, fleet, obs, flags)
-    if decision.landed_pending:
-        found = landed_facts(
-            settings, fleet.records[task], fetch=(not flags.dry_run) if fetch is None else fetch
-        )
-        if facts is not None:
-            facts.append(found)
-        decision = decide(task, fleet, obs, flags, landed=found)
+    fetching = (not flags.dry_run) if fetch is None else fetch
+
+    def gather(records: Sequence[Record]) -> dict[str, LandedLike]:
+        return {r.task_id: landed_facts(settings, r, fetch=fetching) for r in records}
+
+    decision, found = decide.decide_with_landed(task, fleet, obs, flags, gather)
+    if facts is not None and found is not None:
+        facts.append(found)
     return decision
 
 

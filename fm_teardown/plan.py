@@ -145,9 +145,6 @@ class Decision:
     save_discarded: bool = False
     # Whose work the save holds: TASK's own, or the discarded live owner's (§7a).
     save_as: str | None = None
-    # True while rule 5 still has to be checked: the caller gathers TASK's landed facts (only
-    # now, so that git never runs on a slot that is somebody else's) and decides again.
-    landed_pending: bool = False
     end_processes: bool = False
     # Why the processes and pool steps do not touch the slot (a stale slot, a slot that is
     # gone or already returned), when they do not.

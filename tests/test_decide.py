@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from fm_teardown.decide import Decision, Flags, decide
+from fm_teardown.decide import Decision, Flags, Unfinished, decide
 from fm_teardown.errors import ExitCode, Verdict
 from fm_teardown.observe import assemble
 from fm_teardown.paths import is_within
@@ -278,7 +278,9 @@ class World:
         landed: Landed | None = LANDED,
     ) -> Decision:
         fleet, obs = self.build()
-        return decide(task, fleet, obs, Flags(force=force, discard_live_owner=discard), landed)
+        d = decide(task, fleet, obs, Flags(force=force, discard_live_owner=discard), landed)
+        assert isinstance(d, Decision), d  # not Unfinished: rule 5's facts are given
+        return d
 
 
 def _entry(slot: str) -> PoolEntry:
@@ -1056,7 +1058,6 @@ def test_decide_table(name: str) -> None:
             assert owner in d.reasons[0]
     for word in case.mentions:
         assert word in text(d), f"{word!r} not in {text(d)!r}"
-    assert not d.landed_pending
 
 
 # -- details the table does not show ---------------------------------------------------------
@@ -1222,16 +1223,14 @@ def test_unlanded_force_is_saved_and_says_so() -> None:
     assert any("--force" in w for w in d.warnings)
 
 
-def test_landed_pending_without_landed_facts() -> None:
+def test_unfinished_without_landed_facts() -> None:
     """Rule 5 is asked for only once rules 1-4 let TASK go on (git runs on TASK's slot only)."""
-    d = World().task("a").decide("a", landed=None)
-    assert d.landed_pending
+    fleet, obs = World().task("a").build()
+    assert decide("a", fleet, obs, Flags()) == Unfinished("a")
     d = World().task("a").task("b", endpoint="alive").decide("a", landed=None)
     assert d.verdict == Verdict.LIVE_OWNER
-    assert not d.landed_pending
     d = World().task("a", mtime_ns=1).task("b", mtime_ns=2).decide("a", landed=None)
     assert d.verdict == Verdict.STALE
-    assert not d.landed_pending
 
 
 def test_decide_is_deterministic() -> None:
@@ -1323,8 +1322,10 @@ class RealWorld:
             dict(self.procs), children={k: tuple(v) for k, v in self.children.items()}
         )
         obs = assemble(self.settings(), fleet, inventory, table)
-        landed = kw.pop("landed", LANDED)
-        return decide(task, fleet, obs, Flags(**kw), landed)  # type: ignore[arg-type]
+        landed: Any = kw.pop("landed", LANDED)
+        d = decide(task, fleet, obs, Flags(**kw), landed)  # type: ignore[arg-type]
+        assert isinstance(d, Decision), d
+        return d
 
 
 @pytest.fixture
@@ -1606,3 +1607,18 @@ def test_records_sharing_one_slot_are_decided_in_linear_work(
     d = decide("r000", fleet, obs, Flags(dry_run=True), LANDED)
     assert d.verdict == Verdict.STALE and "belongs to r299" in text(d)
     assert f"and {k - 1 - 10} more" in text(d) and "r250" not in text(d)
+
+
+def test_the_rules_are_one_table_of_functions_of_the_case_in_rule_order() -> None:
+    """A maintainer finds each rule by name in `decide.RULES`, in the order they apply."""
+    import inspect
+
+    from fm_teardown import decide as decide_module
+
+    numbers = [n for n, _ in decide_module.RULES]
+    assert numbers == sorted(numbers) and set(numbers) == {1, 2, 3, 4, 5}
+    names = [rule.__name__ for _, rule in decide_module.RULES]
+    for name in ("live_owner", "stale_slot", "never_signalled_in_slot", "unlanded"):
+        assert name in names
+    for _, rule in decide_module.RULES:
+        assert list(inspect.signature(rule).parameters) == ["c"], rule.__name__
