@@ -19,7 +19,7 @@ from fm_teardown import finished
 from fm_teardown.decide import decide_all
 from fm_teardown.endpoint import ProcessClass, classify
 from fm_teardown.errors import Verdict
-from fm_teardown.observe import observe, procs_by_slot
+from fm_teardown.observe import observe, procs_by_slot, ready
 from fm_teardown.ownership import lease_name, lease_task, live_of
 from fm_teardown.paths import ancestors
 from fm_teardown.plan import Flags
@@ -89,6 +89,7 @@ def audit(settings: Settings, opts: finished.Options | None = None) -> Audit:
             rows[task] = replace(bad, finished=finished.Finished(False, why))
         else:
             usable.append(task)
+    ready(obs, fleet, usable)
 
     def gather(records: Sequence[Record]) -> Mapping[str, LandedFacts]:
         from fm_teardown.landed import check_many

@@ -89,10 +89,66 @@ def self_and_ancestors(table: ProcessTable) -> frozenset[int]:
 
 
 def observe(
-    settings: Settings, fleet: Fleet, remembered: Mapping[str, tuple[Proc, ...]] | None = None
+    settings: Settings,
+    fleet: Fleet,
+    remembered: Mapping[str, tuple[Proc, ...]] | None = None,
+    *,
+    deciding: Iterable[str] = (),
 ) -> Observation:
+    """One pass over the world, with what deciding each task of `deciding` reads worked out
+    (`ready`)."""
     inventory, table = settled_scans(settings)
-    return assemble(settings, fleet, inventory, table, remembered)
+    return ready(assemble(settings, fleet, inventory, table, remembered), fleet, deciding)
+
+
+def ready(obs: Observation, fleet: Fleet, deciding: Iterable[str]) -> Observation:
+    """Work out now everything deciding each task of `deciding` reads, so that `decide` reads
+    values only (no stat, no file, no /proc): TASK's slot facts, tasktmp and endpoint; the
+    endpoints of every task that may own the slot (the records claiming it or a slot nested
+    with it, the records the pool's lease or the slot claim names, the tasks whose endpoints
+    have processes working there) and of a secondmate's child tasks; argv[0] of every
+    process decide may classify or name. One task's dry run still pays for its own slot and
+    its possible owners only; the tasks sharing a slot share its work (the audit stays
+    linear)."""
+    procs = obs.processes.procs
+    by_id, by_holder = fleet.by_lease
+    owners: set[str] = set()
+    slots_done: set[str] = set()
+    for task in deciding:
+        owners.add(task)
+        tmp = obs.tasktmp.get(task)
+        for proc in tmp.procs if tmp is not None else ():
+            proc.argv0  # noqa: B018 - classified (tmux?) and named
+        if fleet.records[task].kind == "secondmate":
+            owners.update(k for k in fleet.children if k.startswith(f"{task}/"))
+        slot = obs.slot_of[task]
+        if slot in slots_done:
+            continue
+        slots_done.add(slot)
+        facts = obs.slots[slot]
+        owners.update(obs.claimants.get(slot, ()))
+        owners.update(obs.nested.get(slot, ()))
+        entry = facts.pool.entry
+        if entry is not None:
+            if entry.lease_id:
+                owners.update(by_id.get(entry.lease_id, ()))
+            if entry.lease_holder:
+                owners.update(by_holder.get(entry.lease_holder, ()))
+                owners.add(entry.lease_holder)
+            reserved = procs.get(entry.owner_pid)
+            if reserved is not None:
+                reserved.argv0  # noqa: B018 - named as the owner of the reservation
+        if facts.claim is not None and facts.claim.task is not None:
+            owners.add(facts.claim.task)
+        for proc in facts.procs:
+            proc.argv0  # noqa: B018 - classified (tmux?) and named
+            owner = obs.endpoint_owner.get(proc.pid)
+            if owner is not None:
+                owners.add(owner)
+    for owner in sorted(owners):
+        if owner in obs.endpoints:
+            obs.endpoints[owner]  # worked out now: decide reads it
+    return obs
 
 
 # How long a listing that shows a window mid-kill is taken again (see `settled_scans`).

@@ -44,7 +44,7 @@ def plan(
     fetch: bool | None = None,
 ) -> Planned:
     fleet = load(settings, task)
-    obs = observe(settings, fleet, remembered)
+    obs = observe(settings, fleet, remembered, deciding=(task,))
     facts: list[LandedLike] = []
     decision = decide_with_landed(settings, task, fleet, obs, flags, fetch=fetch, facts=facts)
     landed = facts[0] if facts else None

@@ -4,7 +4,9 @@
 is what keeps the decision a pure function that the property tests can hammer. Some values
 are worked out on first read, each at most once per run (`LazyMap`: an endpoint, a slot's
 pool lease, claim and `.git`; `Proc.argv0`), so that one task's decision pays only for what
-it reads; tests that build observations by hand give every value up front.
+it reads. They are worked out in `observe` (`observe.ready` asks for every value deciding a
+task reads) before `decide` runs, so that `decide` reads values only; tests that build
+observations by hand give every value up front.
 """
 
 from __future__ import annotations

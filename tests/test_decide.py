@@ -7,18 +7,22 @@ at the end go through `observe.assemble` with real directories and a real pool s
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
-from collections.abc import Callable
+import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
+from unittest import mock
 
 import pytest
 
 from fm_teardown.decide import Decision, Flags, Unfinished, decide
 from fm_teardown.errors import ExitCode, Verdict
-from fm_teardown.observe import assemble
+from fm_teardown.observe import assemble, ready
 from fm_teardown.paths import is_within
 from fm_teardown.records import Fleet, InvalidRecord, Record, load_fleet
 from fm_teardown.settings import Settings
@@ -1321,11 +1325,34 @@ class RealWorld:
         table = ProcessTable(
             dict(self.procs), children={k: tuple(v) for k, v in self.children.items()}
         )
-        obs = assemble(self.settings(), fleet, inventory, table)
+        obs = ready(assemble(self.settings(), fleet, inventory, table), fleet, [task])
         landed: Any = kw.pop("landed", LANDED)
-        d = decide(task, fleet, obs, Flags(**kw), landed)  # type: ignore[arg-type]
+        with no_io():  # observe worked out everything decide reads: it reads values only
+            d = decide(task, fleet, obs, Flags(**kw), landed)  # type: ignore[arg-type]
         assert isinstance(d, Decision), d
         return d
+
+
+@contextmanager
+def no_io() -> Iterator[None]:
+    """Any stat, open, directory listing or subprocess inside fails the test."""
+
+    def refuse(*args: object, **kwargs: object) -> NoReturn:
+        raise AssertionError(f"I/O while deciding: {args!r}")
+
+    with ExitStack() as stack:
+        for target, name in [
+            (os, "stat"),
+            (os, "lstat"),
+            (os, "open"),
+            (os, "scandir"),
+            (os, "listdir"),
+            (os, "readlink"),
+            (builtins, "open"),
+            (subprocess, "Popen"),
+        ]:
+            stack.enter_context(mock.patch.object(target, name, refuse))
+        yield
 
 
 @pytest.fixture
