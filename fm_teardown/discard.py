@@ -9,7 +9,6 @@ repository: TASK's own work, or a discarded live owner's under that owner's id (
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import shutil
 import tempfile
@@ -23,7 +22,8 @@ from fm_teardown.records import Record
 from fm_teardown.values import value
 
 _git = runner.git
-_HEX_OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_HEX_OID = runner.HEX_OID
+_rev = runner.rev
 
 
 @value
@@ -31,13 +31,6 @@ class DiscardedRef:
     ref: str  # refs/fm/discarded/<id>/<UTC timestamp like 20261201T072550Z>
     commit: str  # full sha
     restore: str  # the one shell command that brings the work back
-
-
-def _rev(repo: str, spec: str) -> str | None:
-    """The commit `spec` names in `repo`, or None when it does not name one."""
-    r = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{spec}^{{commit}}")
-    sha = r.text
-    return sha if r.ok and _HEX_OID.fullmatch(sha) else None
 
 
 def _failed(message: str) -> FmError:

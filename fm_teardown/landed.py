@@ -57,7 +57,7 @@ MAX_CHILDREN_NAMED = 5
 # Slots inspected at once: git is mostly I/O, and a 2-core machine must stay usable.
 WORKERS = 4
 
-_HEX_OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_HEX_OID = runner.HEX_OID
 _PR_NUMBER = re.compile(r"(?:^#?|/pull/)(\d+)(?:[/?#].*)?$")
 _SCOUT_REPORT = "report.md"
 
@@ -86,6 +86,7 @@ class LandedFacts:
 # --------------------------------------------------------------------------- git
 
 _git = runner.git
+_rev = runner.rev
 
 
 def _fetch(repo: str, refspec: str, timeout: float) -> runner.Result:
@@ -102,13 +103,6 @@ def _fetch(repo: str, refspec: str, timeout: float) -> runner.Result:
         refspec,
         timeout=timeout,
     )
-
-
-def _rev(repo: str, spec: str) -> str | None:
-    """The commit `spec` names in `repo`, or None when it does not name one."""
-    r = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{spec}^{{commit}}")
-    sha = r.text
-    return sha if r.ok and _HEX_OID.fullmatch(sha) else None
 
 
 def _display(path: bytes) -> str:
@@ -178,7 +172,7 @@ def check_many(
         else:
             by_project.setdefault(record.project, []).append((record, st))
     groups = list(by_project.items())
-    shared = _pmap(lambda g: _project(g[0], [st for _, st in g[1]], fetch, fetch_timeout), groups)
+    shared = _pmap(lambda g: _project(g[0], [st for _, st in g[1]], fetch_timeout), groups)
     work = [
         (record, st, facts)
         for facts, (_, slots) in zip(shared, groups, strict=True)
@@ -350,7 +344,6 @@ class ProjectFacts:
     """What the slots of one project share, read once for all of them."""
 
     project: str
-    fetch: bool
     fetch_timeout: float
     refs: dict[str, str] = field(default_factory=dict)  # refname -> commit
     refs_error: str | None = None
@@ -399,8 +392,8 @@ class ProjectFacts:
         return self._trees[commit]
 
 
-def _project(project: str, slots: list[SlotStatus], fetch: bool, timeout: float) -> ProjectFacts:
-    facts = ProjectFacts(project, fetch, timeout)
+def _project(project: str, slots: list[SlotStatus], timeout: float) -> ProjectFacts:
+    facts = ProjectFacts(project, timeout)
     refs = _git(
         project,
         "for-each-ref",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -67,8 +68,11 @@ class Result:
         return "no message" if self.rc is not None else "did not run"
 
 
-def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _REPO_ENV}
+def environment(
+    extra: Mapping[str, str] | None = None, base: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The policy applied to `base` (this process's environment unless given), plus `extra`."""
+    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in _REPO_ENV}
     env.update(
         GIT_TERMINAL_PROMPT="0",
         GCM_INTERACTIVE="never",
@@ -91,14 +95,16 @@ def run(
     cwd: str | None = None,
     env: Mapping[str, str] | None = None,
     stdin: str | bytes | None = None,
+    base: Mapping[str, str] | None = None,
 ) -> Result:
-    """Run one command (see the module doc); `env` adds to the policy's environment, `stdin`
-    is written to its standard input (closed otherwise)."""
+    """Run one command (see the module doc); `env` adds to the policy's environment, `base`
+    replaces the environment the policy starts from (this process's), `stdin` is written to
+    its standard input (closed otherwise)."""
     try:
         proc = subprocess.Popen(
             list(argv),
             cwd=cwd,
-            env=environment(env),
+            env=environment(env, base),
             stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -130,3 +136,13 @@ def git(
     env: Mapping[str, str] | None = None,
 ) -> Result:
     return run(["git", "-C", repo, *args], timeout=timeout, env=env)
+
+
+# A full object name, SHA-1 or SHA-256.
+HEX_OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def rev(repo: str, spec: str) -> str | None:
+    """The commit `spec` names in `repo`, or None when it does not name one."""
+    r = git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{spec}^{{commit}}")
+    return r.text if r.ok and HEX_OID.fullmatch(r.text) else None

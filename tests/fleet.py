@@ -23,6 +23,8 @@ from typing import Any
 
 import psutil
 
+from fm_teardown.commands.demo import tree_hash as tree_hash
+
 REPO = Path(__file__).resolve().parent.parent
 SESSION = "firstmate"
 
@@ -433,27 +435,6 @@ def files_of(root: Path) -> dict[str, tuple[bytes, bool]]:
             rel = path.relative_to(root).as_posix()
             out[rel] = (path.read_bytes(), bool(path.stat().st_mode & stat.S_IXUSR))
     return out
-
-
-def tree_hash(root: Path) -> str:
-    """A hash of every file's path, mode and content below `root` (links not followed)."""
-    h = hashlib.sha256()
-    if not root.exists():
-        return "absent"
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(
-            filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
-        ):
-            p = os.path.join(dirpath, name)
-            st = os.lstat(p)
-            h.update(os.path.relpath(p, root).encode() + b"\0" + str(st.st_mode).encode())
-            if os.path.islink(p):
-                h.update(os.readlink(p).encode())
-            elif os.path.isfile(p):
-                with open(p, "rb") as f:
-                    h.update(f.read())
-    return h.hexdigest()
 
 
 def fleet_fixture(tmp_path: Path) -> Iterator[Fleet]:

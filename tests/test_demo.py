@@ -195,3 +195,18 @@ def cleanup_leftovers(root: Path) -> None:
         with contextlib.suppress(psutil.Error):
             psutil.Process(int(line.split()[0])).kill()
     shutil.rmtree(root, ignore_errors=True)
+
+
+def test_the_tree_hash_sees_a_link_to_a_directory_change(tmp_path: Path) -> None:
+    """The demo's "the tree is unchanged" check counts a link to a directory too."""
+    from fm_teardown.commands.demo import tree_hash
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "link").symlink_to(tmp_path / "a")
+    before = tree_hash(root)
+    (root / "link").unlink()
+    (root / "link").symlink_to(tmp_path / "b")
+    assert tree_hash(root) != before

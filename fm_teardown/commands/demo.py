@@ -33,6 +33,7 @@ from types import FrameType
 from typing import Any, Literal
 
 import fm_teardown
+from fm_teardown import runner
 from fm_teardown.errors import ExitCode
 from fm_teardown.standin import TREEHOUSE as STANDIN
 
@@ -130,7 +131,8 @@ class Task:
 
 def _sandbox_env(sb: Sandbox) -> dict[str, str]:
     """The caller's environment (PATH, TERM, NO_COLOR...) minus everything that would point a
-    child at the caller's fleet, tmux, pool, git repository or config."""
+    child at the caller's fleet, tmux, pool, git repository or config. The helper commands
+    run with the runner's policy on top of it (`_run`)."""
     dropped_prefixes = ("FM_", "TREEHOUSE_", "GIT_", "TMUX", "_FM_")
     dropped = {"NO_MISTAKES_GATE", "XDG_CONFIG_HOME", "PYTHONPATH", "HOME", "SHELL"}
     env = {
@@ -147,7 +149,6 @@ def _sandbox_env(sb: Sandbox) -> dict[str, str]:
         PYTHONPATH=os.pathsep.join(pythonpath),
         SHELL="/bin/sh",  # tmux's default-shell for the panes
         GIT_CONFIG_NOSYSTEM="1",
-        GIT_TERMINAL_PROMPT="0",
         GIT_AUTHOR_NAME="fm demo",
         GIT_AUTHOR_EMAIL="demo@example.invalid",
         GIT_COMMITTER_NAME="fm demo",
@@ -158,45 +159,36 @@ def _sandbox_env(sb: Sandbox) -> dict[str, str]:
     return env
 
 
-def _run(
-    sb: Sandbox, argv: Sequence[str], cwd: Path, *, check: bool = True
-) -> subprocess.CompletedProcess[str]:
-    """Run a helper command quietly (output captured); a failure is a DemoError."""
-    try:
-        proc = subprocess.run(
-            list(argv),
-            cwd=cwd,
-            env=sb.env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=COMMAND_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise DemoError(f"{shlex.join(argv)}: {exc}") from None
-    if check and proc.returncode != 0:
-        detail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
-        raise DemoError(f"{shlex.join(argv)} failed: {detail[-1] if detail else proc.returncode}")
-    return proc
+def _run(sb: Sandbox, argv: Sequence[str], cwd: Path, *, check: bool = True) -> str:
+    """Run a helper command quietly through the runner; its output. A failure is a
+    DemoError."""
+    r = runner.run(argv, timeout=COMMAND_TIMEOUT, cwd=str(cwd), base=sb.env)
+    if r.rc is None:
+        raise DemoError(f"{shlex.join(argv)}: {r.err}")
+    out = r.out.decode("utf-8", "replace")
+    if check and not r.ok:
+        detail = (r.err.strip() or out.strip()).splitlines()
+        raise DemoError(f"{shlex.join(argv)} failed: {detail[-1] if detail else r.rc}")
+    return out
 
 
 def _git(sb: Sandbox, cwd: Path, *args: str) -> str:
-    return _run(sb, ["git", *args], cwd).stdout.strip()
+    return _run(sb, ["git", *args], cwd).strip()
 
 
 def _tmux_argv(sb: Sandbox, *args: str) -> list[str]:
-    # -f /dev/null: none of the user's tmux config; -S: a server of our own.
-    return ["tmux", "-S", str(sb.socket), "-f", "/dev/null", *args]
+    # -f /dev/null: none of the user's tmux config; -S: a server of our own; -u: the runner's C
+    # locale would have tmux rewrite the tab of a format and any name that is not ASCII.
+    return ["tmux", "-u", "-S", str(sb.socket), "-f", "/dev/null", *args]
 
 
 def _tmux(sb: Sandbox, *args: str) -> str:
-    return _run(sb, _tmux_argv(sb, *args), sb.root).stdout
+    return _run(sb, _tmux_argv(sb, *args), sb.root)
 
 
 def _standin(sb: Sandbox, *args: str) -> str:
     """The pool stand-in, run from the project as spawn runs treehouse."""
-    return _run(sb, [str(sb.treehouse), *args], sb.project).stdout
+    return _run(sb, [str(sb.treehouse), *args], sb.project)
 
 
 def _make_dirs_and_tools(sb: Sandbox) -> None:
@@ -364,15 +356,24 @@ def _process_name(pid: int) -> str | None:
 
 
 def tree_hash(root: Path) -> str:
-    """A hash of every path, mode and content below `root` (links not followed)."""
+    """A hash of every file's path, mode and content below `root` (links not followed: a
+    link, to a file or to a directory, counts by its target's name). The tests use it too."""
     h = hashlib.sha256()
+    if not root.exists():
+        return "absent"
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
-        for name in sorted(filenames):
-            path = Path(dirpath, name)
-            st = path.lstat()
-            h.update(f"{path.relative_to(root)}\0{st.st_mode}\0".encode())
-            h.update(os.readlink(path).encode() if path.is_symlink() else path.read_bytes())
+        for name in sorted(
+            filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        ):
+            p = os.path.join(dirpath, name)
+            st = os.lstat(p)
+            h.update(os.path.relpath(p, root).encode() + b"\0" + str(st.st_mode).encode())
+            if os.path.islink(p):
+                h.update(os.readlink(p).encode())
+            elif os.path.isfile(p):
+                with open(p, "rb") as f:
+                    h.update(f.read())
     return h.hexdigest()
 
 
@@ -447,7 +448,7 @@ class Play:
     def command(self, argv: Sequence[str], cwd: Path) -> str:
         """Print a helper command, run it, print its output; returns the output."""
         self.show(argv)
-        out = _run(self.sb, argv, cwd).stdout
+        out = _run(self.sb, argv, cwd)
         print(out, end="", flush=True)
         return out
 

@@ -38,11 +38,12 @@ from fm_teardown.values import value
 USAGE = "usage: fm restore TASK [--to DIR [--ref REF]] [--project DIR] [--json]"
 PREFIX = "refs/fm/discarded/"
 _STAMP = re.compile(r"[0-9]{8}T[0-9]{6}Z")
-_HEX_OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_HEX_OID = runner.HEX_OID
 # Files named one per line in the human output of a restore; --json always lists them all.
 _SHOWN_FILES = 100
 
 _git = runner.git
+_rev = runner.rev
 
 
 @value
@@ -59,7 +60,6 @@ class Save:
 @dataclass
 class Project:
     path: str  # as named: by --project, or by the journal line that made the save
-    common: str  # its canonical git common dir: two names of one repository are one project
     saves: list[Save] = field(default_factory=list)
 
 
@@ -153,7 +153,7 @@ def _find(s: settings.Settings, task: str, flag: str | None) -> Found:
         common, why = _common_dir(path)
         if common is None:
             raise invalid(f"--project {shown(path)} is not a git repository: {why}")
-        return Found([_project(path, common, task)], from_journal=False)
+        return Found([_project(path, task)], from_journal=False)
     journal = s.data_dir / JOURNAL
     named, old = _journal_projects(journal, task)
     if not named:
@@ -181,7 +181,7 @@ def _find(s: settings.Settings, task: str, flag: str | None) -> Found:
             )
             continue
         if common not in by_common:
-            by_common[common] = _project(path, common, task)
+            by_common[common] = _project(path, task)
             found.projects.append(by_common[common])
     if not found.projects:
         raise invalid(found.warnings[0], *found.warnings[1:], _hint(task))
@@ -268,8 +268,8 @@ def _kind(st: os.stat_result) -> str:
     return "it is not a regular file"
 
 
-def _project(path: str, common: str, task: str) -> Project:
-    return Project(path, common, _saves(path, task))
+def _project(path: str, task: str) -> Project:
+    return Project(path, _saves(path, task))
 
 
 def _saves(project: str, task: str) -> list[Save]:
@@ -360,11 +360,6 @@ def _choose(task: str, found: Found, ref: str | None, to: str) -> tuple[Project,
 
 
 # -- restoring ------------------------------------------------------------------------------
-
-
-def _rev(repo: str, spec: str) -> str | None:
-    r = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{spec}^{{commit}}")
-    return r.text if r.ok and _HEX_OID.fullmatch(r.text) else None
 
 
 def _restore(
@@ -694,8 +689,7 @@ def _show_saves(task: str, found: Found, json_out: bool) -> None:
         out.line(
             f"{n} save{'s' if n != 1 else ''} of task {task} in {where}, newest first:", "bold"
         )
-        _table(
-            out,
+        out.table(
             ("REF", "SAVED", "FILES", "HEAD", "SUBJECT"),
             [
                 (
@@ -716,18 +710,6 @@ def _show_saves(task: str, found: Found, json_out: bool) -> None:
         if len(with_saves) > 1:
             out.line("  saves are in more than one project: --to needs --project")
     _warn(found.warnings)
-
-
-def _table(p: Printer, headers: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers[:-1])]
-
-    def fmt(cells: tuple[str, ...]) -> str:
-        padded = [c.ljust(w) for c, w in zip(cells[:-1], widths, strict=True)]
-        return "  " + "  ".join([*padded, cells[-1]])
-
-    p.line(fmt(headers), "bold")
-    for row in rows:
-        p.line(fmt(row))
 
 
 def _warn(warnings: Sequence[str]) -> None:
