@@ -37,6 +37,11 @@ def runbook_for(o: Outcome) -> str | None:
     }.get(o.verdict)
 
 
+def error_runbook(err: FmError) -> str:
+    """The runbook of a run that ended before deciding (the audit's included)."""
+    return "unsafe" if err.verdict == Verdict.UNSAFE else "invalid"
+
+
 def step_json(step: Step) -> dict[str, str]:
     return {
         "step": str(step.step),
@@ -98,7 +103,7 @@ def audit_error_json(err: FmError) -> dict[str, Any]:
         "verdict": str(err.verdict),
         "reasons": [err.message],
         "hints": list(err.hints),
-        "runbook": "unsafe" if err.verdict == Verdict.UNSAFE else "invalid",
+        "runbook": error_runbook(err),
         "tasks": [],
         "shared_slots": [],
         "orphans": [],

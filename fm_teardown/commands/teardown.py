@@ -259,8 +259,7 @@ def _audit(
         elif json_out:
             report.emit_json(report.usage_error_json(None, err, dry_run=dry_run))
         else:
-            runbook = "unsafe" if err.verdict == Verdict.UNSAFE else "invalid"
-            report.render_error(err, runbook=runbook)
+            report.render_error(err, runbook=report.error_runbook(err))
         return int(err.exit_code)
     if json_out:
         report.emit_json(report.audit_json(result))
