@@ -36,7 +36,7 @@ STAGE_OF = {
     **dict.fromkeys(
         ("observe", "endpoint", "claim", "gitdir", "tasktmp", "gate", "landed"), "observe"
     ),
-    **dict.fromkeys(("decide", "ownership", "sparing", "audit"), "decide"),
+    **dict.fromkeys(("decide", "ownership", "sparing", "audit", "finished"), "decide"),
     **dict.fromkeys(("act", "duties", "discard", "lock", "gitlock", "faults"), "act"),
     **dict.fromkeys(("report", "human", "journal", "runbooks"), "report"),
     **dict.fromkeys(
