@@ -1,7 +1,7 @@
 """The decision: verdict, reasons, owners and the ordered plan (CONTRACT §5, §6, §7a). Pure.
 
 `decide` reads only its arguments: no I/O, no clock, no randomness. Each rule is a function
-`(Case) -> Ruling` below, listed in order in `RULES` (the rules of docs/behaviour.md, 1 to 5),
+`(Case) -> Ruling` below, listed in order in `RULES` (rules 1 to 5 of docs/spec.md §5),
 which `decide` walks. A rule says nothing (None), or one `Ruling`:
 
 - `Refusal`: the decision ends with that verdict and an empty plan;
