@@ -123,18 +123,8 @@ def audit(settings: Settings, opts: finished.Options | None = None) -> Audit:
         settings.state_dir,
         tuple(rows[t] for t in fleet.task_ids),
         _shared_slots(obs),
-        (*orphans(fleet, obs), *unfinished_runs(settings)),
+        orphans(fleet, obs),
         tuple(sorted({e.canonical.rsplit("/", 2)[0] for e in obs.pool_entries})),
-    )
-
-
-def unfinished_runs(settings: Settings) -> tuple[Orphan, ...]:
-    """Real runs that journalled their intent and no result: they died partway (a crash)."""
-    from fm_teardown.journal import unfinished, unfinished_line
-
-    return tuple(
-        Orphan("unfinished-teardown", task, None, unfinished_line(intent))
-        for task, intent in sorted(unfinished(settings.data_dir).items())
     )
 
 

@@ -32,12 +32,16 @@ STAGE_OF = {
         ),
         "model",
     ),
-    **dict.fromkeys(("tmux", "processes", "pool", "runner", "interrupts"), "adapters"),
+    **dict.fromkeys(("tmux", "processes", "pool", "runner", "interrupts", "safefile"), "adapters"),
     **dict.fromkeys(
         ("observe", "endpoint", "claim", "gitdir", "tasktmp", "gate", "landed"), "observe"
     ),
-    **dict.fromkeys(("decide", "ownership", "sparing", "audit", "finished"), "decide"),
-    **dict.fromkeys(("act", "duties", "discard", "lock", "gitlock", "faults"), "act"),
+    **dict.fromkeys(
+        ("decide", "ownership", "sparing", "audit", "finished", "fingerprint"), "decide"
+    ),
+    **dict.fromkeys(
+        ("act", "duties", "discard", "lock", "gitlock", "faults", "graceful", "registry"), "act"
+    ),
     **dict.fromkeys(("report", "human", "journal", "runbooks"), "report"),
     **dict.fromkeys(
         (

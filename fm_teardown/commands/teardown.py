@@ -7,6 +7,7 @@ ready), or none with `--dry-run` (the fleet audit, §8).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from fm_teardown import fingerprint, interrupts, journal, report, settings
@@ -16,6 +17,7 @@ from fm_teardown.plan import Decision, Flags
 from fm_teardown.records import task_id_problem
 
 if TYPE_CHECKING:
+    from fm_teardown.audit import Orphan
     from fm_teardown.finished import Options
     from fm_teardown.pipeline import Guard
 
@@ -242,6 +244,16 @@ def journalled(outcome: Outcome, task: str) -> bool:
     )
 
 
+def unfinished_runs(s: settings.Settings) -> tuple[Orphan, ...]:
+    """Real runs that journalled their intent and no result: they died partway (a crash)."""
+    from fm_teardown.audit import Orphan
+
+    return tuple(
+        Orphan("unfinished-teardown", task, None, journal.unfinished_line(intent))
+        for task, intent in sorted(journal.unfinished(s.data_dir).items())
+    )
+
+
 def _audit(
     s: settings.Settings, *, dry_run: bool, flags: Flags, json_out: bool, opts: Options
 ) -> int:
@@ -253,6 +265,8 @@ def _audit(
         from fm_teardown.audit import audit
 
         result = audit(s, opts)
+        # The journal is the report stage's: the runs it shows unfinished join the orphans here.
+        result = replace(result, orphans=(*result.orphans, *unfinished_runs(s)))
     except FmError as err:
         if json_out and dry_run:
             report.emit_json(report.audit_error_json(err))
