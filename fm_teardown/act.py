@@ -35,6 +35,7 @@ from typing import Any
 
 from fm_teardown import faults, gitlock, graceful, interrupts, pool, processes, tmux
 from fm_teardown.errors import ExitCode, FmError, Verdict
+from fm_teardown.interrupts import Interrupted
 from fm_teardown.lock import slot_lock
 from fm_teardown.outcome import Outcome, Signal
 from fm_teardown.ownership import lease_name, lease_task
@@ -72,10 +73,6 @@ class StepFailed(Exception):
     def __init__(self, step: Step) -> None:
         super().__init__(step.detail)
         self.step = step
-
-
-class Interrupted(Exception):
-    """SIGINT or SIGTERM arrived while acting: stop at this step boundary."""
 
 
 @dataclass

@@ -21,6 +21,17 @@ _flag = threading.Event()
 _batch = threading.Event()
 
 
+class Interrupted(Exception):
+    """SIGINT, SIGTERM (or, in `fm demo`, SIGHUP) arrived: stop here, at a step boundary or
+    where a handler raised it. The one exception fm's commands raise for an interrupt; `what`
+    says where it stopped (or what was undone), `hints` what to do next."""
+
+    def __init__(self, what: str, hints: tuple[str, ...] = ()) -> None:
+        super().__init__(what)
+        self.what = what
+        self.hints = hints
+
+
 def requested() -> bool:
     return _flag.is_set()
 

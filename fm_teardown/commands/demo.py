@@ -35,6 +35,7 @@ from typing import Any, Literal
 import fm_teardown
 from fm_teardown import runner
 from fm_teardown.errors import ExitCode
+from fm_teardown.interrupts import Interrupted
 from fm_teardown.standin import TREEHOUSE as STANDIN
 
 SESSION = "fleet"
@@ -47,10 +48,6 @@ START_TIMEOUT = 10.0
 
 class DemoError(Exception):
     """The sandbox could not be built or inspected (one line for the operator)."""
-
-
-class _Interrupted(Exception):
-    """SIGTERM or SIGHUP while the demo runs: clean up as for Ctrl-C."""
 
 
 # --------------------------------------------------------------------------- the sandbox
@@ -707,7 +704,8 @@ def _handling(signals: Sequence[signal.Signals], handler: Any) -> Iterator[None]
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise _Interrupted(signal.Signals(signum).name)
+    # SIGTERM or SIGHUP while the demo runs: clean up as for Ctrl-C.
+    raise Interrupted(signal.Signals(signum).name)
 
 
 # SIGTERM and SIGHUP (a closed terminal) clean up like Ctrl-C does.
@@ -740,7 +738,7 @@ def demo(*, keep: bool) -> int:
             tasks = build(sb)
             failures = play(sb, tasks)
             played = True
-    except (KeyboardInterrupt, _Interrupted):
+    except (KeyboardInterrupt, Interrupted):
         sys.stderr.write("\nfm demo: interrupted; cleaning up\n")
         return ExitCode.INTERRUPTED
     except (DemoError, OSError, ValueError) as exc:  # ValueError: bad JSON from the stand-in

@@ -29,6 +29,7 @@ from typing import Any
 
 from fm_teardown import interrupts, runner, settings
 from fm_teardown.errors import ExitCode, FmError, Verdict, invalid, unsafe
+from fm_teardown.interrupts import Interrupted
 from fm_teardown.journal import JOURNAL, bounded_lines
 from fm_teardown.paths import canonical, is_within
 from fm_teardown.records import check_task_id, near_ids, shown
@@ -82,14 +83,6 @@ class Restored:
     warnings: list[str] = field(default_factory=list)
 
 
-class _Interrupted(FmError):
-    """Ctrl-C or SIGTERM while restoring: what was made is removed again; exit 130."""
-
-    @property
-    def exit_code(self) -> ExitCode:
-        return ExitCode.INTERRUPTED
-
-
 def restore(
     *,
     task: str,
@@ -122,6 +115,9 @@ def restore(
         return int(ExitCode.OK)
     except FmError as err:
         return _fail(task, err, json_out)
+    except Interrupted as exc:
+        stopped = FmError(Verdict.FAILED, exc.what, exc.hints)
+        return _fail(task, stopped, json_out, ExitCode.INTERRUPTED)
     except OSError as exc:  # the filesystem said no somewhere unexpected: one line, no traceback
         where = f" ({shown(str(exc.filename))})" if exc.filename else ""
         return _fail(
@@ -416,8 +412,8 @@ def _restore(
                 )
             if interrupts.requested():
                 left = _undo(project.path, made)
-                raise _Interrupted(
-                    Verdict.FAILED,
+                # Ctrl-C or SIGTERM while restoring: what was made is removed again; exit 130.
+                raise Interrupted(
                     f"interrupted; nothing was restored{left}",
                     (f"the save is untouched under {save.ref}",),
                 )
@@ -610,19 +606,20 @@ def _doc(task: str, **rest: Any) -> dict[str, Any]:
     return {"schema": SCHEMA, "restore": True, "task": task, **rest}
 
 
-def _fail(task: str, err: FmError, json_out: bool) -> int:
+def _fail(task: str, err: FmError, json_out: bool, code: ExitCode | None = None) -> int:
+    code = err.exit_code if code is None else code
     if json_out:
         emit_json(
             _doc(
                 task,
-                exit_code=int(err.exit_code),
+                exit_code=int(code),
                 verdict=str(err.verdict),
                 reasons=[err.message],
                 hints=list(err.hints),
             )
         )
     render_error(err)
-    return int(err.exit_code)
+    return int(code)
 
 
 def _suggested_dir(project: Project, task: str, save: Save) -> str:
