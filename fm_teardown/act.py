@@ -1,7 +1,8 @@
 """Acting on a plan (CONTRACT §5 "Then act", §7a, §10): endpoint → processes → save → pool → record.
 
 `run` carries out a decided plan and returns an `Outcome`; it prints, journals and renders
-nothing. Each step returns an outcome (done, absent, skipped, failed); a failed step stops the
+nothing. Each step records a typed result (`results`: what happened, and so its outcome:
+done, absent, skipped, failed), never a sentence; a failed step stops the
 run before the next destructive step, keeps the record and exits 1, so that running the same
 command again finishes the job. Just before the first step that touches the slot, the slot
 lock is taken and the world is observed and decided again (through the `replan` seam): if the
@@ -28,12 +29,12 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from fm_teardown import faults, gitlock, graceful, interrupts, pool, processes, tmux
+from fm_teardown import faults, gitlock, graceful, interrupts, messages, pool, processes, tmux
 from fm_teardown.errors import ExitCode, FmError, Verdict
 from fm_teardown.interrupts import Interrupted
 from fm_teardown.lock import slot_lock
@@ -42,6 +43,29 @@ from fm_teardown.ownership import lease_name, lease_task
 from fm_teardown.paths import canonical, is_within
 from fm_teardown.plan import Decision, Flags, LandedLike, Planned, Step, StepName, StepOutcome
 from fm_teardown.records import Fleet, Record, RecordProblem, parse_record, read_meta
+from fm_teardown.results import (
+    AttributionResult,
+    AttributionWhat,
+    BranchResult,
+    BranchWhat,
+    EndpointResult,
+    EndpointWhat,
+    HooksWhat,
+    NotNeeded,
+    NotRun,
+    NotRunCause,
+    PoolResult,
+    PoolWhat,
+    ProcessesResult,
+    ProcessesWhat,
+    ProcRef,
+    RecordGone,
+    RecordResult,
+    RecordWhat,
+    SaveResult,
+    SaveWhat,
+    StepResult,
+)
 from fm_teardown.settings import Settings
 from fm_teardown.sparing import never_signalled
 from fm_teardown.tasktmp import task_tmp, tmp_root_of
@@ -71,7 +95,7 @@ class Seams:
 
 class StepFailed(Exception):
     def __init__(self, step: Step) -> None:
-        super().__init__(step.detail)
+        super().__init__(str(step.step))
         self.step = step
 
 
@@ -92,13 +116,16 @@ class Run:
     # back in the pool's hands, as after a verified return.
     pool_reuses: bool = False
 
-    def done(self, step: StepName, target: str, outcome: StepOutcome, detail: str) -> Step:
-        s = Step(step, target, detail, outcome)
+    def note(self, step: StepName, target: str, result: StepResult) -> Step:
+        """A step that ran (done, or nothing there to act on) or was left out (skipped): its
+        outcome is its result's."""
+        s = Step(step, target, "", result.outcome, result)
         self.steps.append(s)
         return s
 
-    def fail(self, step: StepName, target: str, detail: str) -> StepFailed:
-        return StepFailed(Step(step, target, detail, StepOutcome.FAILED))
+    def fail(self, step: StepName, target: str, result: StepResult) -> StepFailed:
+        assert result.outcome == StepOutcome.FAILED, result
+        return StepFailed(Step(step, target, "", StepOutcome.FAILED, result))
 
 
 def boundary(name: str) -> None:
@@ -120,8 +147,7 @@ def run(settings: Settings, planned: Planned, flags: Flags, seams: Seams) -> Out
     unjournalled = seams.intent(d)
     if unjournalled is not None:
         reason = (
-            f"REFUSED: {unjournalled}: a real run journals its intent before it changes "
-            "anything; nothing was changed"
+            f"REFUSED: {unjournalled}: a real run journals its intent before it changes anything"
         )
         refused = replace(
             d,
@@ -151,7 +177,7 @@ def run(settings: Settings, planned: Planned, flags: Flags, seams: Seams) -> Out
                 elif any(s.step == StepName.PROCESSES for s in d.plan):
                     step_processes(r, record, None, d.discarded_owner)
                 else:
-                    r.done(StepName.PROCESSES, d.slot, StepOutcome.SKIPPED, _skip_reason(d))
+                    r.note(StepName.PROCESSES, d.slot, NotNeeded(d.skip_reason))
                 boundary("after-processes")
                 if d.save_discarded:
                     step_save(r, record, d.save_as or d.task)
@@ -161,7 +187,7 @@ def run(settings: Settings, planned: Planned, flags: Flags, seams: Seams) -> Out
                 if d.pool_return is not None:
                     step_pool(r, record, d)
                 else:
-                    r.done(StepName.POOL, d.slot, StepOutcome.SKIPPED, _skip_reason(d))
+                    r.note(StepName.POOL, d.slot, NotNeeded(d.skip_reason))
                 boundary("after-pool")
                 if d.branch is not None:
                     step_branch(r, record, d)
@@ -170,19 +196,22 @@ def run(settings: Settings, planned: Planned, flags: Flags, seams: Seams) -> Out
                 step_record(r, record)
                 faults.at("after-record")
     except Interrupted:
-        r.steps.extend(_left(d, r, "not run: interrupted"))
+        r.steps.extend(_left(d, r, NotRunCause.INTERRUPTED))
         return outcome(r, d, Verdict.FAILED, interrupted=True)
     except StepFailed as exc:
         r.steps.append(exc.step)
         interrupted = interrupts.requested()
-        why = "not run: interrupted" if interrupted else "not run: an earlier step failed"
-        r.steps.extend(_left(d, r, why))
+        cause = NotRunCause.INTERRUPTED if interrupted else NotRunCause.EARLIER_FAILED
+        r.steps.extend(_left(d, r, cause))
         return outcome(r, d, Verdict.FAILED, interrupted=interrupted)
     except FmError as err:
-        r.steps.extend(_left(d, r, "not run: refused"))
-        if err.verdict in (Verdict.LIVE_OWNER, Verdict.UNSAFE, Verdict.UNLANDED):
-            d = replace(d, verdict=err.verdict, reasons=(err.message,), hints=err.hints)
-            return outcome(r, d, err.verdict)
+        r.steps.extend(_left(d, r, NotRunCause.REFUSED))
+        refused = replace(d, verdict=err.verdict, reasons=(err.message,), hints=err.hints)
+        if refused.refused:
+            # Shown with what the run had done by then. A refusal of the pool's (a new
+            # lease) adds nothing when nothing was done; a record refused at the re-check
+            # says that nothing was changed.
+            return outcome(r, refused, err.verdict, tail=err.unchanged or _ran(r))
         r.warnings.append(err.message)
         return outcome(r, d, Verdict.FAILED)
     return outcome(r, d, d.verdict)
@@ -202,15 +231,17 @@ def _key(d: Decision) -> tuple[Any, ...]:
     )
 
 
-def _skip_reason(d: Decision) -> str:
-    return d.skip_reason or "not needed"
-
-
-def _left(d: Decision, r: Run, why: str) -> list[Step]:
+def _left(d: Decision, r: Run, cause: NotRunCause) -> list[Step]:
     done = {s.step for s in r.steps}
     return [
-        replace(s, outcome=StepOutcome.SKIPPED, detail=why) for s in d.plan if s.step not in done
+        replace(s, outcome=StepOutcome.SKIPPED, result=NotRun(cause))
+        for s in d.plan
+        if s.step not in done
     ]
+
+
+def _ran(r: Run) -> bool:
+    return any(s.outcome == StepOutcome.DONE for s in r.steps)
 
 
 def changed(r: Run, before: Decision, after: Decision) -> Outcome:
@@ -239,11 +270,16 @@ def step_endpoint(
     s = run.settings
     target = record.target
     inv = tmux.list_panes(s)
+    window = record.window
     if inv.status == InventoryStatus.NO_SERVER:
-        run.done(StepName.ENDPOINT, target, StepOutcome.ABSENT, "no tmux server is running")
+        run.note(StepName.ENDPOINT, target, EndpointResult(EndpointWhat.NO_SERVER))
         return []
     if inv.status != InventoryStatus.OK:
-        raise run.fail(StepName.ENDPOINT, target, f"the tmux inventory cannot be read: {inv.error}")
+        raise run.fail(
+            StepName.ENDPOINT,
+            target,
+            EndpointResult(EndpointWhat.INVENTORY_UNREADABLE, error=inv.error),
+        )
     named = [
         p for p in inv.panes if p.session == record.session and p.window_name == record.window_name
     ]
@@ -253,11 +289,10 @@ def step_endpoint(
         raise run.fail(
             StepName.ENDPOINT,
             target,
-            f"window {', '.join(newcomers)} named {record.window} appeared since deciding "
-            "(a relaunch?); it was not killed; record kept",
+            EndpointResult(EndpointWhat.NEW_WINDOW, tuple(newcomers), window),
         )
     if not panes:
-        run.done(StepName.ENDPOINT, target, StepOutcome.ABSENT, f"no window {record.window}")
+        run.note(StepName.ENDPOINT, target, EndpointResult(EndpointWhat.NO_WINDOW, window=window))
         return []
     table = processes.scan()
     snapshot = [
@@ -266,10 +301,18 @@ def step_endpoint(
         for proc in table.tree(pane.pane_pid)
         if proc.pid not in protected and not proc.zombie
     ]
-    window_ids = sorted({p.window_id for p in panes})
+    window_ids = tuple(sorted({p.window_id for p in panes}))
     # Before any signal (the kill's SIGHUP included): ask TASK's own agent to leave.
     farewell = graceful.ask_to_quit(s, panes, table)
-    said = _farewell_said(farewell, s.quit_grace)
+    said = EndpointResult(
+        EndpointWhat.KILLED,
+        window_ids,
+        window,
+        asked=farewell.asked,
+        left=_refs(farewell.left),
+        stayed=_refs(farewell.stayed),
+        grace=s.quit_grace,
+    )
     for wid in window_ids:
         tmux.kill_window(s, wid)
     after = tmux.list_panes(s)
@@ -277,41 +320,25 @@ def step_endpoint(
         still: list[str] = []
     elif after.status != InventoryStatus.OK:
         raise run.fail(
-            StepName.ENDPOINT, target, f"could not confirm the window is gone: {after.error}"
+            StepName.ENDPOINT,
+            target,
+            EndpointResult(EndpointWhat.UNCONFIRMED, window_ids, window, after.error),
         )
     else:
         still = sorted({p.window_id for p in after.panes if p.window_id in window_ids})
     if still:
-        detail = f"window {', '.join(still)} is still present after kill-window"
         if not run.flags.force:
-            raise run.fail(StepName.ENDPOINT, target, detail + "; record kept")
-        run.warnings.append(f"tmux: {detail} (target {target}); continuing because of --force")
-        run.done(
-            StepName.ENDPOINT, target, StepOutcome.DONE, said + detail + " (continuing: --force)"
-        )
+            raise run.fail(
+                StepName.ENDPOINT,
+                target,
+                EndpointResult(EndpointWhat.STILL_PRESENT, tuple(still), window),
+            )
+        forced = replace(said, what=EndpointWhat.STILL_PRESENT_FORCED, windows=tuple(still))
+        run.warnings.append(messages.endpoint_warning(forced, target))
+        run.note(StepName.ENDPOINT, target, forced)
         return snapshot
-    run.done(
-        StepName.ENDPOINT,
-        target,
-        StepOutcome.DONE,
-        f"{said}killed window {', '.join(window_ids)}; confirmed gone",
-    )
+    run.note(StepName.ENDPOINT, target, said)
     return snapshot
-
-
-def _farewell_said(f: graceful.Farewell, grace: float) -> str:
-    """`asked claude (12): /exit Enter to quit; left on request: claude (12); `."""
-    if not f.asked:
-        return ""
-    parts = [f"asked {', '.join(f.asked)} to quit"]
-    if f.left:
-        parts.append("left on request: " + ", ".join(f"{p.name} ({p.pid})" for p in f.left))
-    if f.stayed:
-        parts.append(
-            f"still running after {grace:g}s, so signalled: "
-            + ", ".join(f"{p.name} ({p.pid})" for p in f.stayed)
-        )
-    return "; ".join(parts) + "; "
 
 
 def step_processes(run: Run, record: Record, slot: str | None, discarded: str | None) -> None:
@@ -321,12 +348,18 @@ def step_processes(run: Run, record: Record, slot: str | None, discarded: str | 
     if record.tasktmp:
         tmp = task_tmp(record.tasktmp)
         if tmp.problem:
-            raise run.fail(StepName.PROCESSES, record.tasktmp, f"{tmp.problem}; never followed")
+            raise run.fail(
+                StepName.PROCESSES,
+                record.tasktmp,
+                ProcessesResult(ProcessesWhat.TMP_UNSAFE, error=tmp.problem),
+            )
         if tmp.exists:
             roots.append(tmp_root_of(tmp))  # the directory itself, never through a link
     if not roots:
-        run.done(
-            StepName.PROCESSES, record.tasktmp or "-", StepOutcome.ABSENT, "nothing left to end"
+        run.note(
+            StepName.PROCESSES,
+            record.tasktmp or "-",
+            ProcessesResult(ProcessesWhat.NOTHING_TO_END),
         )
         return
     target = " and ".join(roots)
@@ -338,12 +371,18 @@ def step_processes(run: Run, record: Record, slot: str | None, discarded: str | 
         """The processes to end now, and every live process seen inside (spared ones too)."""
         table = processes.scan()
         if table.error:
-            raise run.fail(StepName.PROCESSES, target, table.error)
+            raise run.fail(
+                StepName.PROCESSES,
+                target,
+                ProcessesResult(ProcessesWhat.SCAN_FAILED, error=table.error),
+            )
         inventory = tmux.list_panes(run.settings)
         if inventory.status == InventoryStatus.ERROR:
             # Which processes belong to other endpoints cannot be told: end nothing.
             raise run.fail(
-                StepName.PROCESSES, target, f"tmux inventory unreadable: {inventory.error}"
+                StepName.PROCESSES,
+                target,
+                ProcessesResult(ProcessesWhat.TMUX_UNREADABLE, error=inventory.error),
             )
         spared = never_signalled(
             run.seams.observe(run.fleet, inventory, table), record.task_id, discarded
@@ -353,13 +392,11 @@ def step_processes(run: Run, record: Record, slot: str | None, discarded: str | 
 
     targets, present = scan()
     if not targets:
-        run.done(StepName.PROCESSES, target, StepOutcome.ABSENT, "no process runs there")
+        run.note(StepName.PROCESSES, target, ProcessesResult(ProcessesWhat.NONE_THERE))
         return
     processes.terminate(targets, run.settings.term_grace, run.settings.kill_wait, run.signalled)
     if interrupts.requested():
-        raise run.fail(
-            StepName.PROCESSES, target, "interrupted while waiting for the processes to end"
-        )
+        raise run.fail(StepName.PROCESSES, target, ProcessesResult(ProcessesWhat.INTERRUPTED))
     left, _ = scan()
     signalled = {p.pid for p in targets}
     # Spared at the first scan only as another task's endpoint, whose window has gone since
@@ -373,21 +410,23 @@ def step_processes(run: Run, record: Record, slot: str | None, discarded: str | 
         targets = targets + released
         signalled |= {p.pid for p in released}
         if interrupts.requested():
-            raise run.fail(
-                StepName.PROCESSES, target, "interrupted while waiting for the processes to end"
-            )
+            raise run.fail(StepName.PROCESSES, target, ProcessesResult(ProcessesWhat.INTERRUPTED))
         left, _ = scan()
     if left:
-        survivors = ", ".join(f"{p.name} ({p.pid})" for p in left if p.pid in signalled)
-        newcomers = ", ".join(f"{p.name} ({p.pid})" for p in left if p.pid not in signalled)
-        parts = []
-        if survivors:
-            parts.append(f"still running after SIGTERM and SIGKILL: {survivors}")
-        if newcomers:
-            parts.append(f"started there during the teardown: {newcomers}")
-        raise run.fail(StepName.PROCESSES, target, "; ".join(parts) + "; slot kept")
-    names = ", ".join(f"{p.name} ({p.pid})" for p in targets)
-    run.done(StepName.PROCESSES, target, StepOutcome.DONE, f"ended {len(targets)}: {names}")
+        raise run.fail(
+            StepName.PROCESSES,
+            target,
+            ProcessesResult(
+                ProcessesWhat.LEFT_RUNNING,
+                survivors=_refs(p for p in left if p.pid in signalled),
+                newcomers=_refs(p for p in left if p.pid not in signalled),
+            ),
+        )
+    run.note(StepName.PROCESSES, target, ProcessesResult(ProcessesWhat.ENDED, _refs(targets)))
+
+
+def _refs(procs: Iterable[Proc]) -> tuple[ProcRef, ...]:
+    return tuple(ProcRef(p.name, p.pid) for p in procs)
 
 
 def step_save(run: Run, record: Record, owner: str) -> None:
@@ -399,17 +438,15 @@ def step_save(run: Run, record: Record, owner: str) -> None:
         saved = save_discarded(record, datetime.now(UTC), owner)
     except FmError as err:
         raise run.fail(
-            StepName.SAVE_DISCARDED, record.project, f"{err.message}; nothing was discarded"
+            StepName.SAVE_DISCARDED, record.project, SaveResult(SaveWhat.FAILED, error=err.message)
         ) from None
     run.discarded_ref = saved.ref
     run.restore = saved.restore
     run.saved_for = owner
-    run.done(
+    run.note(
         StepName.SAVE_DISCARDED,
         saved.ref,
-        StepOutcome.DONE,
-        f"saved {owner}'s work as {saved.commit[:12]} in {record.project}; "
-        f"to restore: {saved.restore}",
+        SaveResult(SaveWhat.SAVED, owner, saved.commit, record.project, saved.restore),
     )
 
 
@@ -423,18 +460,14 @@ def check_pool_before_return(run: Run, record: Record, d: Decision) -> None:
         raise run.fail(
             StepName.POOL,
             pr.path,
-            f"the slot path no longer resolves to {d.slot} (now {canonical(pr.path)}); slot kept",
+            PoolResult(PoolWhat.PATH_MOVED, slot=d.slot, now=canonical(pr.path)),
         )
     view = pool.fresh_view(record.worktree, d.slot)
     entry = view.entry
     if view.error or entry is None:
-        raise run.fail(
-            StepName.POOL,
-            pr.path,
-            f"the pool's state changed: {view.error or 'the slot is no longer managed'}",
-        )
+        raise run.fail(StepName.POOL, pr.path, PoolResult(PoolWhat.STATE_CHANGED, error=view.error))
     if entry.destroying:
-        raise run.fail(StepName.POOL, pr.path, "the pool is destroying the slot; slot kept")
+        raise run.fail(StepName.POOL, pr.path, PoolResult(PoolWhat.DESTROYING))
     seen = (pr.lease_id, pr.lease_holder)
     if not entry.leased and (pr.lease_id or pr.lease_holder is not None):
         return  # returned meanwhile: the conditional return will say so
@@ -464,7 +497,7 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
     s = run.settings
     bin_ = s.treehouse_bin
     if bin_ is None:
-        raise run.fail(StepName.POOL, pr.path, "treehouse is not available")
+        raise run.fail(StepName.POOL, pr.path, PoolResult(PoolWhat.NO_TREEHOUSE))
     project = canonical(record.project)
     cwd = (
         project
@@ -497,9 +530,13 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
             raise run.fail(
                 StepName.POOL,
                 pr.path,
-                f"git lock {lock} persisted across {retries} retries (waiting "
-                f"{s.lock_retry_wait:g}s each) and is not provably stale: {verdict.reason}; "
-                "lock and slot kept",
+                PoolResult(
+                    PoolWhat.LOCK_PERSISTED,
+                    lock=lock,
+                    retries=retries,
+                    wait=s.lock_retry_wait,
+                    error=verdict.reason,
+                ),
             )
         run.warnings.append(f"removed provably-stale git lock {lock} ({verdict.reason})")
         recheck_landed(run, record)
@@ -508,18 +545,13 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
     view = pool.fresh_view(record.worktree, d.slot)
     last = result.output.splitlines()[-1] if result.output else ""
     entry = view.entry
-    argv = "treehouse " + " ".join(pr.argv)
+    said = PoolResult(PoolWhat.RETURNED, command="treehouse " + " ".join(pr.argv))
     if entry is None:
         raise run.fail(
-            StepName.POOL, pr.path, f"{argv}: the slot is no longer in the pool's state ({last})"
+            StepName.POOL, pr.path, replace(said, what=PoolWhat.NOT_IN_STATE, error=last)
         )
     if result.returncode == 0 and not result.aborted and not entry.leased:
-        run.done(
-            StepName.POOL,
-            pr.path,
-            StepOutcome.DONE,
-            f"{argv}: returned; the pool's state shows it unleased",
-        )
+        run.note(StepName.POOL, pr.path, said)
         return
     if (
         result.returncode == 0
@@ -528,22 +560,15 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
         and entry.leased
         and entry.lease_id != pr.lease_id
     ):
-        run.done(
-            StepName.POOL,
-            pr.path,
-            StepOutcome.DONE,
-            f"{argv}: returned (the slot was leased again since)",
-        )
+        run.note(StepName.POOL, pr.path, replace(said, what=PoolWhat.RETURNED_RELEASED))
         return
     if "is not leased" in result.output and (pr.lease_id or pr.lease_holder is not None):
-        run.done(
-            StepName.POOL, pr.path, StepOutcome.ABSENT, f"{argv}: the slot was already returned"
-        )
+        run.note(StepName.POOL, pr.path, replace(said, what=PoolWhat.ALREADY_RETURNED))
         return
+    # treehouse's own words: its exit 0 after "Aborted." (it would have prompted), or its
+    # last line.
     why = "exit 0 with 'Aborted.'" if result.aborted else (last or "no output")
-    raise run.fail(
-        StepName.POOL, pr.path, f"{argv} did not return the slot: {why}; slot and lease kept"
-    )
+    raise run.fail(StepName.POOL, pr.path, replace(said, what=PoolWhat.NOT_RETURNED, error=why))
 
 
 def _pool_reuses_as_is(run: Run, record: Record, d: Decision) -> bool:
@@ -562,13 +587,7 @@ def _pool_reuses_as_is(run: Run, record: Record, d: Decision) -> bool:
     if why_not is not None:
         return False
     run.pool_reuses = True
-    run.done(
-        StepName.POOL,
-        pr.path,
-        StepOutcome.SKIPPED,
-        "not returned: the slot is unleased, clean and its HEAD merged, so the pool reuses "
-        "it as it is (a return could clear a lease granted meanwhile)",
-    )
+    run.note(StepName.POOL, pr.path, PoolResult(PoolWhat.REUSED_AS_IS))
     return True
 
 
@@ -581,7 +600,7 @@ def recheck_landed(run: Run, record: Record) -> None:
         raise run.fail(
             StepName.POOL,
             record.worktree,
-            f"after removing the stale lock: own work not landed: {facts.summary}; slot kept",
+            PoolResult(PoolWhat.UNLANDED_AFTER_LOCK, error=facts.summary),
         )
 
 
@@ -623,55 +642,42 @@ def sidecars(task_id: str, listing: list[str]) -> list[str]:
 def step_hooks(run: Run, slot: str) -> None:
     """The fleet's hook files, before the return: the next task's slot must not fire turn-end
     signals for a dead task. A failure only warns."""
-    from fm_teardown.duties import DutyWarning, remove_hooks
+    from fm_teardown.duties import remove_hooks
 
-    try:
-        done = remove_hooks(slot)
-    except DutyWarning as exc:
-        run.warnings.append(f"hooks: {exc}")
-        run.done(StepName.HOOKS, slot, StepOutcome.SKIPPED, f"{exc}; hook files left")
-        return
-    if not done:
-        run.done(StepName.HOOKS, slot, StepOutcome.ABSENT, "no hook file in the slot")
-        return
-    run.done(StepName.HOOKS, slot, StepOutcome.DONE, "; ".join(done))
+    result = remove_hooks(slot)
+    if result.what == HooksWhat.UNTRACKED_UNKNOWN:
+        run.warnings.append(messages.hooks_warning(result))
+    run.note(StepName.HOOKS, slot, result)
 
 
 def step_branch(run: Run, record: Record, d: Decision) -> None:
     """TASK's branch, after a verified return, by compare-and-swap on the commit seen when
     deciding. A failure only warns."""
-    from fm_teardown.duties import DutyWarning, delete_branch
+    from fm_teardown.duties import delete_branch
 
     b = d.branch
     assert b is not None
     target = f"refs/heads/{b.name}"
+    returned = (StepOutcome.DONE, StepOutcome.ABSENT)
     if not run.pool_reuses and not any(
-        s.step == StepName.POOL and s.outcome in ("done", "absent") for s in run.steps
+        s.step == StepName.POOL and s.outcome in returned for s in run.steps
     ):
-        run.done(StepName.BRANCH, target, StepOutcome.SKIPPED, "the slot was not returned")
+        run.note(StepName.BRANCH, target, BranchResult(BranchWhat.NOT_RETURNED, b.name, b.commit))
         return
-    try:
-        detail = delete_branch(record.project, b.name, b.commit, b.default)
-    except DutyWarning as exc:
-        run.warnings.append(f"branch: {exc}")
-        run.done(StepName.BRANCH, target, StepOutcome.SKIPPED, f"{exc}; branch kept")
-        return
-    outcome = StepOutcome.DONE if detail.startswith("deleted") else StepOutcome.SKIPPED
-    run.done(StepName.BRANCH, target, outcome, detail)
+    result = delete_branch(record.project, b.name, b.commit, b.default)
+    if result.warns:
+        run.warnings.append(messages.branch_warning(result))
+    run.note(StepName.BRANCH, target, result)
 
 
 def step_claim(run: Run, path: str, task: str) -> None:
     """TASK's own slot claim, after a verified return (another task's is never touched)."""
-    from fm_teardown.duties import DutyWarning, remove_own_claim
+    from fm_teardown.duties import remove_own_claim
 
-    try:
-        detail = remove_own_claim(path, task)
-    except DutyWarning as exc:
-        run.warnings.append(f"claim: {exc}")
-        run.done(StepName.CLAIM, path, StepOutcome.SKIPPED, str(exc))
-        return
-    outcome = StepOutcome.DONE if detail.startswith("removed") else StepOutcome.ABSENT
-    run.done(StepName.CLAIM, path, outcome, detail)
+    result = remove_own_claim(path, task)
+    if result.warns:
+        run.warnings.append(messages.claim_warning(result))
+    run.note(StepName.CLAIM, path, result)
 
 
 def step_auth(run: Run, record: Record) -> None:
@@ -683,10 +689,7 @@ def step_auth(run: Run, record: Record) -> None:
     found = remove_auth_entries(state_dir, record.task_id, s.home, s.grok_home)
     run.warnings.extend(f"auth: {w}" for w in found.warnings)
     target = f"state/{record.task_id}.grok-turnend-token, .kimi-turnend-token"
-    if found.removed:
-        run.done(StepName.AUTH, target, StepOutcome.DONE, "removed " + ", ".join(found.removed))
-    else:
-        run.done(StepName.AUTH, target, StepOutcome.ABSENT, "no hook auth entry to remove")
+    run.note(StepName.AUTH, target, found)
 
 
 def step_attribution(run: Run, record: Record) -> None:
@@ -698,20 +701,14 @@ def step_attribution(run: Run, record: Record) -> None:
     s = run.settings
     target = str(s.data_dir / "cost-attribution.tsv")
     try:
-        detail = append_attribution(
+        result = append_attribution(
             str(s.data_dir), record, time.time(), s.attribution_lock_attempts
         )
     except (DutyWarning, OSError) as exc:
-        run.warnings.append(
-            f"could not append AI effort attribution for task {record.task_id}; "
-            "teardown will continue"
-        )
+        run.warnings.append(messages.attribution_warning(record.task_id))
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        run.done(
-            StepName.ATTRIBUTION, target, StepOutcome.SKIPPED, f"could not append the row: {why}"
-        )
-        return
-    run.done(StepName.ATTRIBUTION, target, StepOutcome.DONE, detail)
+        result = AttributionResult(AttributionWhat.FAILED, record.task_id, error=why)
+    run.note(StepName.ATTRIBUTION, target, result)
 
 
 def step_record(run: Run, record: Record) -> None:
@@ -722,21 +719,15 @@ def step_record(run: Run, record: Record) -> None:
         now = parse_record(record.task_id, record.meta_path, text, mtime)
     except FileNotFoundError:
         for duty in (StepName.AUTH, StepName.ATTRIBUTION):
-            run.done(duty, "-", StepOutcome.SKIPPED, "the record is already gone")
-        run.done(
-            StepName.RECORD, record.meta_path, StepOutcome.ABSENT, "the record is already gone"
-        )
+            run.note(duty, "-", RecordGone())
+        run.note(StepName.RECORD, record.meta_path, RecordResult(RecordWhat.ALREADY_GONE))
         return
     except RecordProblem as exc:
         raise run.fail(
-            StepName.RECORD, record.meta_path, f"the record changed: it {exc.problem}"
+            StepName.RECORD, record.meta_path, RecordResult(RecordWhat.CHANGED, error=exc.problem)
         ) from None
     if now != record:
-        raise run.fail(
-            StepName.RECORD,
-            record.meta_path,
-            "the record was rewritten during the teardown (a relaunch?); kept",
-        )
+        raise run.fail(StepName.RECORD, record.meta_path, RecordResult(RecordWhat.REWRITTEN))
     step_auth(run, record)
     step_attribution(run, record)
     route = _remove_route(run, record) if record.kind == "secondmate" else None
@@ -745,7 +736,11 @@ def step_record(run: Run, record: Record) -> None:
         if record.tasktmp and record.tasktmp == f"/tmp/fm-{record.task_id}":
             tmp = task_tmp(record.tasktmp)
             if tmp.problem:
-                raise run.fail(StepName.RECORD, record.meta_path, f"{tmp.problem}; record kept")
+                raise run.fail(
+                    StepName.RECORD,
+                    record.meta_path,
+                    RecordResult(RecordWhat.TMP_UNSAFE, error=tmp.problem),
+                )
             if tmp.exists:
                 _remove(record.tasktmp)
                 removed.append(record.tasktmp)
@@ -758,12 +753,17 @@ def step_record(run: Run, record: Record) -> None:
         os.unlink(record.meta_path)
     except OSError as exc:
         raise run.fail(
-            StepName.RECORD, record.meta_path, f"could not remove {exc.filename}: {exc.strerror}"
+            StepName.RECORD,
+            record.meta_path,
+            RecordResult(RecordWhat.REMOVE_FAILED, path=str(exc.filename), error=exc.strerror),
         ) from None
-    detail = "removed " + ", ".join([*removed, os.path.basename(record.meta_path)])
-    if route:
-        detail += f"; {route}"
-    run.done(StepName.RECORD, record.meta_path, StepOutcome.DONE, detail)
+    done = RecordResult(
+        RecordWhat.REMOVED,
+        (*removed, os.path.basename(record.meta_path)),
+        record.meta_path,
+        route=route,
+    )
+    run.note(StepName.RECORD, record.meta_path, done)
 
 
 def _remove_route(run: Run, record: Record) -> str | None:
@@ -783,26 +783,12 @@ def _remove_route(run: Run, record: Record) -> str | None:
 
 # -- the outcome --------------------------------------------------------------------------------
 
-NOTHING_CHANGED = "; nothing was changed"
 
-
-def what_ran(steps: list[Step]) -> str:
-    """The steps of this run that changed something, e.g. `endpoint (killed window @3)`."""
-    return ", ".join(f"{s.step} ({s.detail})" for s in steps if s.outcome == StepOutcome.DONE)
-
-
-def _after_steps(reasons: tuple[str, ...], steps: list[Step]) -> tuple[str, ...]:
-    """A refusal found after a step ran says which steps ran, never "nothing was changed"."""
-    ran = what_ran(steps)
-    if not ran or not reasons:
-        return reasons
-    first = reasons[0]
-    if first.endswith(NOTHING_CHANGED):
-        first = first[: -len(NOTHING_CHANGED)]
-    return (f"{first}; already done by this run: {ran}; nothing else was changed", *reasons[1:])
-
-
-def outcome(r: Run, d: Decision, verdict: Verdict, *, interrupted: bool = False) -> Outcome:
+def outcome(
+    r: Run, d: Decision, verdict: Verdict, *, interrupted: bool = False, tail: bool | None = None
+) -> Outcome:
+    """The run's Outcome. `tail`: whether the reasons are shown with what the run changed
+    (by default: a refusal the decision made)."""
     code = int(ExitCode.INTERRUPTED) if interrupted else int(verdict.exit_code)
     warnings = [*d.warnings, *r.warnings]
     if r.saved_for and r.saved_for != d.task:
@@ -810,9 +796,6 @@ def outcome(r: Run, d: Decision, verdict: Verdict, *, interrupted: bool = False)
             f"the work saved under {r.discarded_ref} is {r.saved_for}'s (the discarded live "
             f"owner's), not {d.task}'s"
         )
-    reasons = d.reasons
-    if verdict not in (Verdict.PROCEED, Verdict.STALE, Verdict.FAILED):
-        reasons = _after_steps(reasons, r.steps)
     hints = d.hints
     if code == 0 and r.saved_for and r.saved_for != d.task:
         hints = (
@@ -825,7 +808,7 @@ def outcome(r: Run, d: Decision, verdict: Verdict, *, interrupted: bool = False)
         dry_run=False,
         verdict=verdict,
         exit_code=code,
-        reasons=reasons,
+        reasons=d.reasons,
         decision=d,
         steps=tuple(r.steps),
         warnings=tuple(warnings),
@@ -837,4 +820,5 @@ def outcome(r: Run, d: Decision, verdict: Verdict, *, interrupted: bool = False)
         restore=r.restore,
         interrupted=interrupted,
         acted=True,
+        tail=(verdict == d.verdict and d.refused) if tail is None else tail,
     )

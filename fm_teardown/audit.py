@@ -19,6 +19,7 @@ from fm_teardown import finished
 from fm_teardown.decide import decide_all
 from fm_teardown.endpoint import ProcessClass, classify
 from fm_teardown.errors import Verdict
+from fm_teardown.messages import decision_reasons
 from fm_teardown.observe import observe, procs_by_slot, ready
 from fm_teardown.ownership import lease_name, lease_task, live_of
 from fm_teardown.paths import ancestors
@@ -111,7 +112,7 @@ def audit(settings: Settings, opts: finished.Options | None = None) -> Audit:
             d.slot,
             str(ep.state),
             d.verdict,
-            d.reasons,
+            decision_reasons(d),
             d.headline,
             tuple(o.id for o in live_of(d.owners)) if d.verdict == Verdict.LIVE_OWNER else (),
             finished.classify(

@@ -25,6 +25,7 @@ from functools import cached_property
 from typing import TypeVar, overload
 
 from fm_teardown.errors import Verdict
+from fm_teardown.messages import belongs_now
 from fm_teardown.ownership import (
     claimed_by_other,
     current_owner,
@@ -344,7 +345,7 @@ def invalid_claimant(c: Case) -> Refusal | None:
         headline += f" (and {len(blockers) - 1} more invalid records)"
     return _refusal(
         Verdict.UNSAFE,
-        [f"REFUSED: {lines[0]}; nothing was changed", *lines[1:]],
+        [f"REFUSED: {lines[0]}", *lines[1:]],
         [
             "fix that record with its task's owner (it may belong to a live task); an empty or "
             "half-written one: see `fm runbook unsafe` for how to tell it from a live task's"
@@ -361,7 +362,7 @@ def unreadable_claim(c: Case) -> Refusal | None:
         return None
     return _refusal(
         Verdict.UNSAFE,
-        [f"REFUSED: the slot claim {claim.path} {claim.problem}; nothing was changed"],
+        [f"REFUSED: the slot claim {claim.path} {claim.problem}"],
         [
             f"the claim is written by spawn when the pool hands the slot on: look at it "
             f"(ls -l {claim.path}; cat {claim.path}), fix it only if you know whose slot it is, "
@@ -378,7 +379,7 @@ def unsafe_tasktmp(c: Case) -> Refusal | None:
         return None
     return _refusal(
         Verdict.UNSAFE,
-        [f"REFUSED: {tmp.problem}; nothing was changed"],
+        [f"REFUSED: {tmp.problem}"],
         [
             f"fm never follows or removes a tasktmp that is not its own directory: look "
             f"at it (ls -ld {tmp.path}), remove it if it is not needed, then re-run"
@@ -394,7 +395,7 @@ def unwritable_state_dir(c: Case) -> Refusal | None:
         return None
     return _refusal(
         Verdict.UNSAFE,
-        [f"REFUSED: {problem}; nothing was changed"],
+        [f"REFUSED: {problem}"],
         ["run fm as the user that owns the state dir"],
         problem,
     )
@@ -417,7 +418,7 @@ def protected_root(c: Case) -> Refusal | None:
             what = "is" if c.slot == root else "is an ancestor of"
             return _refusal(
                 Verdict.UNSAFE,
-                [f"REFUSED: slot {c.slot} {what} {label} ({root}); nothing was changed"],
+                [f"REFUSED: slot {c.slot} {what} {label} ({root})"],
                 ["a slot must be a pool worktree; fix the record's worktree="],
                 f"the slot {what} {label} ({root}): it is not a pool worktree",
             )
@@ -430,10 +431,7 @@ def inside_own_window(c: Case) -> Refusal | None:
         return None
     return _refusal(
         Verdict.UNSAFE,
-        [
-            f"REFUSED: fm is running inside {c.task}'s own window {c.record.window}; "
-            "nothing was changed"
-        ],
+        [f"REFUSED: fm is running inside {c.task}'s own window {c.record.window}"],
         ["run the teardown from another window"],
         f"fm is running inside {c.task}'s own window {c.record.window}",
     )
@@ -461,7 +459,7 @@ def live_owner(c: Case) -> Refusal | GoOn | None:
             )
         )
     names = ", ".join(o.id for o in live)
-    lines = [f"REFUSED: slot {c.slot} is owned by another live task: {names}; nothing was changed"]
+    lines = [f"REFUSED: slot {c.slot} is owned by another live task: {names}"]
     lines += [f"{o.id} ({o.kind}, endpoint {o.endpoint}): {o.why}" for o in live]
     hints = []
     inventory = c.obs.inventory
@@ -580,7 +578,7 @@ def pool_not_ready(c: Case) -> Refusal | None:
         hint = "wait until the pool is done, then re-run"
     if problem is None:
         return None
-    return _refusal(Verdict.UNSAFE, [f"REFUSED: {problem}; nothing was changed"], [hint], problem)
+    return _refusal(Verdict.UNSAFE, [f"REFUSED: {problem}"], [hint], problem)
 
 
 def foreign_git_dir(c: Case) -> Refusal | None:
@@ -590,7 +588,7 @@ def foreign_git_dir(c: Case) -> Refusal | None:
         return None
     return _refusal(
         Verdict.UNSAFE,
-        [f"REFUSED: {c.facts.git_problem}; nothing was changed"],
+        [f"REFUSED: {c.facts.git_problem}"],
         [
             "see whose tree it is (git -C <slot> rev-parse --git-dir --show-toplevel); "
             "copy out what the task needs, then fix the record's worktree= or the slot with "
@@ -618,7 +616,7 @@ def never_signalled_in_slot(c: Case) -> Refusal | None:
         Verdict.UNSAFE,
         [
             f"REFUSED: {_named(blocked)} work in slot {c.slot}, and the pool's return ends "
-            "every process there; fm never ends them; nothing was changed"
+            "every process there; fm never ends them"
         ],
         _blocked_hints(blocked),
         f"{_named(blocked)} work in this slot, and the pool's return would end them",
@@ -648,7 +646,7 @@ def unlanded(c: Case) -> Refusal | GoOn | NeedsLanded | None:
         return GoOn(
             warnings=(f"--force: discarding {c.task}'s own unlanded work ({landed.summary})",)
         )
-    lines = [f"REFUSED: {c.task}'s own work is not landed: {landed.summary}; nothing was changed"]
+    lines = [f"REFUSED: {c.task}'s own work is not landed: {landed.summary}"]
     untracked = set(landed.untracked)
     lines += [f"{'untracked' if p in untracked else 'uncommitted'}: {p}" for p in landed.dirty]
     lines += [f"unpushed: {u}" for u in landed.unpushed]
@@ -694,8 +692,7 @@ def live_children(c: Case) -> Refusal | GoOn | None:
         return _refusal(
             Verdict.LIVE_OWNER,
             [
-                f"REFUSED: secondmate {c.task}'s home has a live task: {names}; "
-                "nothing was changed",
+                f"REFUSED: secondmate {c.task}'s home has a live task: {names}",
                 *(
                     f"{k}: endpoint {c.obs.endpoints[k].state}: {c.obs.endpoints[k].detail}"
                     for k in live
@@ -820,9 +817,8 @@ def _stale(c: Case, reasons: list[str], warnings: list[str], stale: Stale) -> De
         skip_reason="stale slot: left to its current owner",
         project=c.record.project,
         pool=_pool_dir(c),
-        headline=(
-            f"the slot belongs to {stale.owner} now: only {c.task}'s window and record are cleared"
-        ),
+        headline=f"{belongs_now(stale.owner)}: only {c.task}'s window and record are cleared",
+        stale_owner=stale.owner,
     )
 
 

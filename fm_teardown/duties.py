@@ -20,49 +20,65 @@ import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from fm_teardown import runner, safefile
 from fm_teardown.claim import still_names
+from fm_teardown.messages import unlinked
 from fm_teardown.records import Record, RecordProblem, read_meta
+from fm_teardown.results import (
+    AttributionResult,
+    AttributionWhat,
+    AuthResult,
+    BranchResult,
+    BranchUse,
+    BranchWhat,
+    ClaimResult,
+    ClaimWhat,
+    HookFile,
+    HooksResult,
+    HooksWhat,
+    Unlinked,
+    UnlinkWhat,
+)
 from fm_teardown.scaffold import SCAFFOLD_PATHS
-from fm_teardown.values import value
 
 _TOKEN = re.compile(r"[A-Za-z0-9._-]+")
 
 
 class DutyWarning(Exception):
-    """A duty that could not be done; it only warns, the teardown goes on."""
+    """The attribution row could not be appended; it only warns, the teardown goes on."""
 
 
 # -- hooks --------------------------------------------------------------------------------------
 
 
-def remove_hooks(slot: str) -> list[str]:
+def remove_hooks(slot: str) -> HooksResult:
     """Remove the scaffold files git does not track from the slot; what was done, per path."""
     tracked = runner.git(slot, "ls-files", "-z", "--", *SCAFFOLD_PATHS)
     if not tracked.ok:
-        raise DutyWarning(f"cannot tell which hook files git tracks: {tracked.why()}")
+        return HooksResult(HooksWhat.UNTRACKED_UNKNOWN, error=tracked.why())
     kept = {p.decode("utf-8", "replace") for p in tracked.out.split(b"\0") if p}
-    done = []
+    files = []
     for rel in SCAFFOLD_PATHS:
         if rel in kept:
-            done.append(f"{rel}: tracked by git, kept")
+            files.append(HookFile(rel, tracked=True))
             continue
         outcome = unlink_inside(slot, rel)
-        if outcome != "absent":
-            done.append(f"{rel}: {outcome}")
-    return done
+        if outcome.what != UnlinkWhat.ABSENT:
+            files.append(HookFile(rel, tracked=False, unlinked=outcome))
+    return HooksResult(HooksWhat.DONE if files else HooksWhat.NONE, tuple(files))
 
 
-def unlink_inside(root: str, rel: str, *, single: bool = False) -> str:
-    """Unlink `root/rel` without following a symlink anywhere on the way ("absent", "removed",
-    or why it was left). `single`: a regular file is removed only when it has one link."""
+def unlink_inside(root: str, rel: str, *, single: bool = False) -> Unlinked:
+    """Unlink `root/rel` without following a symlink anywhere on the way: removed, absent, or
+    why it was left. `single`: a regular file is removed only when it has one link."""
     parts = rel.split("/")
     try:
         fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
-        return f"left: the slot cannot be opened ({exc.strerror})"
+        return Unlinked(UnlinkWhat.ROOT_UNOPENED, error=exc.strerror)
     try:
         for part in parts[:-1]:
             try:
@@ -70,29 +86,29 @@ def unlink_inside(root: str, rel: str, *, single: bool = False) -> str:
                     part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd
                 )
             except FileNotFoundError:
-                return "absent"
+                return Unlinked(UnlinkWhat.ABSENT)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    return f"left: {part}/ is a symlink or not a directory"
-                return f"left: {part}/ cannot be opened ({exc.strerror})"
+                    return Unlinked(UnlinkWhat.NOT_A_DIR, part)
+                return Unlinked(UnlinkWhat.DIR_UNOPENED, part, exc.strerror)
             os.close(fd)
             fd = nfd
         leaf = parts[-1]
         try:
             st = os.stat(leaf, dir_fd=fd, follow_symlinks=False)
         except FileNotFoundError:
-            return "absent"
+            return Unlinked(UnlinkWhat.ABSENT)
         if stat.S_ISDIR(st.st_mode):
-            return "left: it is a directory"
+            return Unlinked(UnlinkWhat.IS_DIR)
         # Removing a symlink never touches its target; a hard link's other name would lose
         # nothing either, but it may be another task's file: leave it to its owner.
         why = safefile.problem(st) if single and not stat.S_ISLNK(st.st_mode) else None
         if why is not None:
-            return f"left: {why}"
+            return Unlinked(UnlinkWhat.NOT_SINGLE, error=why)
         os.unlink(leaf, dir_fd=fd)
-        return "removed (the link itself)" if stat.S_ISLNK(st.st_mode) else "removed"
+        return Unlinked(UnlinkWhat.REMOVED_LINK if stat.S_ISLNK(st.st_mode) else UnlinkWhat.REMOVED)
     except OSError as exc:
-        return f"left: {exc.strerror}"
+        return Unlinked(UnlinkWhat.FAILED, error=exc.strerror)
     finally:
         os.close(fd)
 
@@ -100,14 +116,15 @@ def unlink_inside(root: str, rel: str, *, single: bool = False) -> str:
 # -- branch -------------------------------------------------------------------------------------
 
 
-def delete_branch(project: str, branch: str, commit: str, default: str | None) -> str:
+def delete_branch(project: str, branch: str, commit: str, default: str | None) -> BranchResult:
     """Delete `refs/heads/<branch>` only if it still names `commit` (the one seen when
     deciding), never the default branch, never one checked out in another worktree."""
+    seen = BranchResult(BranchWhat.DELETED, branch, commit, project)
     if default is not None and branch == default:
-        return f"kept {branch}: it is the project's default branch"
+        return replace(seen, what=BranchWhat.KEPT_DEFAULT)
     listed = runner.git(project, "worktree", "list", "--porcelain")
     if not listed.ok:
-        raise DutyWarning(f"cannot list the worktrees of {project}: {listed.why()}")
+        return replace(seen, what=BranchWhat.UNLISTED, error=listed.why())
     checked_out = {
         line[len("branch ") :]
         for line in listed.out.decode("utf-8", "surrogateescape").splitlines()
@@ -115,33 +132,30 @@ def delete_branch(project: str, branch: str, commit: str, default: str | None) -
     }
     ref = f"refs/heads/{branch}"
     if ref in checked_out:
-        return f"kept {branch}: it is checked out in another worktree"
+        return replace(seen, what=BranchWhat.KEPT_CHECKED_OUT)
     common = runner.git(project, "rev-parse", "--path-format=absolute", "--git-common-dir")
     if not common.ok or not os.path.isabs(common.text):
-        raise DutyWarning(f"cannot find the git dir of {project}: {common.why()}")
+        return replace(seen, what=BranchWhat.NO_GIT_DIR, error=common.why())
     busy = next(in_progress(common.text, branch), None)
     if busy is not None:
-        raise DutyWarning(f"{busy[0]} is {busy[1]} {branch}: an operation there needs it")
+        return replace(seen, what=BranchWhat.KEPT_IN_USE, worktree=busy[0], use=busy[1])
     r = runner.git(project, "update-ref", "-d", ref, commit)
     if not r.ok:
-        raise DutyWarning(
-            f"could not delete branch {branch} at {commit[:12]} (moved since deciding, or "
-            f"gone?): {r.why()}"
-        )
-    return f"deleted {branch} (it named {commit[:12]})"
+        return replace(seen, what=BranchWhat.KEPT_MOVED, error=r.why())
+    return seen
 
 
 # Where git records the branch an operation in progress works on, per worktree git dir:
 # the file, and whether it holds the full ref name (else the short branch name).
 _OPERATIONS = (
-    ("rebase-merge/head-name", True, "rebasing"),
-    ("rebase-apply/head-name", True, "rebasing"),
-    ("BISECT_START", False, "bisecting from"),
-    ("HEAD", True, "on"),
+    ("rebase-merge/head-name", True, BranchUse.REBASING),
+    ("rebase-apply/head-name", True, BranchUse.REBASING),
+    ("BISECT_START", False, BranchUse.BISECTING),
+    ("HEAD", True, BranchUse.ON),
 )
 
 
-def in_progress(common: str, branch: str) -> Iterator[tuple[str, str]]:
+def in_progress(common: str, branch: str) -> Iterator[tuple[str, BranchUse]]:
     """(worktree, what it is doing) for every worktree of the repository whose git dir says
     an operation in progress works on `branch` (a rebase, a bisect), or has it checked out:
     `git worktree list` shows neither a rebased nor a bisected branch."""
@@ -195,29 +209,23 @@ def _linked_worktree(gitdir: str) -> str:
 # -- claim --------------------------------------------------------------------------------------
 
 
-def remove_own_claim(path: str, task: str) -> str:
+def remove_own_claim(path: str, task: str) -> ClaimResult:
     """TASK's own slot claim goes once the slot is back in the pool; re-read right before."""
     if not still_names(path, task):
-        return f"{path} no longer names {task}: kept"
+        return ClaimResult(ClaimWhat.NOT_TASKS, path, task)
     try:
         why = safefile.problem(os.lstat(path))
         if why is not None:
-            raise DutyWarning(f"the slot claim {path} is kept: {why}")
+            return ClaimResult(ClaimWhat.KEPT_UNSAFE, path, task, why)
         os.unlink(path)
     except FileNotFoundError:
-        return f"{path} is already gone"
+        return ClaimResult(ClaimWhat.ALREADY_GONE, path, task)
     except OSError as exc:
-        raise DutyWarning(f"could not remove the slot claim {path}: {exc.strerror}") from None
-    return f"removed {path}"
+        return ClaimResult(ClaimWhat.FAILED, path, task, exc.strerror)
+    return ClaimResult(ClaimWhat.REMOVED, path, task)
 
 
 # -- hook auth entries --------------------------------------------------------------------------
-
-
-@value
-class AuthEntries:
-    removed: tuple[str, ...]
-    warnings: tuple[str, ...]
 
 
 def auth_dirs(home: str | None, grok_home: str | None) -> dict[str, str | None]:
@@ -232,7 +240,7 @@ def auth_dirs(home: str | None, grok_home: str | None) -> dict[str, str | None]:
 
 def remove_auth_entries(
     state_dir: str, task: str, home: str | None, grok_home: str | None
-) -> AuthEntries:
+) -> AuthResult:
     removed: list[str] = []
     warnings: list[str] = []
     for suffix, directory in auth_dirs(home, grok_home).items():
@@ -252,11 +260,11 @@ def remove_auth_entries(
             warnings.append(f"no home to find the entry of {token_file} in: not removed")
             continue
         outcome = unlink_inside(directory, token, single=True)
-        if outcome.startswith("removed"):
+        if outcome.removed:
             removed.append(os.path.join(directory, token))
-        elif outcome != "absent":
-            warnings.append(f"{os.path.join(directory, token)}: {outcome}")
-    return AuthEntries(tuple(removed), tuple(warnings))
+        elif outcome.what != UnlinkWhat.ABSENT:
+            warnings.append(f"{os.path.join(directory, token)}: {unlinked(outcome)}")
+    return AuthResult(tuple(removed), tuple(warnings))
 
 
 # -- cost attribution ---------------------------------------------------------------------------
@@ -317,7 +325,9 @@ def _attribution_lock(data_dir: str, attempts: int) -> Iterator[None]:
         os.close(fd)
 
 
-def append_attribution(data_dir: str, record: Record, now: float, attempts: int) -> str:
+def append_attribution(
+    data_dir: str, record: Record, now: float, attempts: int
+) -> AttributionResult:
     """Append TASK's row to `data/cost-attribution.tsv` in one write: a missing final newline
     first, and the schema marker and header when the last marker is not this schema's.
 
@@ -338,7 +348,7 @@ def append_attribution(data_dir: str, record: Record, now: float, attempts: int)
             row = attribution_row(record, now)
             same_run = row[: row.rindex("\t") + 1].encode()
             if any(line.startswith(same_run) for line in existing.splitlines()):
-                return f"{record.task_id}'s row is already in {path} (a re-run)"
+                return AttributionResult(AttributionWhat.ALREADY_THERE, record.task_id, path)
             payload = ""
             if existing and not existing.endswith(b"\n"):
                 payload += "\n"
@@ -353,7 +363,7 @@ def append_attribution(data_dir: str, record: Record, now: float, attempts: int)
             os.write(fd, payload.encode())
         finally:
             os.close(fd)
-    return f"appended {record.task_id}'s row to {path}"
+    return AttributionResult(AttributionWhat.APPENDED, record.task_id, path)
 
 
 def _read_all(fd: int) -> bytes:

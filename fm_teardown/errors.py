@@ -47,11 +47,21 @@ _VERDICT_EXIT: dict[Verdict, ExitCode] = {
 class FmError(Exception):
     """A refusal or failure that ends the run with a one-line message and an exit code."""
 
-    def __init__(self, verdict: Verdict, message: str, hints: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        verdict: Verdict,
+        message: str,
+        hints: tuple[str, ...] = (),
+        *,
+        unchanged: bool = False,
+    ) -> None:
         super().__init__(message)
         self.verdict = verdict
         self.message = message
         self.hints = hints
+        # A refusal made before anything was done: shown with what the run changed after it
+        # (`messages.reasons`), never written into `message`.
+        self.unchanged = unchanged
 
     @property
     def exit_code(self) -> ExitCode:
@@ -62,5 +72,5 @@ def invalid(message: str, *hints: str) -> FmError:
     return FmError(Verdict.INVALID, message, hints)
 
 
-def unsafe(message: str, *hints: str) -> FmError:
-    return FmError(Verdict.UNSAFE, message, hints)
+def unsafe(message: str, *hints: str, unchanged: bool = False) -> FmError:
+    return FmError(Verdict.UNSAFE, message, hints, unchanged=unchanged)

@@ -122,17 +122,19 @@ def _bare(message: str) -> str:
 def lead_line(outcome: object) -> str:
     """The first stderr line the script's callers read: `REFUSED: …` for a refusal (3, 4,
     5), `error: …` for anything else; the gate refusal keeps the script's `error:` wording."""
+    from fm_teardown import messages
     from fm_teardown.outcome import Outcome
 
     assert isinstance(outcome, Outcome)
-    first = outcome.reasons[0] if outcome.reasons else str(outcome.verdict)
+    reasons = messages.reasons(outcome)
+    first = reasons[0] if reasons else str(outcome.verdict)
     if first.startswith("error: "):
         return first
     if outcome.exit_code in (3, 4, 5):
         return first if first.startswith("REFUSED: ") else f"REFUSED: {_bare(first)}"
     if outcome.exit_code == 1 or outcome.interrupted:
         failed = next((st for st in outcome.steps if st.outcome == "failed"), None)
-        cause = f"{failed.step}: {failed.detail}" if failed else _bare(first)
+        cause = f"{failed.step}: {messages.detail(failed)}" if failed else _bare(first)
         if outcome.interrupted:
             cause = "interrupted" + (f" ({cause})" if failed else "")
         return f"error: teardown {outcome.task} stopped: {cause}; the record is kept"

@@ -17,9 +17,11 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
+from fm_teardown import messages
 from fm_teardown.errors import ExitCode, FmError, Verdict
 from fm_teardown.outcome import Outcome
-from fm_teardown.plan import StepOutcome
+from fm_teardown.plan import StepName, StepOutcome
+from fm_teardown.results import ProcessesResult
 
 if TYPE_CHECKING:  # the audit's module only when an audit is rendered
     from fm_teardown.audit import Audit, AuditRow
@@ -112,30 +114,22 @@ class Shortener:
 # -- one task -------------------------------------------------------------------------------------
 
 
-def _tail(o: Outcome) -> str:
-    """`nothing was changed`, or what this run had already done when it was refused."""
-    first = o.reasons[0] if o.reasons else ""
-    marker = "; already done by this run: "
-    if marker in first:
-        return "already done by this run: " + first.split(marker, 1)[1]
-    return "nothing was changed"
-
-
 def _what_was_done(o: Outcome) -> str:
-    done = {str(s.step): s for s in o.steps if s.outcome == StepOutcome.DONE}
+    done = {s.step: s for s in o.steps if s.outcome == StepOutcome.DONE}
     parts = []
-    if "endpoint" in done:
+    if StepName.ENDPOINT in done:
         parts.append("window killed")
-    if "processes" in done:
-        count = done["processes"].detail.split(":", 1)[0].removeprefix("ended ").strip()
-        parts.append(f"{count} process{'' if count == '1' else 'es'} ended")
-    if "save-discarded" in done:
+    ended = done.get(StepName.PROCESSES)
+    if ended is not None and isinstance(ended.result, ProcessesResult):
+        count = len(ended.result.ended)
+        parts.append(f"{count} process{'' if count == 1 else 'es'} ended")
+    if StepName.SAVE_DISCARDED in done:
         parts.append("unlanded work saved")
-    if "pool" in done:
+    if StepName.POOL in done:
         parts.append("slot returned to the pool")
-    if "branch" in done:
+    if StepName.BRANCH in done:
         parts.append("branch deleted")
-    parts.append("record cleared" if "record" in done else "record already gone")
+    parts.append("record cleared" if StepName.RECORD in done else "record already gone")
     return ", ".join(parts)
 
 
@@ -143,10 +137,13 @@ def headline(o: Outcome) -> str:
     """The first line: the verdict in words an operator acts on."""
     d = o.decision
     task = o.task or "?"
-    say = d.headline if d is not None and d.headline else (o.reasons[0] if o.reasons else "")
+    reasons = messages.reasons(o)
+    say = d.headline if d is not None and d.headline else (reasons[0] if reasons else "")
     if o.exit_code == ExitCode.FAILED:
         failed = next((s for s in o.steps if s.outcome == StepOutcome.FAILED), None)
-        cause = f"{failed.step}: {failed.detail}" if failed else (o.warnings or ("?",))[-1]
+        cause = (
+            f"{failed.step}: {messages.detail(failed)}" if failed else (o.warnings or ("?",))[-1]
+        )
         return f"FAILED — {task} stopped at {cause}; the record is kept"
     if o.verdict == Verdict.PROCEED:
         if o.dry_run:
@@ -155,9 +152,10 @@ def headline(o: Outcome) -> str:
     if o.verdict == Verdict.STALE:
         if o.dry_run:
             return f"STALE — {task}: {say}"
-        # The decision's headline ends in what is cleared, which this line starts with.
-        return f"CLEARED — {task}'s window and record; {say.split(': only ', 1)[0]}"
-    return f"REFUSED — {o.verdict}: {say}; {_tail(o)}"
+        # What is cleared starts this line; the rest is whose the slot is now.
+        now = messages.belongs_now(d.stale_owner) if d is not None and d.stale_owner else say
+        return f"CLEARED — {task}'s window and record; {now}"
+    return f"REFUSED — {o.verdict}: {say}; {messages.tail(o)}"
 
 
 def runbook_hint(name: str | None) -> str | None:
@@ -192,14 +190,14 @@ def render_outcome(
     # The detail under the first line: the reasons, verbatim (runbooks and scripts quote
     # them), but a live owner's own lines, which the owners table shows, and the first
     # reason when the drop-in's lead line is that reason already.
-    details = list(o.reasons)
+    details = list(messages.reasons(o))
     if o.verdict == Verdict.LIVE_OWNER:
         details = details[:1]
     if o.exit_code == ExitCode.FAILED:
         details = []  # the reasons to go ahead; the first line says what stopped it
     if lead is not None and details and details[0] == lead:
         details = details[1:]
-    elif lead is None and bad and details and details[0].startswith("REFUSED: "):
+    elif lead is None and o.refused and details:
         # The first line said it already (`REFUSED — VERDICT: why`); the full slot path that
         # this reason adds is on the `task · slot` line. `--json` keeps it verbatim.
         details = details[1:]
@@ -239,7 +237,8 @@ def render_outcome(
         if not o.dry_run:
             out_p.line("steps:", "bold")
         for i, s in enumerate(o.steps, 1):
-            out_p.line(f"  {i}. {s.step} [{s.outcome}] {short(s.target)}: {short(s.detail)}")
+            detail = messages.detail(s)
+            out_p.line(f"  {i}. {s.step} [{s.outcome}] {short(s.target)}: {short(detail)}")
     for text in o.warnings:
         err_p.line(f"warning: {short(text)}", "yellow")
     for h in o.hints:
@@ -253,21 +252,6 @@ def render_outcome(
         out_p.line(f"teardown {o.task} complete")
     if o.discarded_ref:
         out_p.line(f"discarded work saved under {o.discarded_ref}; to bring it back: {o.restore}")
-
-
-def interrupted_line(o: Outcome) -> str:
-    done = ", ".join(f"{s.step} ({s.detail})" for s in o.steps if s.outcome == "done")
-    left = [str(s.step) for s in o.steps if s.outcome in ("skipped", "failed")]
-    return (
-        "fm: interrupted"
-        + (f"; done: {done}" if done else "; nothing was changed")
-        + (
-            f"; left: {', '.join(left)} (the record is kept: re-run `fm teardown {o.task}` "
-            "to finish)"
-            if left
-            else ""
-        )
-    )
 
 
 def render_error(err: FmError, stream: TextIO | None = None, runbook: str | None = None) -> None:

@@ -55,13 +55,20 @@ def entry(
 
 def entry_of(outcome: Outcome, flags: Flags) -> dict[str, Any]:
     """The journal line of one real run, from its Outcome."""
+    from fm_teardown.messages import detail
+
     return entry(
         outcome.task or "",
         {"force": flags.force, "discard_live_owner": flags.discard_live_owner},
         str(outcome.verdict),
         outcome.exit_code,
         [
-            {"step": str(s.step), "target": s.target, "outcome": str(s.outcome), "detail": s.detail}
+            {
+                "step": str(s.step),
+                "target": s.target,
+                "outcome": str(s.outcome),
+                "detail": detail(s),
+            }
             for s in outcome.steps
         ]
         if outcome.acted

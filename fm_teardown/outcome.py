@@ -39,6 +39,15 @@ class Outcome:
     interrupted: bool = False
     acted: bool = False  # a real run that reached acting (it has a journal-ready step list)
     plan_id: str | None = None  # the plan token of the first decision (fingerprint.py)
+    # A refusal: the first reason is followed, when shown, by what this run changed (nothing,
+    # or the steps it had already done); `messages.reasons` writes that tail.
+    tail: bool = False
+
+    @property
+    def refused(self) -> bool:
+        """A refusal (live owner, unsafe, unlanded): its first reason is the `REFUSED: …`
+        line, said again by the first line of the human output."""
+        return self.verdict in (Verdict.LIVE_OWNER, Verdict.UNSAFE, Verdict.UNLANDED)
 
     @property
     def completed(self) -> bool:
@@ -58,6 +67,7 @@ class Outcome:
             warnings=d.warnings,
             hints=d.hints,
             acted=not dry_run,
+            tail=d.refused,
         )
 
     @staticmethod
@@ -70,4 +80,5 @@ class Outcome:
             exit_code=int(err.exit_code),
             reasons=(err.message,),
             hints=err.hints,
+            tail=err.unchanged,
         )

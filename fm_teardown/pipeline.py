@@ -112,7 +112,7 @@ def expected_plan_refusal(planned: Planned, expected: str, *, dry_run: bool) -> 
             f"the plan changed since it was approved (expected {expected}, now "
             f"{planned.plan_id}): {what}"
         )
-    reason = f"REFUSED: {say}; nothing was changed"
+    reason = f"REFUSED: {say}"
     verdict = Verdict.LIVE_OWNER if "owners" in names else Verdict.UNSAFE
     refused = replace(
         d,

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from fm_teardown.records import Fleet
+    from fm_teardown.results import StepResult
     from fm_teardown.world import Observation
 
 
@@ -96,10 +97,15 @@ class LandedLike(Protocol):
 
 @value
 class Step:
+    """A step of the plan, or of a run. `detail` is the plan's description of it; once it ran
+    (or was left out), `result` says what happened, as a value (`results`), and `messages`
+    alone turns either into words."""
+
     step: StepName
     target: str
     detail: str
     outcome: StepOutcome = StepOutcome.PLANNED
+    result: StepResult | None = None
 
 
 @value
@@ -158,10 +164,17 @@ class Decision:
     own_claim: str | None = None  # TASK's own slot claim, removed after the return (§10)
     project: str | None = None  # the record's project (journalled: `fm restore` finds saves)
     pool: str | None = None  # the pool dir of the slot, if known (output shortens paths in it)
+    stale_owner: str | None = None  # whose a stale slot is now (the first line names them)
 
     @property
     def exit_code(self) -> int:
         return int(self.verdict.exit_code)
+
+    @property
+    def refused(self) -> bool:
+        """A refusal: nothing is done, and its first reason is shown with what the run
+        changed (`messages.reasons`)."""
+        return self.verdict in (Verdict.LIVE_OWNER, Verdict.UNSAFE, Verdict.UNLANDED)
 
 
 @value

@@ -258,9 +258,15 @@ def own_record_problem(record: Record) -> str | None:
     return None
 
 
+def _refusal_of_record(meta_path: str, problem: str) -> str:
+    return f"REFUSED: record {meta_path} {problem}"
+
+
 def refused_record(meta_path: str, problem: str) -> str:
-    """The one line that refuses TASK's own record (the audit's row says the same)."""
-    return f"REFUSED: record {meta_path} {problem}; nothing was changed"
+    """The one line that refuses TASK's own record, as shown (the audit's row says the same)."""
+    from fm_teardown.messages import nothing_changed
+
+    return nothing_changed(_refusal_of_record(meta_path, problem))
 
 
 def load_record(state_dir: Path, task_id: str) -> Record:
@@ -286,7 +292,7 @@ def load_record(state_dir: Path, task_id: str) -> Record:
             "`fm teardown --dry-run` lists the fleet's tasks",
         ) from None
     except RecordProblem as exc:
-        raise unsafe(refused_record(meta_path, exc.problem)) from None
+        raise unsafe(_refusal_of_record(meta_path, exc.problem), unchanged=True) from None
 
 
 @value

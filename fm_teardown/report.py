@@ -9,10 +9,12 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
+from fm_teardown import messages
 from fm_teardown.errors import ExitCode, FmError, Verdict
-from fm_teardown.human import Printer, interrupted_line, render_audit, render_error, render_outcome
+from fm_teardown.human import Printer, render_audit, render_error, render_outcome
 from fm_teardown.outcome import Outcome
 from fm_teardown.plan import Step, StepOutcome
+from fm_teardown.results import PoolResult, PoolWhat
 
 if TYPE_CHECKING:  # the audit's module only when an audit is rendered
     from fm_teardown.audit import Audit
@@ -25,7 +27,12 @@ SCHEMA = "fm-teardown/1"
 def runbook_for(o: Outcome) -> str | None:
     """The runbook every refusal and failure names (CONTRACT §11); None for a go-ahead."""
     if o.exit_code == ExitCode.FAILED or o.interrupted:
-        lock = any(s.outcome == StepOutcome.FAILED and "git lock" in s.detail for s in o.steps)
+        lock = any(
+            s.outcome == StepOutcome.FAILED
+            and isinstance(s.result, PoolResult)
+            and s.result.what == PoolWhat.LOCK_PERSISTED
+            for s in o.steps
+        )
         return "git-lock" if lock else "failed"
     return {
         Verdict.LIVE_OWNER: "live-owner",
@@ -47,7 +54,7 @@ def step_json(step: Step) -> dict[str, str]:
         "step": str(step.step),
         "target": step.target,
         "outcome": str(step.outcome),
-        "detail": step.detail,
+        "detail": messages.detail(step),
     }
 
 
@@ -59,7 +66,7 @@ def outcome_json(o: Outcome) -> dict[str, Any]:
         "dry_run": o.dry_run,
         "verdict": str(o.verdict),
         "exit_code": o.exit_code,
-        "reasons": list(o.reasons),
+        "reasons": list(messages.reasons(o)),
     }
     d = o.decision
     doc["owners"] = [
@@ -160,12 +167,13 @@ def render(
     out = out or sys.stdout
     err = err or sys.stderr
     if o.interrupted:  # said on stderr even with --json (CONTRACT §7a)
-        Printer(err).line(interrupted_line(o), "bold red")
+        Printer(err).line(messages.interrupted_line(o), "bold red")
     if json_out:
         emit_json(outcome_json(o), out)
         return
     if o.decision is None:
-        message = o.reasons[0] if o.reasons else str(o.verdict)
+        reasons = messages.reasons(o)
+        message = reasons[0] if reasons else str(o.verdict)
         render_error(FmError(o.verdict, message, o.hints), err, runbook_for(o))
         return
     render_outcome(o, out, err, runbook=runbook_for(o))

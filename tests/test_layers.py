@@ -29,6 +29,9 @@ STAGE_OF = {
             "paths",
             "records",
             "settings",
+            # A step's typed result and its words: values, and text made of values only.
+            "results",
+            "messages",
         ),
         "model",
     ),

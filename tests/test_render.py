@@ -19,6 +19,7 @@ from fm_teardown import report
 from fm_teardown.errors import ExitCode, Verdict, invalid
 from fm_teardown.outcome import Outcome, Signal
 from fm_teardown.plan import StepOutcome
+from fm_teardown.results import ProcessesResult, ProcessesWhat, ProcRef
 from tests.test_decide import POOL, S1, UNLANDED, World
 
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
@@ -46,10 +47,19 @@ DETAILS = {
 }
 
 
+# What the renderer reads as a value, not as words (the count of processes ended).
+RESULTS = {"processes": ProcessesResult(ProcessesWhat.ENDED, (ProcRef("claude", 41),))}
+
+
 def done(o: Outcome, *outcomes: StepOutcome) -> Outcome:
     """A real run of the plan, each step with the given outcome."""
     steps = tuple(
-        replace(s, outcome=oc, detail=DETAILS[str(s.step)] if oc != "skipped" else "not run")
+        replace(
+            s,
+            outcome=oc,
+            detail=DETAILS[str(s.step)] if oc != "skipped" else "not run",
+            result=RESULTS.get(str(s.step)) if oc == StepOutcome.DONE else None,
+        )
         for s, oc in zip(o.steps, outcomes, strict=False)
     )
     return replace(o, dry_run=False, steps=steps, acted=True)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import field
 from typing import TYPE_CHECKING, Any, cast
 
-from fm_teardown import interrupts, journal, report
+from fm_teardown import interrupts, journal, messages, report
 from fm_teardown.commands.teardown import with_expected_plan
 from fm_teardown.errors import ExitCode, FmError, Verdict
 from fm_teardown.human import VERDICT_STYLE
@@ -255,8 +255,9 @@ def interrupted_before_acting(task: str, flags: Flags) -> Outcome:
         dry_run=flags.dry_run,
         verdict=Verdict.FAILED,
         exit_code=int(ExitCode.INTERRUPTED),
-        reasons=("interrupted while deciding; nothing was changed",),
+        reasons=("interrupted while deciding",),
         interrupted=True,
+        tail=True,
     )
 
 
@@ -280,7 +281,8 @@ def what_was_done(r: Result) -> str:
     if isinstance(r, Skipped):
         return r.why
     d = r.decision
-    headline = d.headline if d is not None else (r.reasons[0] if r.reasons else "")
+    reasons = messages.reasons(r)
+    headline = d.headline if d is not None else (reasons[0] if reasons else "")
     if r.interrupted:
         return "interrupted; the record is kept: re-run to finish"
     if r.exit_code == ExitCode.FAILED:

@@ -86,7 +86,9 @@ def teardown(
             except KeyboardInterrupt:
                 import sys
 
-                sys.stderr.write("fm: interrupted while selecting; nothing was changed\n")
+                from fm_teardown.messages import nothing_changed
+
+                sys.stderr.write(nothing_changed("fm: interrupted while selecting") + "\n")
                 return int(ExitCode.INTERRUPTED)
             return batch.run(
                 s,
