@@ -37,7 +37,7 @@ class Outcome:
     discarded_ref: str | None = None
     restore: str | None = None
     interrupted: bool = False
-    acted: bool = False  # a real run that reached acting (it has a journal-ready step list)
+    acted: bool = False  # a real run that started acting (its steps are the steps as they ran)
     plan_id: str | None = None  # the plan token of the first decision (fingerprint.py)
     # A refusal: the first reason is followed, when shown, by what this run changed (nothing,
     # or the steps it had already done); `messages.reasons` writes that tail.
@@ -66,7 +66,6 @@ class Outcome:
             steps=d.plan,
             warnings=d.warnings,
             hints=d.hints,
-            acted=not dry_run,
             tail=d.refused,
         )
 

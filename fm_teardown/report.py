@@ -91,7 +91,7 @@ def outcome_json(o: Outcome) -> dict[str, Any]:
     doc["endpoint"] = str(d.endpoint) if d.endpoint else None
     doc["headline"] = d.headline
     doc["notes"] = list(d.notes)
-    if o.acted:
+    if not o.dry_run:
         doc["signalled"] = [
             {"pid": s.pid, "start_time": s.start_time, "name": s.name, "signals": list(s.signals)}
             for s in o.signalled

@@ -167,3 +167,16 @@ def test_the_stale_headline_says_what_was_cleared_once(monkeypatch: pytest.Monke
     stale = cases()["stale-dry-run"]
     first = rendered(replace(stale, dry_run=False, acted=True)).splitlines()[1]
     assert first == "CLEARED — a's window and record; the slot belongs to b now", first
+
+
+def test_a_refusal_made_while_deciding_never_acted() -> None:
+    """A real run refused while deciding did nothing: it is not `acted` (so it is never taken
+    for a run that started acting), and its JSON is still a real run's: what was signalled
+    (nothing), no save, and the first reason saying that nothing was changed."""
+    d = World().task("a").task("b", endpoint="alive").decide("a")
+    o = Outcome.of_decision(d, dry_run=False)
+    assert not o.acted and not o.completed
+    doc = report.outcome_json(o)
+    assert doc["signalled"] == [] and doc["discarded_ref"] is None and doc["restore"] is None
+    assert doc["reasons"][0].endswith("is owned by another live task: b; nothing was changed")
+    assert "signalled" not in report.outcome_json(Outcome.of_decision(d, dry_run=True))
