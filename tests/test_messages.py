@@ -1,0 +1,399 @@
+"""Every step result's words and outcome, pinned: the text people, scripts (`--json`) and the
+journal read is what it was when act wrote sentences, and each kind of result is covered."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+import pytest
+
+from fm_teardown import messages
+from fm_teardown.plan import Step, StepName, StepOutcome
+from fm_teardown.results import (
+    AttributionResult,
+    AttributionWhat,
+    AuthResult,
+    BranchResult,
+    BranchUse,
+    BranchWhat,
+    ClaimResult,
+    ClaimWhat,
+    EndpointResult,
+    EndpointWhat,
+    HookFile,
+    HooksResult,
+    HooksWhat,
+    NotNeeded,
+    NotRun,
+    NotRunCause,
+    PoolResult,
+    PoolWhat,
+    ProcessesResult,
+    ProcessesWhat,
+    ProcRef,
+    RecordGone,
+    RecordResult,
+    RecordWhat,
+    SaveResult,
+    SaveWhat,
+    StepResult,
+    Unlinked,
+    UnlinkWhat,
+)
+
+D, A, S, F = StepOutcome.DONE, StepOutcome.ABSENT, StepOutcome.SKIPPED, StepOutcome.FAILED
+W = ("@3", "@4")
+CLAUDE, BASH = ProcRef("claude", 41), ProcRef("bash", 42)
+CMD = "treehouse return --force --if-lease-id L1 /pool/p/1/proj"
+SHA = "0123456789abcdef0123"
+
+CASES: list[tuple[StepResult, StepOutcome, str]] = [
+    (NotRun(NotRunCause.INTERRUPTED), S, "not run: interrupted"),
+    (NotRun(NotRunCause.EARLIER_FAILED), S, "not run: an earlier step failed"),
+    (NotRun(NotRunCause.REFUSED), S, "not run: refused"),
+    (NotNeeded(), S, "not needed"),
+    (
+        NotNeeded("stale slot: left to its current owner"),
+        S,
+        "stale slot: left to its current owner",
+    ),
+    (RecordGone(), S, "the record is already gone"),
+    (EndpointResult(EndpointWhat.NO_SERVER), A, "no tmux server is running"),
+    (
+        EndpointResult(EndpointWhat.INVENTORY_UNREADABLE, error="timed out"),
+        F,
+        "the tmux inventory cannot be read: timed out",
+    ),
+    (
+        EndpointResult(EndpointWhat.NEW_WINDOW, ("@9",), "firstmate:fm-a"),
+        F,
+        "window @9 named firstmate:fm-a appeared since deciding (a relaunch?); it was not "
+        "killed; record kept",
+    ),
+    (
+        EndpointResult(EndpointWhat.NO_WINDOW, window="firstmate:fm-a"),
+        A,
+        "no window firstmate:fm-a",
+    ),
+    (
+        EndpointResult(EndpointWhat.UNCONFIRMED, W, error="no answer"),
+        F,
+        "could not confirm the window is gone: no answer",
+    ),
+    (
+        EndpointResult(EndpointWhat.STILL_PRESENT, W),
+        F,
+        "window @3, @4 is still present after kill-window; record kept",
+    ),
+    (
+        EndpointResult(EndpointWhat.STILL_PRESENT_FORCED, W),
+        D,
+        "window @3, @4 is still present after kill-window (continuing: --force)",
+    ),
+    (EndpointResult(EndpointWhat.KILLED, W), D, "killed window @3, @4; confirmed gone"),
+    (
+        EndpointResult(
+            EndpointWhat.KILLED,
+            ("@3",),
+            asked=("claude (41): /exit Enter",),
+            left=(CLAUDE,),
+            stayed=(BASH,),
+            grace=2.5,
+        ),
+        D,
+        "asked claude (41): /exit Enter to quit; left on request: claude (41); still running "
+        "after 2.5s, so signalled: bash (42); killed window @3; confirmed gone",
+    ),
+    (
+        EndpointResult(EndpointWhat.STILL_PRESENT_FORCED, W, asked=("codex (7): C-c",)),
+        D,
+        "asked codex (7): C-c to quit; window @3, @4 is still present after kill-window "
+        "(continuing: --force)",
+    ),
+    (
+        ProcessesResult(ProcessesWhat.TMP_UNSAFE, error="/tmp/fm-a is a symlink"),
+        F,
+        "/tmp/fm-a is a symlink; never followed",
+    ),
+    (ProcessesResult(ProcessesWhat.NOTHING_TO_END), A, "nothing left to end"),
+    (ProcessesResult(ProcessesWhat.SCAN_FAILED, error="/proc unreadable"), F, "/proc unreadable"),
+    (
+        ProcessesResult(ProcessesWhat.TMUX_UNREADABLE, error="timed out"),
+        F,
+        "tmux inventory unreadable: timed out",
+    ),
+    (ProcessesResult(ProcessesWhat.NONE_THERE), A, "no process runs there"),
+    (
+        ProcessesResult(ProcessesWhat.INTERRUPTED),
+        F,
+        "interrupted while waiting for the processes to end",
+    ),
+    (
+        ProcessesResult(ProcessesWhat.LEFT_RUNNING, survivors=(CLAUDE,), newcomers=(BASH,)),
+        F,
+        "still running after SIGTERM and SIGKILL: claude (41); started there during the "
+        "teardown: bash (42); slot kept",
+    ),
+    (
+        ProcessesResult(ProcessesWhat.LEFT_RUNNING, newcomers=(BASH,)),
+        F,
+        "started there during the teardown: bash (42); slot kept",
+    ),
+    (ProcessesResult(ProcessesWhat.ENDED, (CLAUDE, BASH)), D, "ended 2: claude (41), bash (42)"),
+    (
+        SaveResult(SaveWhat.FAILED, error="git commit-tree failed"),
+        F,
+        "git commit-tree failed; nothing was discarded",
+    ),
+    (
+        SaveResult(SaveWhat.SAVED, "a", SHA, "/src/proj", "fm restore a"),
+        D,
+        "saved a's work as 0123456789ab in /src/proj; to restore: fm restore a",
+    ),
+    (
+        HooksResult(HooksWhat.UNTRACKED_UNKNOWN, error="git exited 128"),
+        S,
+        "cannot tell which hook files git tracks: git exited 128; hook files left",
+    ),
+    (HooksResult(HooksWhat.NONE), A, "no hook file in the slot"),
+    (
+        HooksResult(
+            HooksWhat.DONE,
+            (
+                HookFile(".claude/settings.local.json", tracked=True),
+                HookFile(".x", tracked=False, unlinked=Unlinked(UnlinkWhat.REMOVED)),
+                HookFile(".y", tracked=False, unlinked=Unlinked(UnlinkWhat.REMOVED_LINK)),
+            ),
+        ),
+        D,
+        ".claude/settings.local.json: tracked by git, kept; .x: removed; "
+        ".y: removed (the link itself)",
+    ),
+    (BranchResult(BranchWhat.NOT_RETURNED, "b", SHA), S, "the slot was not returned"),
+    (
+        BranchResult(BranchWhat.KEPT_DEFAULT, "main", SHA),
+        S,
+        "kept main: it is the project's default branch",
+    ),
+    (
+        BranchResult(BranchWhat.KEPT_CHECKED_OUT, "b", SHA),
+        S,
+        "kept b: it is checked out in another worktree",
+    ),
+    (
+        BranchResult(BranchWhat.UNLISTED, "b", SHA, "/src/proj", "git exited 128"),
+        S,
+        "cannot list the worktrees of /src/proj: git exited 128; branch kept",
+    ),
+    (
+        BranchResult(BranchWhat.KEPT_MOVED, "b", SHA, "/src/proj", "bad ref"),
+        S,
+        "could not delete branch b at 0123456789ab (moved since deciding, or gone?): bad ref; "
+        "branch kept",
+    ),
+    (
+        BranchResult(BranchWhat.NO_GIT_DIR, "b", SHA, "/src/proj", "git exited 128"),
+        S,
+        "cannot find the git dir of /src/proj: git exited 128; branch kept",
+    ),
+    (
+        BranchResult(
+            BranchWhat.KEPT_IN_USE, "b", SHA, "/src/proj", worktree="/w/2", use=BranchUse.REBASING
+        ),
+        S,
+        "/w/2 is rebasing b: an operation there needs it; branch kept",
+    ),
+    (
+        BranchResult(BranchWhat.KEPT_IN_USE, "b", SHA, worktree="/w/2", use=BranchUse.BISECTING),
+        S,
+        "/w/2 is bisecting from b: an operation there needs it; branch kept",
+    ),
+    (
+        BranchResult(BranchWhat.KEPT_IN_USE, "b", SHA, worktree="/src/proj", use=BranchUse.ON),
+        S,
+        "/src/proj is on b: an operation there needs it; branch kept",
+    ),
+    (BranchResult(BranchWhat.DELETED, "b", SHA), D, "deleted b (it named 0123456789ab)"),
+    (
+        ClaimResult(ClaimWhat.NOT_TASKS, "/s/.fm-slot-owner", "a"),
+        A,
+        "/s/.fm-slot-owner no longer names a: kept",
+    ),
+    (
+        ClaimResult(ClaimWhat.ALREADY_GONE, "/s/.fm-slot-owner"),
+        A,
+        "/s/.fm-slot-owner is already gone",
+    ),
+    (
+        ClaimResult(ClaimWhat.FAILED, "/s/.fm-slot-owner", "a", "Permission denied"),
+        S,
+        "could not remove the slot claim /s/.fm-slot-owner: Permission denied",
+    ),
+    (
+        ClaimResult(ClaimWhat.KEPT_UNSAFE, "/s/.fm-slot-owner", "a", "it has 2 links"),
+        S,
+        "the slot claim /s/.fm-slot-owner is kept: it has 2 links",
+    ),
+    (ClaimResult(ClaimWhat.REMOVED, "/s/.fm-slot-owner", "a"), D, "removed /s/.fm-slot-owner"),
+    (AuthResult(("/h/x", "/h/y")), D, "removed /h/x, /h/y"),
+    (AuthResult(()), A, "no hook auth entry to remove"),
+    (
+        AttributionResult(AttributionWhat.FAILED, "a", error="No space left on device"),
+        S,
+        "could not append the row: No space left on device",
+    ),
+    (
+        AttributionResult(AttributionWhat.ALREADY_THERE, "a", "/d/cost-attribution.tsv"),
+        D,
+        "a's row is already in /d/cost-attribution.tsv (a re-run)",
+    ),
+    (
+        AttributionResult(AttributionWhat.APPENDED, "a", "/d/cost-attribution.tsv"),
+        D,
+        "appended a's row to /d/cost-attribution.tsv",
+    ),
+    (
+        PoolResult(PoolWhat.PATH_MOVED, slot="/pool/p/1/proj", now="/elsewhere"),
+        F,
+        "the slot path no longer resolves to /pool/p/1/proj (now /elsewhere); slot kept",
+    ),
+    (
+        PoolResult(PoolWhat.STATE_CHANGED),
+        F,
+        "the pool's state changed: the slot is no longer managed",
+    ),
+    (
+        PoolResult(PoolWhat.STATE_CHANGED, error="bad JSON"),
+        F,
+        "the pool's state changed: bad JSON",
+    ),
+    (PoolResult(PoolWhat.DESTROYING), F, "the pool is destroying the slot; slot kept"),
+    (PoolResult(PoolWhat.NO_TREEHOUSE), F, "treehouse is not available"),
+    (
+        PoolResult(
+            PoolWhat.LOCK_PERSISTED, lock="/g/index.lock", retries=3, wait=0.5, error="held"
+        ),
+        F,
+        "git lock /g/index.lock persisted across 3 retries (waiting 0.5s each) and is not "
+        "provably stale: held; lock and slot kept",
+    ),
+    (
+        PoolResult(PoolWhat.UNLANDED_AFTER_LOCK, error="1 uncommitted file"),
+        F,
+        "after removing the stale lock: own work not landed: 1 uncommitted file; slot kept",
+    ),
+    (
+        PoolResult(PoolWhat.NOT_IN_STATE, CMD, error="done"),
+        F,
+        f"{CMD}: the slot is no longer in the pool's state (done)",
+    ),
+    (
+        PoolResult(PoolWhat.NOT_IN_STATE, CMD, error=""),
+        F,
+        f"{CMD}: the slot is no longer in the pool's state ()",
+    ),
+    (PoolResult(PoolWhat.RETURNED, CMD), D, f"{CMD}: returned; the pool's state shows it unleased"),
+    (
+        PoolResult(PoolWhat.RETURNED_RELEASED, CMD),
+        D,
+        f"{CMD}: returned (the slot was leased again since)",
+    ),
+    (PoolResult(PoolWhat.ALREADY_RETURNED, CMD), A, f"{CMD}: the slot was already returned"),
+    (
+        PoolResult(PoolWhat.REUSED_AS_IS),
+        S,
+        "not returned: the slot is unleased, clean and its HEAD merged, so the pool reuses it "
+        "as it is (a return could clear a lease granted meanwhile)",
+    ),
+    (
+        PoolResult(PoolWhat.NOT_RETURNED, CMD, error="exit 0 with 'Aborted.'"),
+        F,
+        f"{CMD} did not return the slot: exit 0 with 'Aborted.'; slot and lease kept",
+    ),
+    (RecordResult(RecordWhat.ALREADY_GONE), A, "the record is already gone"),
+    (
+        RecordResult(RecordWhat.CHANGED, error="has no worktree="),
+        F,
+        "the record changed: it has no worktree=",
+    ),
+    (
+        RecordResult(RecordWhat.REWRITTEN),
+        F,
+        "the record was rewritten during the teardown (a relaunch?); kept",
+    ),
+    (
+        RecordResult(RecordWhat.TMP_UNSAFE, error="/tmp/fm-a is a symlink"),
+        F,
+        "/tmp/fm-a is a symlink; record kept",
+    ),
+    (
+        RecordResult(RecordWhat.REMOVE_FAILED, path="/s/a.x", error="Permission denied"),
+        F,
+        "could not remove /s/a.x: Permission denied",
+    ),
+    (
+        RecordResult(RecordWhat.REMOVED, ("/tmp/fm-a", "a.pane", "a.meta")),
+        D,
+        "removed /tmp/fm-a, a.pane, a.meta",
+    ),
+    (
+        RecordResult(RecordWhat.REMOVED, ("sm.meta",), route="no /d/secondmates.md: no route"),
+        D,
+        "removed sm.meta; no /d/secondmates.md: no route",
+    ),
+]
+
+UNLINKED = {
+    UnlinkWhat.ABSENT: "absent",
+    UnlinkWhat.REMOVED: "removed",
+    UnlinkWhat.REMOVED_LINK: "removed (the link itself)",
+    UnlinkWhat.ROOT_UNOPENED: "left: the slot cannot be opened (Permission denied)",
+    UnlinkWhat.NOT_A_DIR: "left: .claude/ is a symlink or not a directory",
+    UnlinkWhat.DIR_UNOPENED: "left: .claude/ cannot be opened (Permission denied)",
+    UnlinkWhat.IS_DIR: "left: it is a directory",
+    UnlinkWhat.NOT_SINGLE: "left: Permission denied",
+    UnlinkWhat.FAILED: "left: Permission denied",
+}
+
+
+@pytest.mark.parametrize(("result", "outcome", "text"), CASES)
+def test_each_result_has_its_words_and_outcome(
+    result: StepResult, outcome: StepOutcome, text: str
+) -> None:
+    assert messages.result_text(result) == text
+    assert result.outcome == outcome
+    step = Step(StepName.POOL, "t", "the plan's words", result.outcome, result)
+    assert messages.detail(step) == text  # the result's words replace the plan's
+
+
+def test_every_kind_of_result_is_pinned() -> None:
+    whats: set[Enum] = {r.cause for r, _, _ in CASES if isinstance(r, NotRun)}
+    for r, _, _ in CASES:
+        what = getattr(r, "what", None)
+        if isinstance(what, Enum):
+            whats.add(what)
+    for kind in (
+        EndpointWhat,
+        ProcessesWhat,
+        SaveWhat,
+        HooksWhat,
+        BranchWhat,
+        ClaimWhat,
+        AttributionWhat,
+        PoolWhat,
+        RecordWhat,
+        NotRunCause,
+    ):
+        assert set(kind) <= whats, f"{kind.__name__}: {set(kind) - whats} not pinned"
+
+
+@pytest.mark.parametrize("what", list(UnlinkWhat))
+def test_each_unlink_result_has_its_words(what: UnlinkWhat) -> None:
+    part = ".claude" if what in (UnlinkWhat.NOT_A_DIR, UnlinkWhat.DIR_UNOPENED) else ""
+    u = Unlinked(what, part, "Permission denied")
+    assert messages.unlinked(u) == UNLINKED[what]
+    assert u.removed == (what in (UnlinkWhat.REMOVED, UnlinkWhat.REMOVED_LINK))
+
+
+def test_a_step_not_run_yet_shows_the_plan() -> None:
+    assert messages.detail(Step(StepName.POOL, "t", "the plan's words")) == "the plan's words"
