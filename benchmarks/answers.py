@@ -3,7 +3,7 @@
 fm's verdicts are the reference. A disagreement is never hidden: it is reported with the
 tasks concerned, and for an audit row that differs from the floor, fm's own one-task dry run
 of that task is asked too, which tells a slow-but-wrong floor from an audit row that is not
-what `fm teardown <task> --dry-run` says (CONTRACT §8).
+what `fm teardown <task> --dry-run` says (spec §8).
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def compare_rows(
         if one is not None:
             text += f"; fm's own `teardown {tasks[0]} --dry-run` says {show(one)}"
             if (one[0], one[1]) == theirs:
-                text += " (so fm's audit row is not what its one-task dry run says: CONTRACT §8)"
+                text += " (so fm's audit row is not what its one-task dry run says: spec §8)"
         parts.append(text)
     return Check(
         f"{name} audit = fm audit",

@@ -10,10 +10,10 @@ The irreducible work, and nothing else:
 - ONE `tmux list-panes -a` with a narrow format;
 - ONE walk of /proc (stat and cwd of every process; argv[0] only of those it classifies);
 - the pool state file of each slot it decides on (each file once), and the slot's `.git`
-  back-pointer files (CONTRACT §7a);
+  back-pointer files (spec §7a);
 - rule 5 for the rows that reach it: one `git status` per such slot, a few at a time, plus
   one `git for-each-ref refs/remotes` per project repository (what its slots share).
-The rules are CONTRACT.md's, in fm's order (§5 rules 1-5, §7a, §10's slot claim).
+The rules are docs/spec.md's, in fm's order (spec §5 rules 1-5, §7a, §10's slot claim).
 
 `--mandated-imports` first imports the stack the project is required to use (typer, psutil,
 libtmux): the floor that fm, which must use them, can be held to. `--no-rule5` stops where
@@ -76,7 +76,7 @@ class Record:
 
 
 def parse_record(tid: str, text: str, mtime_ns: int) -> Record | str:
-    """The record, or why it is invalid (CONTRACT §3's identity rules)."""
+    """The record, or why it is invalid (spec §3's identity rules)."""
     keys: dict[str, str] = {}
     counts: dict[str, int] = {}
     for line in text.split("\n"):
@@ -215,7 +215,7 @@ def _agent_name(name: str) -> bool:
 
 
 def classify(p: Proc) -> str:
-    """`agent`, `shell` or `other` (CONTRACT §4), by process name, then argv[0]."""
+    """`agent`, `shell` or `other` (spec §4), by process name, then argv[0]."""
     if _agent_name(p.comm):
         return "agent"
     a0 = argv0(p)
@@ -505,7 +505,7 @@ def lease_is_tasks(e: Lease, r: Record) -> bool:
 
 
 def lease_task(w: World, e: Lease, tid: str) -> str | None:
-    """The other task whose record holds the lease (§7a), or None."""
+    """The other task whose record holds the lease (spec §7a), or None."""
     if not e.leased:
         return None
     if e.holder and e.holder != tid and e.holder in w.records:
@@ -515,7 +515,7 @@ def lease_task(w: World, e: Lease, tid: str) -> str | None:
 
 
 def owners(w: World, tid: str, others: list[str], entry: Lease | None) -> dict[str, bool]:
-    """Every owner of TASK's slot but TASK (CONTRACT §4, §7a): id -> live."""
+    """Every owner of TASK's slot but TASK (spec §4, §7a): id -> live."""
     r = w.records[tid]
     out = {o: w.endpoint(o)[0] in LIVE for o in others}
     if entry is not None and entry.leased and not lease_is_tasks(entry, r):
@@ -583,7 +583,7 @@ def tasktmp_problem(path: str) -> bool:
 
 
 def git_dir_problem(w: World, slot: str, project: str) -> bool:
-    """§7a: the slot's `.git` must name `<common>/worktrees/<n>`, which names it back."""
+    """spec §7a: the slot's `.git` must name `<common>/worktrees/<n>`, which names it back."""
     try:
         with open(os.path.join(slot, ".git")) as f:
             target = f.readline().strip().removeprefix("gitdir:").strip()
@@ -598,7 +598,7 @@ def git_dir_problem(w: World, slot: str, project: str) -> bool:
 
 
 def decide(w: World, tid: str) -> Answer:
-    """Rules 1-4 and the checks before rule 5, in fm's order (CONTRACT §5, §7a)."""
+    """Rules 1-4 and the checks before rule 5, in fm's order (spec §5, §7a)."""
     r = w.records[tid]
     slot = w.slot(tid)
     for claimed in w.invalid.values():  # another record that might be a live owner
@@ -630,7 +630,7 @@ def decide(w: World, tid: str) -> Answer:
     recorded = r.get("treehouse_lease") or r.get("treehouse_lease_holder")
     if entry.leased or not recorded:
         # The pool's return ends every process in the slot: a tmux server there would take
-        # every window of the fleet with it (§7a). (Another task's dead endpoint does not
+        # every window of the fleet with it (spec §7a). (Another task's dead endpoint does not
         # block, as in fm: a live one was a live owner above.)
         for p in w.in_slot(slot):
             if p.pid in w.server_pids or p.comm.startswith("tmux"):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The shell-style baseline: fm's ownership answer computed the way firstmate's
-# bin/fm-teardown.sh computed its own (reference/firstmate-teardown.md §1.1, §3.3, §5, §7.2):
+# bin/fm-teardown.sh computed its own (its record reads, liveness and attribution checks):
 # a grep per key per record (fm_meta_get), `cd -P` per path, and tmux and ps calls per
 # window (fm_backend_agent_state), for every record a decision looks at.
 #
@@ -57,7 +57,7 @@ classify() {
     esac
 }
 
-# fm_backend_agent_state for tmux (§3.3), into EP; the pane tty's pids into EP_PIDS[task].
+# fm_backend_agent_state for tmux (spec §3.3), into EP; the pane tty's pids into EP_PIDS[task].
 declare -A EP_CACHE=() EP_PIDS=()
 agent_state() {
     local tid=$1 target=$2
@@ -156,7 +156,7 @@ decide_task() {
         esac
     done
 
-    # The exclusive-record scan (§7.2): every other record's worktree, canonicalised.
+    # The exclusive-record scan (spec §7.2): every other record's worktree, canonicalised.
     local others=() f oid
     for f in "$STATE"/*.meta; do
         oid=${f##*/}
@@ -237,13 +237,13 @@ decide_task() {
         emit "$tid" proceed 0
         return
     }
-    # The pool must manage the slot; its .git must be its own worktree's (§7a).
+    # The pool must manage the slot; its .git must be its own worktree's (spec §7a).
     if [ -z "$entry" ] || [ ! -x "${FM_TREEHOUSE_BIN:-/nonexistent}" ] || [ ! -f "$slot/.git" ]; then
         emit "$tid" unsafe 5
         return
     fi
     # The return would end every process in the slot: a tmux server there would take the
-    # whole fleet with it (§7a; as in fm, another task's dead shell there does not block).
+    # whole fleet with it (spec §7a; as in fm, another task's dead shell there does not block).
     if [ "$leased" = true ] || [ -z "$my_lease$my_holder" ]; then
         local line
         while read -r line; do
@@ -256,7 +256,7 @@ decide_task() {
         done < <(lsof -w -a -c tmux -d cwd -Fpn 2>/dev/null)
     fi
 
-    # Rule 5: the old landed-work check (§5): status, then commits on no remote.
+    # Rule 5: the old landed-work check (spec §5): status, then commits on no remote.
     if [ "$kind" = ship ]; then
         local dirty unpushed
         if ! dirty=$(git -C "$slot" status --porcelain 2>/dev/null) ||

@@ -1,4 +1,4 @@
-# fish completion for fm (CONTRACT §11).
+# fish completion for fm (spec §11).
 #
 # Subcommands, options and runbook names are static; task ids come from listing
 # <state dir>/*.meta right here, in the shell: no Python, no `fm` process. Only the value of

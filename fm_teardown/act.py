@@ -1,4 +1,4 @@
-"""Acting on a plan (CONTRACT §5 "Then act", §7a, §10): endpoint → processes → save → pool → record.
+"""Acting on a plan (spec §5 "Then act", §7a, §10): endpoint → processes → save → pool → record.
 
 `run` carries out a decided plan and returns an `Outcome`; it prints, journals and renders
 nothing. Each step records a typed result (`results`: what happened, and so its outcome:
@@ -16,9 +16,9 @@ The order, and why:
 3. processes: nothing may run in the slot when it is saved and reset;
 4. save-discarded (--force): after the processes are ended, so nothing writes to it any more;
    before the pool's reset destroys it;
-5. hooks (§10): the fleet's hook files leave the slot before the return;
+5. hooks (spec §10): the fleet's hook files leave the slot before the return;
 6. pool: the return resets the tree and clears the lease, verified in the pool's state;
-7. branch, claim, auth, attribution (§10, duties.py): only after a verified return for the
+7. branch, claim, auth, attribution (spec §10, duties.py): only after a verified return for the
    branch and the claim; auth and attribution whenever the record goes;
 8. record: tasktmp, sidecars, the meta last, so that a crash anywhere before leaves the
    record, and the same command re-checks ownership and finishes the job.
@@ -265,7 +265,7 @@ def step_endpoint(
 
     Only the window ids seen when deciding are killed, each confirmed right before the kill to
     still be that window (same id, session and name): a window renamed to `fm-<id>` since, or
-    a relaunch's new window, is never killed (§7a). Returns the snapshot, so that survivors of
+    a relaunch's new window, is never killed (spec §7a). Returns the snapshot, so that survivors of
     the kill (SIGHUP ignored) are remembered as TASK's own."""
     s = run.settings
     target = record.target
@@ -343,7 +343,7 @@ def step_endpoint(
 
 def step_processes(run: Run, record: Record, slot: str | None, discarded: str | None) -> None:
     """End every process whose cwd is in the slot (when `slot` is given) or in tasktmp, except
-    what is never signalled (§7a), judged afresh from each scan."""
+    what is never signalled (spec §7a), judged afresh from each scan."""
     roots = [slot] if slot else []
     if record.tasktmp:
         tmp = task_tmp(record.tasktmp)
@@ -452,7 +452,7 @@ def step_save(run: Run, record: Record, owner: str) -> None:
 
 def check_pool_before_return(run: Run, record: Record, d: Decision) -> None:
     """Right before `treehouse return`: the pool's state file read again and the slot path
-    resolved again (§7a). A lease that is not TASK's stops the run (4, naming it); a path that
+    resolved again (spec §7a). A lease that is not TASK's stops the run (4, naming it); a path that
     no longer resolves to the decided slot stops it too (1)."""
     pr = d.pool_return
     assert pr is not None and d.slot is not None
@@ -613,12 +613,12 @@ def _remove(path: str) -> None:
         os.unlink(path)
 
 
-# Sidecars that another tool completes after the teardown: never swept (§10).
+# Sidecars that another tool completes after the teardown: never swept (spec §10).
 KEPT_SIDECARS = ("backlog-close",)
 
 
 def sidecars(task_id: str, listing: list[str]) -> list[str]:
-    """TASK's `state/<id>.<suffix>` files, judged from this one directory listing (§7a): never
+    """TASK's `state/<id>.<suffix>` files, judged from this one directory listing (spec §7a): never
     a `.meta` (TASK's own goes last, separately), never a file of a longer task id
     (`<id>.x.meta` in the listing makes every `<id>.x.*` that task's), never a kept sidecar."""
     prefix = f"{task_id}."

@@ -1,4 +1,4 @@
-"""The fleet audit (`fm teardown --dry-run` with no TASK, CONTRACT §8). Read-only.
+"""The fleet audit (`fm teardown --dry-run` with no TASK, spec §8). Read-only.
 
 Each row is exactly what `fm teardown <task> --dry-run` would say on the same world: the same
 decision, rule 5 included, from one observation of the whole fleet. Rules 1-4 cost no
@@ -170,7 +170,7 @@ def _shared_slots(obs: Observation) -> tuple[tuple[str, tuple[str, ...]], ...]:
 
 def orphans(fleet: Fleet, obs: Observation) -> tuple[Orphan, ...]:
     """Windows `fm-<id>` with no record <id>; leases on pool slots no record claims; agent
-    processes working in such slots that no endpoint accounts for (§8); names in the state dir
+    processes working in such slots that no endpoint accounts for (spec §8); names in the state dir
     that are no task's record or sidecar. They never change an exit code."""
     out: list[Orphan] = []
     known = set(fleet.records) | set(fleet.invalid)

@@ -1,4 +1,4 @@
-"""The slot claim `<pool>/<N>/.fm-slot-owner` (CONTRACT §10 "Ownership evidence").
+"""The slot claim `<pool>/<N>/.fm-slot-owner` (spec §10 "Ownership evidence").
 
 firstmate's spawn writes it at the slot root (the parent of the worktree directory) when the
 pool hands the slot to a task: lines `task=<id>` and `home=<home>`. It is read here, never

@@ -1,4 +1,4 @@
-"""Shell completion (CONTRACT §11): the static scripts, installing and showing them, and the
+"""Shell completion (spec §11): the static scripts, installing and showing them, and the
 one answer those scripts ask `fm` for.
 
 The scripts live in `completions/` (`fm.bash`, `_fm` for zsh, `fm.fish`). They answer
@@ -18,7 +18,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-# The runbooks `fm runbook NAME` prints (CONTRACT §11). The completion scripts carry the same
+# The runbooks `fm runbook NAME` prints (spec §11). The completion scripts carry the same
 # list (one place in each; a test compares them), since they must not start Python for it.
 RUNBOOKS: tuple[str, ...] = (
     "live-owner",

@@ -1,4 +1,4 @@
-"""The decision: verdict, reasons, owners and the ordered plan (CONTRACT §5, §6, §7a). Pure.
+"""The decision: verdict, reasons, owners and the ordered plan (spec §5, §6, §7a). Pure.
 
 `decide` reads only its arguments: no I/O, no clock, no randomness. Each rule is a function
 `(Case) -> Ruling` below, listed in order in `RULES` (rules 1 to 5 of docs/spec.md §5),
@@ -322,7 +322,7 @@ def stray_records(c: Case) -> GoOn | None:
 
 
 def invalid_claimant(c: Case) -> Refusal | None:
-    """Another record that cannot be validated might own this slot: fail closed (§3)."""
+    """Another record that cannot be validated might own this slot: fail closed (spec §3)."""
     blockers = invalid_claimants(c.task, c.fleet, c.obs)
     if not blockers:
         return None
@@ -356,7 +356,7 @@ def invalid_claimant(c: Case) -> Refusal | None:
 
 def unreadable_claim(c: Case) -> Refusal | None:
     """A slot claim that exists but cannot be read or parsed: whose slot it is cannot be told
-    (§10)."""
+    (spec §10)."""
     claim = c.facts.claim
     if claim is None or claim.problem is None:
         return None
@@ -373,7 +373,7 @@ def unreadable_claim(c: Case) -> Refusal | None:
 
 
 def unsafe_tasktmp(c: Case) -> Refusal | None:
-    """TASK's tasktmp must be absent or a real directory of ours, never a link (§7a)."""
+    """TASK's tasktmp must be absent or a real directory of ours, never a link (spec §7a)."""
     tmp = c.obs.tasktmp.get(c.task)
     if tmp is None or not tmp.problem:
         return None
@@ -519,7 +519,7 @@ def stale_slot(c: Case) -> Stale | GoOn | None:
         others = others.plus(holder)  # a lease held by another task is that task's claim
     claim = claimed_by_other(c.task, c.obs)
     if claim is not None and claim.task is not None and claim.task not in others:
-        others = others.plus(claim.task)  # so is a slot claim naming another task (§10)
+        others = others.plus(claim.task)  # so is a slot claim naming another task (spec §10)
     stale_others = others if discarded is None else [o for o in others if o != discarded]
     if not stale_others or discarded is not None:
         if not others and not any(o.live for o in c.owners):
@@ -583,7 +583,7 @@ def pool_not_ready(c: Case) -> Refusal | None:
 
 def foreign_git_dir(c: Case) -> Refusal | None:
     """Git run in a slot whose .git is not its own (rule 5, the save, the pool's reset) would
-    act on another tree (§7a)."""
+    act on another tree (spec §7a)."""
     if not c.facts.exists or not c.facts.git_problem:
         return None
     return _refusal(
@@ -636,7 +636,7 @@ def unlanded(c: Case) -> Refusal | GoOn | NeedsLanded | None:
     if c.flags.force:
         discarded = c.discarded
         if discarded is not None and discarded in c.fleet.records:
-            # The slot now holds the discarded live owner's work, not TASK's (§7a).
+            # The slot now holds the discarded live owner's work, not TASK's (spec §7a).
             return GoOn(
                 warnings=(
                     f"--force --discard-live-owner: discarding {discarded}'s unlanded work "
@@ -1035,7 +1035,7 @@ def _target(c: Case, p: Proc) -> str:
 
 
 def _signal_detail(c: Case, spared: NeverSignalled, slot_procs: tuple[Proc, ...]) -> str:
-    """What the processes step would signal now, every process by name and pid (§7a)."""
+    """What the processes step would signal now, every process by name and pid (spec §7a)."""
     tmp = c.obs.tasktmp.get(c.task)
     procs = {p.pid: p for p in (*slot_procs, *(tmp.procs if tmp else ()))}
     targets = to_signal(tuple(procs.values()), spared)

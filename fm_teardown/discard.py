@@ -1,9 +1,9 @@
-"""`--force`: save the work that would be lost, before anything discards it (CONTRACT §5).
+"""`--force`: save the work that would be lost, before anything discards it (spec §5).
 
 The slot's files are committed on top of its HEAD (uncommitted and untracked changes, ignored
 files left out) in a private temporary index, so neither the slot's own index nor its files
 are touched, and the commit is kept under `refs/fm/discarded/<id>/<UTC time>` in the project
-repository: TASK's own work, or a discarded live owner's under that owner's id (§7a).
+repository: TASK's own work, or a discarded live owner's under that owner's id (spec §7a).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The teardown duties of firstmate's shell script that `fm` carries (CONTRACT §10).
+"""The teardown duties of firstmate's shell script that `fm` carries (spec §10).
 
 When the plan returns the slot: the fleet's hook files are removed from the slot before the
 return (the next task's slot must not fire turn-end signals for a dead task); after a verified

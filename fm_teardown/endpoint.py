@@ -1,4 +1,4 @@
-"""Endpoint liveness (CONTRACT §4): alive, dead, missing, ambiguous or unreadable.
+"""Endpoint liveness (spec §4): alive, dead, missing, ambiguous or unreadable.
 
 Pure: it reads one tmux inventory and one process table. A task's endpoint is its window
 `<session>:fm-<id>`; every process in the process tree of each of its panes is classified by

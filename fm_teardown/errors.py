@@ -1,7 +1,7 @@
 """Exit codes, verdicts and the one error type the CLI turns into an exit code.
 
 Every refusal the tool can make is named here, so that a reader (and a test) can map a verdict
-to its exit code in one place (CONTRACT §6, §7).
+to its exit code in one place (spec §6, §7).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ class ExitCode(IntEnum):
     UNLANDED = 3
     LIVE_OWNER = 4
     UNSAFE = 5
-    INTERRUPTED = 130  # SIGINT or SIGTERM while acting: stopped at a step boundary (§7a)
+    INTERRUPTED = 130  # SIGINT or SIGTERM while acting: stopped at a step boundary (spec §7a)
 
 
 class Verdict(StrEnum):

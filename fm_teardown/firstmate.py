@@ -1,4 +1,4 @@
-"""`fm-teardown <id> [--force]`: the drop-in for firstmate's `bin/fm-teardown.sh` (§10).
+"""`fm-teardown <id> [--force]`: the drop-in for firstmate's `bin/fm-teardown.sh` (spec §10).
 
 firstmate's callers run the script with its argument shape and read its output: the success
 line on stdout, the backlog reminder after it, on failure a first stderr line that starts
@@ -142,7 +142,7 @@ def lead_line(outcome: object) -> str:
 
 
 def backlog_reminder(s: object, record: object) -> str | None:
-    """The script's backlog reminder (reference §4): none for a secondmate; the tasks-axi
+    """The script's backlog reminder (spec §10): none for a secondmate; the tasks-axi
     form when `tasks-axi` is on PATH and the backlog backend is not `manual`; else manual."""
     from fm_teardown.records import Record
     from fm_teardown.settings import Settings

@@ -1,4 +1,4 @@
-"""The no-mistakes gate refusal (CONTRACT §10): a gate agent must not drive the fleet.
+"""The no-mistakes gate refusal (spec §10): a gate agent must not drive the fleet.
 
 A real run refuses (exit 5) when `NO_MISTAKES_GATE` is set at all, or when the current
 directory is inside a `.no-mistakes/repos/*.git` repository (directly, or a worktree whose

@@ -1,4 +1,4 @@
-"""Is a slot's git dir its own? (CONTRACT §7a) Pure file reads: no git subprocess.
+"""Is a slot's git dir its own? (spec §7a) Pure file reads: no git subprocess.
 
 A pool slot is a linked worktree of its project: its `.git` is a file naming
 `<common dir>/worktrees/<n>`, and that directory's `gitdir` file names the slot's `.git` back.

@@ -1,4 +1,4 @@
-"""Output for people: a teardown's Outcome, the fleet audit, an error (CONTRACT §7, §11).
+"""Output for people: a teardown's Outcome, the fleet audit, an error (spec §7, §11).
 
 Read at a glance: the first line says the verdict in words an operator acts on
 (`REFUSED — live-owner: bravo is working in this slot; nothing was changed`), then where

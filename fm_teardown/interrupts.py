@@ -1,4 +1,4 @@
-"""Ctrl-C and SIGTERM during a real run (CONTRACT §7a): stop at the next step boundary.
+"""Ctrl-C and SIGTERM during a real run (spec §7a): stop at the next step boundary.
 
 While deciding, nothing has changed yet, so an interrupt ends the run at once (as
 KeyboardInterrupt). Once acting has begun, a signal only raises a flag: the step under way

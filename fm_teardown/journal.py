@@ -48,7 +48,7 @@ def entry(
         "steps": steps or [],
         "signalled": signalled or [],
         "discarded_ref": discarded_ref,
-        # The record's project (§12): where `fm restore` finds the save this run made.
+        # The record's project (spec §12): where `fm restore` finds the save this run made.
         "project": project,
     }
 

@@ -1,4 +1,4 @@
-"""Is a task's own work landed? (CONTRACT §5 rule 5, §8)
+"""Is a task's own work landed? (spec §5 rule 5, §8)
 
 This is the git adapter of the landed-work check, for one record (`fm teardown TASK`) or a
 whole fleet's (the audit) with the same code, so an audit row and the one-task dry run agree
@@ -21,7 +21,7 @@ A content check ((c), (d)) proves that every change of HEAD is already there; a 
 changes nothing has no change to find, so it is landed only when reachable ((b), or an
 ancestor of the branch compared against).
 
-What it costs (§8): one `git status` per slot; for what the slots of one project share, at most
+What it costs (spec §8): one `git status` per slot; for what the slots of one project share, at most
 4 git calls per project: its refs (with the default branches' trees) and default branch; one
 `rev-list` that tells, for every slot's HEAD at once, whether a remote-tracking ref has it;
 one whether origin's default branch has it; one `merge-tree --stdin` whether the content of

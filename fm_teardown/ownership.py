@@ -1,4 +1,4 @@
-"""Who owns TASK's slot (CONTRACT §4, §5 rules 3-4, §7a). Pure.
+"""Who owns TASK's slot (spec §4, §5 rules 3-4, §7a). Pure.
 
 Owners are the other records that claim the slot (the same canonical slot, or one nested
 inside it or containing it), any pool lease on the slot that is not TASK's (a lease held by
@@ -239,7 +239,7 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> Owners:
         )
         holder = lease_task(entry, task_id, fleet)
         if holder is not None:
-            # The lease is another task's claim; its liveness is that task's endpoint (§7a).
+            # The lease is another task's claim; its liveness is that task's endpoint (spec §7a).
             ep = obs.endpoints[holder]
             why = f"{lease_why}: its lease; endpoint {ep.state}: {ep.detail}"
             if holder in owners:
@@ -265,7 +265,7 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> Owners:
             )
     claim = facts.claim if facts is not None else None
     if claim is not None and claim.task is not None and claim.task != task_id:
-        # The slot claim names another task: the slot was reassigned to it (§10). It owns the
+        # The slot claim names another task: the slot was reassigned to it (spec §10). It owns the
         # slot live when its record (here, or in the claim's home) has a live endpoint.
         other, where = claim.task, f"the slot claim {claim.path} names it (home {claim.home})"
         if other in fleet.records:
@@ -302,7 +302,7 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> Owners:
             )
     if facts is not None:
         # Another task's live endpoint working in the slot owns it: ending its process would
-        # end that task's work (§7a). A dead endpoint's shell there is no owner.
+        # end that task's work (spec §7a). A dead endpoint's shell there is no owner.
         for proc in facts.procs:
             tid = obs.endpoint_owner.get(proc.pid)
             if tid is None or tid == task_id:
@@ -454,7 +454,7 @@ def current_owner(
     task_id: str, fleet: Fleet, obs: Observation, others: Sequence[str]
 ) -> CurrentOwner:
     """Whose slot is it now, when none of its owners is live? The slot claim and the pool
-    lease, whichever names another task, say the slot was handed on (§7a, §10); else TASK's
+    lease, whichever names another task, say the slot was handed on (spec §7a, §10); else TASK's
     own lease or claim makes it TASK's; else the most recent launch. When the evidence
     disagrees, the slot is not TASK's: stale is the direction that touches no tree."""
     record = fleet.records[task_id]
@@ -469,7 +469,7 @@ def current_owner(
     entry = _pool_entry(task_id, obs)
     holder = lease_task(entry, task_id, fleet) if entry is not None else None
     if holder is not None and not (entry is not None and lease_is_tasks(entry, record)):
-        # The pool says the slot is that task's, whatever the launch order (§7a).
+        # The pool says the slot is that task's, whatever the launch order (spec §7a).
         return CurrentOwner(False, holder, f"the pool lease on the slot is {holder}'s")
     if entry is not None and entry.leased and lease_is_tasks(entry, record):
         return CurrentOwner(True, None, "the pool lease on the slot is this task's")

@@ -1,4 +1,4 @@
-"""Canonical slot paths (CONTRACT §4).
+"""Canonical slot paths (spec §4).
 
 Slots are compared only by canonical path, component by component: symlinks and `..`
 resolved, trailing slashes dropped, and for a path that no longer exists the deepest existing

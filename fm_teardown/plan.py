@@ -45,12 +45,12 @@ class StepName(StrEnum):
     ENDPOINT = "endpoint"
     PROCESSES = "processes"
     SAVE_DISCARDED = "save-discarded"
-    HOOKS = "hooks"  # the fleet's hook files, before the return (§10)
+    HOOKS = "hooks"  # the fleet's hook files, before the return (spec §10)
     POOL = "pool"
-    BRANCH = "branch"  # TASK's branch, after a verified return (§10)
-    CLAIM = "claim"  # TASK's own slot claim, after a verified return (§10)
-    AUTH = "auth"  # the grok/kimi hook auth entries (§10)
-    ATTRIBUTION = "attribution"  # the cost-attribution row (§10)
+    BRANCH = "branch"  # TASK's branch, after a verified return (spec §10)
+    CLAIM = "claim"  # TASK's own slot claim, after a verified return (spec §10)
+    AUTH = "auth"  # the grok/kimi hook auth entries (spec §10)
+    ATTRIBUTION = "attribution"  # the cost-attribution row (spec §10)
     RECORD = "record"
 
 
@@ -149,7 +149,7 @@ class Decision:
     pool_return: PoolReturn | None = None
     discarded_owner: str | None = None
     save_discarded: bool = False
-    # Whose work the save holds: TASK's own, or the discarded live owner's (§7a).
+    # Whose work the save holds: TASK's own, or the discarded live owner's (spec §7a).
     save_as: str | None = None
     end_processes: bool = False
     # Why the processes and pool steps do not touch the slot (a stale slot, a slot that is
@@ -160,8 +160,8 @@ class Decision:
     # The one reason that matters, in words an operator acts on (the audit's row, the first
     # line of the human output): who owns the slot, what would be lost, what is unsafe.
     headline: str = ""
-    branch: BranchDelete | None = None  # the branch step's target (§10)
-    own_claim: str | None = None  # TASK's own slot claim, removed after the return (§10)
+    branch: BranchDelete | None = None  # the branch step's target (spec §10)
+    own_claim: str | None = None  # TASK's own slot claim, removed after the return (spec §10)
     project: str | None = None  # the record's project (journalled: `fm restore` finds saves)
     pool: str | None = None  # the pool dir of the slot, if known (output shortens paths in it)
     stale_owner: str | None = None  # whose a stale slot is now (the first line names them)

@@ -1,4 +1,4 @@
-"""Task records: `state/<id>.meta` (CONTRACT §3).
+"""Task records: `state/<id>.meta` (spec §3).
 
 A record is read without ever following a symlink or blocking on a FIFO, parsed as plain
 `key=value` lines (last wins, except the identity keys, which must appear exactly once), and
@@ -72,7 +72,7 @@ class Record:
     lease_holder: str | None = None
     spawn_gen: str | None = None
     started_at: str | None = None
-    # Bookkeeping for the cost-attribution row (CONTRACT §10); absent means "default".
+    # Bookkeeping for the cost-attribution row (spec §10); absent means "default".
     harness: str | None = None
     model: str | None = None
     effort: str | None = None
@@ -365,7 +365,7 @@ def load_fleet(state_dir: Path) -> Fleet:
         with os.scandir(state_dir) as it:
             every = sorted(e.name for e in it)
     except FileNotFoundError:
-        # A state dir that does not exist is a wrong setting, not an empty fleet (§7a).
+        # A state dir that does not exist is a wrong setting, not an empty fleet (spec §7a).
         raise unsafe(
             f"REFUSED: the state dir {state_dir} does not exist", *STATE_DIR_HINTS
         ) from None

@@ -1,4 +1,4 @@
-"""Rendering, in one place: an Outcome or an Audit, for programs (JSON, CONTRACT §7) and,
+"""Rendering, in one place: an Outcome or an Audit, for programs (JSON, spec §7) and,
 through `human`, for people. Which runbook a result points at is decided here, once, for
 both (`"runbook"` in the JSON, the last hint line for people).
 """
@@ -25,7 +25,7 @@ SCHEMA = "fm-teardown/1"
 
 
 def runbook_for(o: Outcome) -> str | None:
-    """The runbook every refusal and failure names (CONTRACT §11); None for a go-ahead."""
+    """The runbook every refusal and failure names (spec §11); None for a go-ahead."""
     if o.exit_code == ExitCode.FAILED or o.interrupted:
         lock = any(
             s.outcome == StepOutcome.FAILED
@@ -102,7 +102,7 @@ def outcome_json(o: Outcome) -> dict[str, Any]:
 
 
 def audit_error_json(err: FmError) -> dict[str, Any]:
-    """The audit's own shape when it cannot run (CONTRACT §8)."""
+    """The audit's own shape when it cannot run (spec §8)."""
     return {
         "schema": SCHEMA,
         "audit": True,
@@ -166,7 +166,7 @@ def render(
     a refusal and an error say the same amount)."""
     out = out or sys.stdout
     err = err or sys.stderr
-    if o.interrupted:  # said on stderr even with --json (CONTRACT §7a)
+    if o.interrupted:  # said on stderr even with --json (spec §7a)
         Printer(err).line(messages.interrupted_line(o), "bold red")
     if json_out:
         emit_json(outcome_json(o), out)

@@ -1,4 +1,4 @@
-"""Where state lives and how the tool reaches tmux and the pool (CONTRACT §2).
+"""Where state lives and how the tool reaches tmux and the pool (spec §2).
 
 Read once from the environment and the flags; everything downstream takes a Settings value,
 so tests never need to patch os.environ behind the code's back.
@@ -41,7 +41,7 @@ class Settings:
     stale_lock_age: float = 30.0
     # How long a teardown waits for another teardown of the same slot to release its lock.
     lock_timeout: float = 300.0
-    # firstmate's duties (CONTRACT §10): the config dir (FM_CONFIG_OVERRIDE, else
+    # firstmate's duties (spec §10): the config dir (FM_CONFIG_OVERRIDE, else
     # $FM_HOME/config: the backlog backend), grok's home (GROK_HOME, else $HOME/.grok), and
     # the 0.1 s tries for the cost-attribution lock (FM_ATTRIBUTION_LOCK_ATTEMPTS).
     config_dir: Path | None = None

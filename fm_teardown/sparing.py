@@ -1,4 +1,4 @@
-"""What fm never signals, whatever its cwd (CONTRACT §7a). Pure.
+"""What fm never signals, whatever its cwd (spec §7a). Pure.
 
 - a tmux server (the listing's `#{pid}`, a pane's parent) and any process named tmux: ending
   the server ends every window of the fleet;
@@ -86,7 +86,7 @@ class Blocker:
 
 
 def blocking_the_return(procs: tuple[Proc, ...], spared: NeverSignalled) -> list[Blocker]:
-    """tmux processes in the slot (CONTRACT §7a: the return would end a server, and every
+    """tmux processes in the slot (spec §7a: the return would end a server, and every
     window of the fleet with it).
 
     Another task's endpoint in the slot does not block: a live one made that task a live

@@ -1,4 +1,4 @@
-"""TASK's per-task temp dir `/tmp/fm-<id>` as found on disk (CONTRACT §3, §7a).
+"""TASK's per-task temp dir `/tmp/fm-<id>` as found on disk (spec §3, §7a).
 
 /tmp is world-writable: anyone can plant a symlink there (into another task's slot, or to
 `/`), and following it would make that tree a root of the processes step. So it is judged

@@ -217,14 +217,14 @@ class SlotFacts:
     agents: tuple[Proc, ...] = ()  # agent processes whose cwd is inside the slot
     procs: tuple[Proc, ...] = ()  # every process whose cwd is inside the slot
     # Why the slot's `.git` is not its own linked worktree of the project (None: it is). Git
-    # run in such a slot, and the pool's reset, would act on another tree (CONTRACT §7a).
+    # run in such a slot, and the pool's reset, would act on another tree (spec §7a).
     git_problem: str | None = None
     claim: SlotClaim | None = None  # the slot claim, when there is one
 
 
 @value
 class SlotClaim:
-    """`<slot root>/.fm-slot-owner`, written by firstmate's spawn (CONTRACT §10): the task the
+    """`<slot root>/.fm-slot-owner`, written by firstmate's spawn (spec §10): the task the
     pool slot was handed to, and that task's fleet home."""
 
     path: str
@@ -238,7 +238,7 @@ class SlotClaim:
 
 @value
 class TaskTmp:
-    """TASK's `/tmp/fm-<id>` as found on disk, judged without following a link (§7a)."""
+    """TASK's `/tmp/fm-<id>` as found on disk, judged without following a link (spec §7a)."""
 
     path: str
     exists: bool
@@ -370,7 +370,7 @@ class Observation:
     @cached_property
     def nested(self) -> Mapping[str, tuple[str, ...]]:
         """Canonical slot -> the task ids whose slot lies strictly inside it or strictly
-        contains it: resetting one resets part of the other (CONTRACT §7a). Each slot's
+        contains it: resetting one resets part of the other (spec §7a). Each slot's
         ancestors are looked up, so this costs slots x path depth."""
         out: dict[str, set[str]] = {}
         claimed = self.claimants

@@ -260,7 +260,7 @@ def test_processes_that_keep_coming_back_stop_the_run(fleet: Fleet) -> None:
 
 
 def test_lease_changed_after_deciding_is_not_returned(fleet: Fleet) -> None:
-    """The pool's state is read again right before the return (§7a): a lease that is not
+    """The pool's state is read again right before the return (spec §7a): a lease that is not
     TASK's stops the run there (4, naming it); the return is never even tried."""
     slot = fleet.slot(1, holder=ID_T1)
     fleet.task(ID_T1, slot, "dead")

@@ -1,4 +1,4 @@
-"""CONTRACT §7a on real fleets: the ways a teardown used to destroy someone else's live work.
+"""spec §7a on real fleets: the ways a teardown used to destroy someone else's live work.
 
 Each test builds the world of one attack found by held-out testing (real tmux on a private
 socket, real git worktrees in a treehouse pool, real processes, the treehouse stand-in) and

@@ -1,4 +1,4 @@
-"""The fleet audit tells the truth (CONTRACT §8), on real fleets: each row is the one-task dry
+"""The fleet audit tells the truth (spec §8), on real fleets: each row is the one-task dry
 run, rule 5 included; the loose ends; what the audit costs in git calls; what a person reads."""
 
 from __future__ import annotations

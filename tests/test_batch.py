@@ -1,4 +1,4 @@
-"""Several tasks at once (CONTRACT §9), on real fleets: `fm teardown A B C` and `--landed`."""
+"""Several tasks at once (spec §9), on real fleets: `fm teardown A B C` and `--landed`."""
 
 from __future__ import annotations
 

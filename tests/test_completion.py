@@ -1,4 +1,4 @@
-"""Shell completion (CONTRACT §11): the static scripts in completions/ driven in real bash, zsh
+"""Shell completion (spec §11): the static scripts in completions/ driven in real bash, zsh
 and fish (each in a tmux pane on a private socket), the answers they compute without Python,
 `fm __complete owners`, and `fm --install-completion` / `--show-completion`.
 

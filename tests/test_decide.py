@@ -1,4 +1,4 @@
-"""The decision core (CONTRACT §5 rules 1-5, §6), as a table over synthetic observations.
+"""The decision core (spec §5 rules 1-5, §6), as a table over synthetic observations.
 
 `World` builds a fleet and an `Observation` directly (no tmux, no /proc, no files): records
 on slots, endpoint states, pool leases, agent processes in slots, invalid records. A few tests
@@ -487,7 +487,7 @@ CASES: dict[str, Case] = {
         EMPTY,
         ["lease:recovered: state file was corrupt"],
     ),
-    # §7a: a lease held by another task is that task's claim; its liveness is its endpoint's,
+    # spec §7a: a lease held by another task is that task's claim; its liveness is its endpoint's,
     # and when it is not live the pool says the slot is its: stale for TASK.
     "lease-holder-is-other-task-on-same-slot": Case(
         lambda: World().task("a").task("b", endpoint="dead").lease(holder="b", lease_id="L2"),
@@ -584,7 +584,7 @@ CASES: dict[str, Case] = {
         Verdict.PROCEED,
         FULL,
     ),
-    # §7a: another task's live endpoint working in the slot owns it.
+    # spec §7a: another task's live endpoint working in the slot owns it.
     "agent-in-tree-of-task-elsewhere": Case(
         lambda: (
             World()
@@ -597,7 +597,7 @@ CASES: dict[str, Case] = {
         EMPTY,
         ["c"],
     ),
-    # -- §7a: nested slots claim each other -------------------------------------------------
+    # -- spec §7a: nested slots claim each other -------------------------------------------------
     "nested-live-slot-inside": Case(
         lambda: World().task("a").task("b", S1 + "/sub", "alive"),
         Verdict.LIVE_OWNER,
@@ -640,7 +640,7 @@ CASES: dict[str, Case] = {
         EMPTY,
         ["b"],
     ),
-    # -- §7a: what fm never signals may not be in a slot the pool will reset -------------------
+    # -- spec §7a: what fm never signals may not be in a slot the pool will reset ------------------
     "tmux-server-in-slot-refuses": Case(
         lambda: World().task("a").tmux_server(31),
         Verdict.UNSAFE,
@@ -680,7 +680,7 @@ CASES: dict[str, Case] = {
         landed=UNLANDED,
         mentions=("b's unlanded work",),
     ),
-    # -- §7a: the slot's git dir must be its own ----------------------------------------------
+    # -- spec §7a: the slot's git dir must be its own ----------------------------------------------
     "foreign-git-dir-refuses": Case(
         lambda: World().task("a").foreign_git(),
         Verdict.UNSAFE,
@@ -701,7 +701,7 @@ CASES: dict[str, Case] = {
         Verdict.STALE,
         STALE,
     ),
-    # -- §7a: tasktmp on disk ------------------------------------------------------------------
+    # -- spec §7a: tasktmp on disk -----------------------------------------------------------------
     "symlinked-tasktmp-refuses": Case(
         lambda: World().task("a", tasktmp="/tmp/fm-a").bad_tmp("a"),
         Verdict.UNSAFE,
@@ -718,7 +718,7 @@ CASES: dict[str, Case] = {
         Verdict.UNSAFE,
         EMPTY,
     ),
-    # -- §10: the slot claim -------------------------------------------------------------------
+    # -- spec §10: the slot claim ------------------------------------------------------------------
     "claim-names-live-task-here": Case(
         lambda: World().task("a").task("b", S2, "alive").claim("b"),
         Verdict.LIVE_OWNER,
@@ -761,7 +761,7 @@ CASES: dict[str, Case] = {
         Verdict.STALE,
         STALE,
     ),
-    # -- §10: what fm does not carry from firstmate's script --------------------------------------
+    # -- spec §10: what fm does not carry from firstmate's script ----------------------------------
     "secondmate-home-elsewhere-proceeds-saying-it-stays": Case(
         lambda: World().task("a", kind="secondmate", home="/home/op/sm-home"),
         Verdict.PROCEED,
@@ -1077,7 +1077,7 @@ def test_exit_codes_of_every_verdict() -> None:
         Verdict.LIVE_OWNER: 4,
         Verdict.UNSAFE: 5,
     }
-    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 4, 5, 130]  # 130: interrupted (§7a)
+    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 4, 5, 130]  # 130: interrupted (spec §7a)
     assert {str(v) for v in Verdict} == {
         "proceed",
         "stale",
@@ -1142,7 +1142,7 @@ def test_pool_return_uses_the_exact_stored_path() -> None:
 
 def test_recorded_lease_already_returned_is_not_returned_again() -> None:
     """The record names a lease, the pool shows the slot unleased: a previous run returned it
-    (treehouse contract §8: "is not leased" after our own success means already returned)."""
+    (docs/pool.md §3: "is not leased" after our own success means already returned)."""
     d = World().task("a", lease_id="L1").lease(leased=False).decide("a")
     assert d.verdict == Verdict.PROCEED
     assert d.pool_return is None
@@ -1536,7 +1536,7 @@ def test_assembled_other_record_with_unsupported_backend_elsewhere_is_no_owner(
 
 
 def test_the_processes_step_lists_every_target_and_what_it_spares() -> None:
-    """§7a: a dry run lists every process the processes step would signal, by pid and name,
+    """spec §7a: a dry run lists every process the processes step would signal, by pid and name,
     and never lists a tmux process or another task's endpoint among them."""
     w = World().task("a", spawn_gen="s200.1.1").task("b", spawn_gen="s100.1.1")
     for pid in range(50, 58):
@@ -1549,7 +1549,7 @@ def test_the_processes_step_lists_every_target_and_what_it_spares() -> None:
 
 
 def test_discarding_a_live_task_saves_its_work_under_its_own_name() -> None:
-    """§7a: what is saved before the return is the discarded owner's work, named for it."""
+    """spec §7a: what is saved before the return is the discarded owner's work, named for it."""
     w = World().task("a").task("b", endpoint="alive")
     d = w.decide("a", force=True, discard="b", landed=UNLANDED)
     assert (d.verdict, d.save_discarded, d.save_as) == (Verdict.PROCEED, True, "b")
@@ -1563,7 +1563,7 @@ def test_discarding_a_live_task_saves_its_work_under_its_own_name() -> None:
 
 
 def test_the_branch_seen_when_deciding_is_deleted_after_the_return() -> None:
-    """§10: TASK's branch is in the plan, after the pool, with the commit seen; never when a
+    """spec §10: TASK's branch is in the plan, after the pool, with the commit seen; never when a
     live owner is discarded (the slot's branch is then that owner's)."""
     facts = Landed(head="c" * 40, branch="fm/a", default_branch="main")
     d = World().task("a").decide("a", landed=facts)

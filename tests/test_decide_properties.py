@@ -1,4 +1,4 @@
-"""A model of the decision core (CONTRACT §4-§6), hammered with hypothesis.
+"""A model of the decision core (spec §4-§6), hammered with hypothesis.
 
 A scenario is drawn as plain data: 2-6 records on a few slots (some shared), each endpoint in
 one of the five states, a pool entry per slot (leased by TASK, another task, a bot, a
@@ -35,7 +35,7 @@ from tests.test_decide import (
 )
 
 SLOTS = [f"{POOL}/1/proj", f"{POOL}/2/proj", f"{POOL}/10/proj"]
-# Slots nested with slot 1: one inside it, one containing it (§7a: they claim each other).
+# Slots nested with slot 1: one inside it, one containing it (spec §7a: they claim each other).
 NESTED = [f"{POOL}/1/proj/sub", f"{POOL}/1"]
 ROOT_SLOTS = [PROJECT, "/src", HOME, "/home", FM_HOME, "/"]  # roots and their ancestors
 IDS = ["t0", "t1", "t2", "t3", "t4", "t5"]
@@ -53,7 +53,7 @@ ORDER = [
     "attribution",
     "record",
 ]
-RECORD_STEPS = ["auth", "attribution", "record"]  # the record's duties go with it (§10)
+RECORD_STEPS = ["auth", "attribution", "record"]  # the record's duties go with it (spec §10)
 TOUCHES_SLOT = {"processes", "save-discarded", "hooks", "pool", "branch", "claim"}
 
 
@@ -96,7 +96,7 @@ class Scenario:
     force: bool
     discard: str | None
     landed: Landed = field(default=LANDED)
-    # §7a evidence: shells of (any) task's endpoint working in a slot, tmux servers started in
+    # spec §7a evidence: shells of (any) task's endpoint working in a slot, tmux servers started in
     # a slot, slots whose .git names another worktree's git dir, TASK's tasktmp a symlink.
     shells: tuple[tuple[int, str, str], ...] = ()  # (pid, slot, task whose pane holds it)
     tmux: tuple[str, ...] = ()  # slots with a tmux server in them
@@ -104,7 +104,7 @@ class Scenario:
     bad_tmp: bool = False
     # TASK's record names /tmp/fm-<id>: "none" (no tasktmp= line), "absent", "exists".
     tmp: str = "none"
-    # §10: slot claims: slot -> (claimed task or None for an unreadable claim, the endpoint
+    # spec §10: slot claims: slot -> (claimed task or None for an unreadable claim, the endpoint
     # of that task's record in ANOTHER home, or None when it has no record there).
     claims: tuple[tuple[str, str | None, EndpointState | None], ...] = ()
 
@@ -267,7 +267,7 @@ def scenarios(draw: st.DrawFn, mode: str = "any") -> Scenario:
     invalid = {
         f"bad{i}": one(draw, CLAIMS) for i in range(0 if quiet else one(draw, [0] * 6 + [1, 2]))
     }
-    # §7a: shells of any task's endpoint working in some slot (quiet: only TASK's own, and
+    # spec §7a: shells of any task's endpoint working in some slot (quiet: only TASK's own, and
     # those of tasks on other slots), tmux servers in slots, foreign git dirs, a bad tasktmp.
     shell_owners = [task] if quiet else ids
     shells = tuple(
@@ -344,7 +344,7 @@ def other_claimants(sc: Scenario) -> list[str]:
 
 
 def lease_task(sc: Scenario) -> str | None:
-    """The other task whose record holds the lease on TASK's slot (§7a), if any."""
+    """The other task whose record holds the lease on TASK's slot (spec §7a), if any."""
     pool = sc.pools[sc.records[sc.task].slot]
     if pool.status != "managed" or not pool.leased or lease_is_tasks(sc):
         return None
@@ -414,7 +414,7 @@ def model_live_owners(sc: Scenario) -> set[str]:
         }
     other = claim_other(sc)
     if other is not None and other[1]:
-        live.add(other[0])  # the slot was reassigned to a task that is live (§10)
+        live.add(other[0])  # the slot was reassigned to a task that is live (spec §10)
     return live
 
 
@@ -590,7 +590,7 @@ def check_proceed_plans_are_ordered_and_end_with_the_record(sc: Scenario, d: Dec
     if "pool" in names:  # the pool's return never meets processes we did not try to end
         assert "processes" in names
     assert ("hooks" in names) == ("pool" in names)  # hook files go only from a returned slot
-    if sc.records[sc.task].slot in sc.gone:  # a slot that no longer exists: §5
+    if sc.records[sc.task].slot in sc.gone:  # a slot that no longer exists: spec §5
         tmp = ["processes"] if sc.tmp == "exists" else []
         assert names == ["endpoint", *tmp, *RECORD_STEPS]
     if "save-discarded" in names:

@@ -34,7 +34,7 @@ def owner_ids(doc: dict[str, Any]) -> list[str]:
     return [o["id"] for o in doc["owners"] if o["live"]]
 
 
-RECORD = ["auth", "attribution", "record"]  # the record's duties go with it (§10)
+RECORD = ["auth", "attribution", "record"]  # the record's duties go with it (spec §10)
 FULL = ["endpoint", "processes", "hooks", "pool", *RECORD]
 
 
@@ -208,7 +208,7 @@ def test_no_tmux_server_means_missing(fleet: Fleet) -> None:
 
 
 def test_lease_of_a_dead_other_task_makes_the_slot_stale(fleet: Fleet) -> None:
-    """§7a: a lease held by another task is its claim; that task is not live (dead pane), so
+    """spec §7a: a lease held by another task is its claim; that task is not live (dead pane), so
     the pool says the slot is its: stale for `older`, whatever the launch order."""
     slot = fleet.slot(1, holder=ID_NEWER)
     fleet.task(ID_OLDER, slot, "dead", extra={"spawn_gen": "s900.1.a"})
@@ -224,7 +224,7 @@ def test_lease_of_a_dead_other_task_makes_the_slot_stale(fleet: Fleet) -> None:
 
 
 def test_socket_path_that_does_not_exist_is_unreadable(fleet: Fleet) -> None:
-    """§7a: a wrong FM_TMUX_SOCKET must not make every other task look not live."""
+    """spec §7a: a wrong FM_TMUX_SOCKET must not make every other task look not live."""
     slot = fleet.slot(1, leased=False)
     fleet.task(ID_T1, slot, "dead", extra={"spawn_gen": "s1.1.a"})
     fleet.task(ID_T2, slot, "alive", extra={"spawn_gen": "s2.1.a"})

@@ -1,4 +1,4 @@
-"""Endpoint liveness from one inventory and one process table (CONTRACT §4): the classifier
+"""Endpoint liveness from one inventory and one process table (spec §4): the classifier
 and each of the five states, with synthetic panes and processes."""
 
 from __future__ import annotations

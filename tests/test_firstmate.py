@@ -1,7 +1,7 @@
-"""firstmate's `bin/fm-teardown.sh` replaced for real (CONTRACT §10): `fm-teardown` driven as
+"""firstmate's `bin/fm-teardown.sh` replaced for real (spec §10): `fm-teardown` driven as
 firstmate's callers drive it, the slot claim, the teardown duties (hook files, branch, hook
 auth entries, the cost-attribution row), the gate refusal. Adapted from the script's own
-behavioural scenarios (reference §10), on real tmux, git and processes."""
+behavioural scenarios (docs/firstmate.md), on real tmux, git and processes."""
 
 from __future__ import annotations
 
@@ -302,7 +302,7 @@ def test_the_tasks_own_claim_is_returned_normally_and_removed(fleet: Fleet) -> N
 
 
 def test_a_superseded_duplicate_record_retires_only_itself(fleet: Fleet) -> None:
-    """Reference §7.3 (c): the older of two records on one slot, its endpoint dead."""
+    """The script's attribution case: the older of two records on one slot, its endpoint dead."""
     slot = fleet.slot(1, leased=False)
     fleet.task(ID_OLDER_TASK, slot, "dead", extra={"spawn_gen": "s100.1.a"})
     newer = fleet.task(ID_NEWER_TASK, slot, "alive", extra={"spawn_gen": "s200.1.b"})

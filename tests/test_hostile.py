@@ -1,7 +1,7 @@
 """The hostile input corpus: every case in `tests/hostile/cases/*.json` (schema: README there).
 
 Each case builds a real fleet, plants its hostile input, runs `fm teardown` as a dry run and/or
-as a real run, and asserts what CONTRACT §3, §5, §6 and §7 promise for any input: the
+as a real run, and asserts what spec §3, §5, §6 and §7 promise for any input: the
 documented exit code, one clear error line on stderr and no traceback, stdout empty-or-a-report
 (or exactly one JSON object with `--json`), no hang, exactly one journal line for a real run of
 a valid task id (none for an invalid request) and otherwise NOTHING changed: the fleet's files
@@ -87,7 +87,7 @@ JOURNAL = "teardown-log.jsonl"
 
 
 def valid_id(task: str | None) -> bool:
-    """CONTRACT §3's task-id rule, restated independently of the tool."""
+    """spec §3's task-id rule, restated independently of the tool."""
     return task is not None and bool(TASK_ID.fullmatch(task)) and not task.startswith(".")
 
 
@@ -131,7 +131,7 @@ def all_cases() -> list[dict[str, Any]]:
 
 
 class KnownBug(AssertionError):
-    """A check a case's `xfail` names failed, as the case says it does (CONTRACT mismatch)."""
+    """A check a case's `xfail` names failed, as the case says it does (spec mismatch)."""
 
 
 def xfail_for(case: dict[str, Any], mode: str) -> dict[str, Any] | None:
@@ -414,7 +414,7 @@ def journal_lines(fleet: Fleet) -> list[str]:
 def snapshot(built: Built) -> dict[str, Any]:
     fleet = built.fleet
     # git's own bookkeeping may be refreshed by read-only git commands (index stat data) and
-    # `git merge-tree` may add objects (CONTRACT §5): compare refs and worktrees (with each
+    # `git merge-tree` may add objects (spec §5): compare refs and worktrees (with each
     # one's HEAD) instead.
     # The hung tmux stand-in's pid file is the test's own bookkeeping.
     skip = {fleet.project / ".git", journal_path(fleet), fleet.root / "hung-tmux"}
@@ -471,7 +471,7 @@ class Checker:
 
 
 def stderr_problem(stderr: str, code: int) -> str | None:
-    """CONTRACT §6: errors are one clear line (plus hints). Lines starting with `hint:` or
+    """spec §6: errors are one clear line (plus hints). Lines starting with `hint:` or
     `warning:` may come anywhere; indented lines continue the line above (details such as each
     live owner). Any other line is an error line: exactly one when the exit code is not 0, none
     when it is 0."""

@@ -1,4 +1,4 @@
-"""Canonical slot paths (CONTRACT §4): symlinks and `..` resolved, trailing slashes dropped, a
+"""Canonical slot paths (spec §4): symlinks and `..` resolved, trailing slashes dropped, a
 path that no longer exists resolved through its deepest existing ancestor; containment is by
 component, never by string prefix."""
 

@@ -1,4 +1,4 @@
-"""Task ids and task records (CONTRACT §3): the id rule, parsing and validation of
+"""Task ids and task records (spec §3): the id rule, parsing and validation of
 `state/<id>.meta`, reading it safely (no symlink, no FIFO, bounded), and loading the fleet."""
 
 from __future__ import annotations
@@ -268,7 +268,7 @@ def test_own_record_with_other_backend_is_refused_as_unsupported(tmp_path: Path)
 
 
 def test_other_record_with_other_backend_is_well_formed(tmp_path: Path) -> None:
-    """CONTRACT §4: its endpoint cannot be read (so it is live), but it is not invalid."""
+    """spec §4: its endpoint cannot be read (so it is live), but it is not invalid."""
     write(tmp_path, "a", text_of(meta_lines()))
     write(tmp_path, "b", text_of(meta_lines("b", backend="herdr")))
     fleet = load_fleet(tmp_path)
@@ -386,7 +386,7 @@ def test_unreadable_meta_is_refused(tmp_path: Path) -> None:
 
 
 def test_fleet_absent_state_dir_is_exit_5_not_an_empty_fleet(tmp_path: Path) -> None:
-    """§7a: a state dir that does not exist is a wrong setting, never an empty fleet."""
+    """spec §7a: a state dir that does not exist is a wrong setting, never an empty fleet."""
     assert exit_code_of(lambda: load_fleet(tmp_path / "absent")) == ExitCode.UNSAFE
 
 

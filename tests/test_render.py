@@ -1,5 +1,5 @@
 """Snapshot tests of the plain rendering (not a terminal, or NO_COLOR) of each verdict: what
-an operator reads, line for line (CONTRACT §7, §11). The worlds are synthetic (no tmux, no
+an operator reads, line for line (spec §7, §11). The worlds are synthetic (no tmux, no
 /proc), so the text is the same on every machine.
 
 To accept a deliberate change of wording: `FM_UPDATE_SNAPSHOTS=1 python3 -m pytest

@@ -1,4 +1,4 @@
-"""`fm restore` (CONTRACT §12) end to end on real git: list the saves `fm teardown --force`
+"""`fm restore` (spec §12) end to end on real git: list the saves `fm teardown --force`
 made, bring one back byte for byte as uncommitted work, never write into an existing
 directory, never move the ref, and refuse a journal that is not a regular file.
 

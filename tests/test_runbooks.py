@@ -1,4 +1,4 @@
-"""Every refusal and failure names an existing runbook (CONTRACT §11): as its last hint line
+"""Every refusal and failure names an existing runbook (spec §11): as its last hint line
 `hint: runbook: fm runbook NAME`, and as `"runbook"` in its JSON; `fm runbook` prints them."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The runbook texts (CONTRACT §11): one file per name `fm runbook` knows, shaped for an
+"""The runbook texts (spec §11): one file per name `fm runbook` knows, shaped for an
 operator under pressure. Structure only: what each says is reviewed, not tested here."""
 
 from __future__ import annotations

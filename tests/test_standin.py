@@ -1,6 +1,6 @@
 """Tests of the treehouse stand-in itself (fm_teardown/standin/treehouse), against real git.
 
-They pin the parts of the real contract (../shared/reference/treehouse-contract.md) that the
+They pin the parts of the real contract (docs/pool.md) that the
 project's own tests rely on, so a drift in the stand-in shows up here first.
 """
 

@@ -1,4 +1,4 @@
-"""Several tasks at once (CONTRACT §9): `fm teardown A B C` and `fm teardown --landed`.
+"""Several tasks at once (spec §9): `fm teardown A B C` and `fm teardown --landed`.
 
 Each task is torn down exactly as `fm teardown TASK` alone would be, one after another: its
 own decision (made again at its turn), its own slot lock and re-check, its own journal line.

@@ -266,7 +266,7 @@ def _make_work(sb: Sandbox, tasks: dict[str, Task]) -> None:
 
 
 def _write_records(sb: Sandbox, tasks: dict[str, Task]) -> None:
-    """`state/<id>.meta` as spawn writes it (CONTRACT §3). alpha's and charlie's records still
+    """`state/<id>.meta` as spawn writes it (spec §3). alpha's and charlie's records still
     name the slots they had before the pool recycled them."""
     for t in tasks.values():
         started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t.launched))
@@ -395,7 +395,7 @@ def _windows(sb: Sandbox) -> list[str]:
 
 
 def _last_verdict(sb: Sandbox) -> str | None:
-    """The verdict of the last real run, from fm's journal (CONTRACT §7)."""
+    """The verdict of the last real run, from fm's journal (spec §7)."""
     try:
         lines = (sb.data / "teardown-log.jsonl").read_text().splitlines()
         return str(json.loads(lines[-1])["verdict"])

@@ -1,4 +1,4 @@
-"""`fm restore TASK`: list the saves `fm teardown --force` made, and bring one back (CONTRACT §12).
+"""`fm restore TASK`: list the saves `fm teardown --force` made, and bring one back (spec §12).
 
 A save is a commit under `refs/fm/discarded/<TASK>/<UTC stamp>` in the project repository,
 parented on the slot's HEAD, whose tree is the slot's files as they were (fm_teardown/discard.py).

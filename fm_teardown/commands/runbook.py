@@ -1,4 +1,4 @@
-"""`fm runbook [NAME]`: the operator runbooks, shipped inside the package (CONTRACT §11).
+"""`fm runbook [NAME]`: the operator runbooks, shipped inside the package (spec §11).
 
 One per verdict and refusal cause; every refusal and failure names the one to read in its
 last hint line (`hint: runbook: fm runbook NAME`) and in its JSON (`"runbook"`). The texts

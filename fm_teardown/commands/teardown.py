@@ -1,7 +1,7 @@
 """`fm teardown`: flags → pipeline → journal → output → exit code.
 
-One TASK, several (a batch, CONTRACT §9), `--landed` (a batch of what the audit says is
-ready), or none with `--dry-run` (the fleet audit, §8).
+One TASK, several (a batch, spec §9), `--landed` (a batch of what the audit says is
+ready), or none with `--dry-run` (the fleet audit, spec §8).
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def teardown(
 
 
 def _combination(tasks: list[str], flags: Flags, landed: bool) -> FmError | None:
-    """The flag combinations CONTRACT §9 forbids (exit 2)."""
+    """The flag combinations spec §9 forbids (exit 2)."""
     if landed and tasks:
         return invalid("--landed selects the tasks itself: give no TASK with it", USAGE)
     if landed and (flags.force or flags.discard_live_owner is not None):

@@ -1,4 +1,4 @@
-"""The fleet audit against the one-task dry run, on random real fleets (CONTRACT §8).
+"""The fleet audit against the one-task dry run, on random real fleets (spec §8).
 
 Each example builds a fleet (real tmux, git slots in a treehouse pool, processes): 2-5 records
 over 1-3 slots (records share slots), ship tasks whose slots are clean, dirty, unpushed, pushed

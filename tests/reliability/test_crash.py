@@ -1,6 +1,6 @@
 """Crash injection: SIGKILL `fm teardown` at every step boundary (and in the middle of the pool
 return), then re-run the same command and check that the run converges without ever touching
-anyone else's live work (CONTRACT §5 "re-running the same command finishes the job and
+anyone else's live work (spec §5 "re-running the same command finishes the job and
 re-checks ownership first").
 
 Invariants checked around every crash:

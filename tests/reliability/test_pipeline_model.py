@@ -1,4 +1,4 @@
-"""The whole pipeline as a model (CONTRACT §4-§7), against real tmux, git and processes.
+"""The whole pipeline as a model (spec §4-§7), against real tmux, git and processes.
 
 Each example builds a fresh fleet: 2-4 task records over 1-3 pool slots (records share
 slots), each endpoint alive, dead, missing, ambiguous or (another task only, through an
@@ -18,10 +18,10 @@ exit code each flag set gets) and the invariants are checked on the real outcome
   another slot's tree and processes never are;
 - a stale verdict leaves the slot tree, its processes and the pool alone;
 - after a real exit 0, TASK's record is gone and no other record changed;
-- §7a: no process of another task's endpoint (but a discarded owner's in the slot), no tmux
+- spec §7a: no process of another task's endpoint (but a discarded owner's in the slot), no tmux
   server, and nothing outside TASK's own slot and tasktmp is ever signalled.
 
-The §7a evidence is drawn too: records nested inside a slot, another task's endpoint working
+The spec §7a evidence is drawn too: records nested inside a slot, another task's endpoint working
 in TASK's slot, a tmux server started from inside a slot, a slot whose `.git` is a copy of
 another slot's, TASK's tasktmp planted as a symlink into a slot, leases held by dead tasks.
 
@@ -87,7 +87,7 @@ class Slot:
     stray: bool  # an agent process runs in the slot, in no task's endpoint
     tmux: bool = False  # a tmux server was started from inside the slot
     foreign: bool = False  # its .git is a copy of another worktree's (a `cp -a` of a slot)
-    # The slot claim `.fm-slot-owner` (§10): None, a task id, "stranger" (a task with no
+    # The slot claim `.fm-slot-owner` (spec §10): None, a task id, "stranger" (a task with no
     # record anywhere), "bad" (cannot be parsed).
     claim: str | None = None
 
@@ -111,7 +111,7 @@ class World:
         return self.slots[self.task.slot]
 
     def others_on_slot(self) -> list[str]:
-        """Other records claiming TASK's slot: on the same slot, or nested in it (§7a)."""
+        """Other records claiming TASK's slot: on the same slot, or nested in it (spec §7a)."""
         return [
             t
             for t, r in zip(self.ids, self.records, strict=True)
@@ -126,7 +126,7 @@ class World:
         return None if self.task.nested else self.task_slot
 
     def lease_task(self) -> str | None:
-        """The other task whose record holds the lease on TASK's slot (§7a)."""
+        """The other task whose record holds the lease on TASK's slot (spec §7a)."""
         slot = self.pool_slot()
         if slot is None:
             return None
@@ -179,7 +179,7 @@ def worlds(draw: st.DrawFn) -> World:
                 and draw(st.sampled_from(rarely * 2 if quiet else rarely)),
             )
         )
-    # Quiet worlds may hold a lease by a dead task: it is that task's claim (§7a), not live.
+    # Quiet worlds may hold a lease by a dead task: it is that task's claim (spec §7a), not live.
     leases = [None, TASK, *IDS[1:]] if quiet else [None, TASK, "", "bot", *IDS[1:]]
     slots = tuple(
         Slot(
@@ -224,17 +224,17 @@ def claim_of(world: World) -> str | None:
 
 
 def live_owners(world: World, built: Built) -> set[str]:
-    """CONTRACT §4, §7a, §10: the live owners of TASK's slot, by id."""
+    """spec §4, §7a, §10: the live owners of TASK's slot, by id."""
     by_id = world.by_id()
     owners = {t for t in world.others_on_slot() if by_id[t].endpoint in LIVE}
     claim = claim_of(world)
     if claim in by_id and claim != TASK and by_id[claim].endpoint in LIVE:
         owners.add(claim)  # the slot was reassigned to a live task
-    # Another task's live endpoint working in TASK's slot owns it (§7a).
+    # Another task's live endpoint working in TASK's slot owns it (spec §7a).
     owners |= {t for t in world.cross_on_task_slot() if by_id[t].endpoint in LIVE}
     slot = world.task_slot
     # A lease is TASK's when its holder is TASK's id (the record names no lease id). A lease
-    # held by another task is that task's claim, live when its endpoint is (§7a); any other
+    # held by another task is that task's claim, live when its endpoint is (spec §7a); any other
     # lease is a live owner `lease:<holder or lease id>`.
     pool_slot = world.pool_slot()
     if pool_slot is not None and pool_slot.managed and slot.lease not in (None, TASK):
@@ -264,7 +264,7 @@ def newer(a: Rec, b: Rec) -> bool | None:
 
 
 def task_is_current(world: World) -> bool:
-    """CONTRACT §5 rule 4, §7a: TASK's lease; a lease held by another (not live) task makes
+    """spec §5 rule 4, §7a: TASK's lease; a lease held by another (not live) task makes
     the slot that task's; else TASK is a more recent launch than every other claimant."""
     claim = claim_of(world)
     if claim not in (None, TASK, "bad"):
@@ -309,7 +309,7 @@ def expected(world: World, owners: set[str], force: bool, discard: str | None) -
         allowed.add("stale")
     slot = world.task_slot
     # A nested TASK slot is no pool slot (and has no .git of its own); a foreign .git names
-    # another tree; a tmux server in the slot would be ended by the pool's return (§7a).
+    # another tree; a tmux server in the slot would be ended by the pool's return (spec §7a).
     if not slot.managed or world.task.nested or slot.foreign:
         return allowed | {"unsafe"}
     if slot.tmux and returns_slot(world, discarded):
@@ -391,7 +391,7 @@ def build(fleet: Fleet, world: World) -> Built:
             built.servers.append(fleet.tmux_server_in(slots[i]).server_pid())
     built.servers.append(fleet.tmux.server_pid())
     if world.bad_tmp:
-        # Planted in world-writable /tmp: a link into another slot (the attack of §7a).
+        # Planted in world-writable /tmp: a link into another slot (the attack of spec §7a).
         target = slots[(world.task.slot + 1) % len(slots)]
         built.tmp_link = fleet.claim_tasktmp(TASK)  # removed when the fleet closes
         built.tmp_link.symlink_to(target)
@@ -533,7 +533,7 @@ def check(fleet: Fleet, world: World, fs: Flagset) -> None:
     task_slot = built.slots[world.task.slot]
     others = [t for t in world.ids if t != TASK]
     discarded = force and single and code == 0
-    # §7a: fm never signals a tmux server, another task's endpoint (but the discarded owner's
+    # spec §7a: fm never signals a tmux server, another task's endpoint (but the discarded owner's
     # in the slot), or anything outside TASK's slot and tasktmp.
     sent = {int(x["pid"]) for x in lines[0]["signalled"]}
     assert not sent & set(built.servers), ("a tmux server was signalled", lines[0])
@@ -596,7 +596,7 @@ def check(fleet: Fleet, world: World, fs: Flagset) -> None:
         if discarded and wanted in world.ids:
             warnings = doc.get("warnings", [])
             assert any(wanted in w for w in warnings), ("no word on the kept record", doc)
-        # Discarding a live task saves its work, under its own name (§7a).
+        # Discarding a live task saves its work, under its own name (spec §7a).
         owner = wanted if discarded and wanted in world.ids else TASK
         saved = git(
             fleet.project, "for-each-ref", "--format=%(refname)", f"refs/fm/discarded/{owner}"

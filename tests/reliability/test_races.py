@@ -1,7 +1,7 @@
 """Races: concurrent teardowns of two tasks that share a slot, and a teardown racing a new
 task that claims its slot between deciding and acting.
 
-Invariants (CONTRACT §4, §5):
+Invariants (spec §4, §5):
 - the slot is returned at most once, and only conditionally on the lease seen;
 - a live owner is never touched (processes, tree, record, window, lease) unless discarded
   explicitly: the other task's teardown never signals its processes nor returns the slot
@@ -184,7 +184,7 @@ def test_two_teardowns_of_one_slot(races: RaceFleet, shape: str) -> None:
         stats[outcome] = stats.get(outcome, 0) + 1
         if b_state == "alive":
             # B is live: while it is, A refuses, naming B, and never touches B. A's lease is
-            # A's claim (§7a) and A's endpoint is dead, so the pool says the slot is A's: B's
+            # A's claim (spec §7a) and A's endpoint is dead, so the pool says the slot is A's: B's
             # own teardown finds its slot stale and clears only B's window and record. A
             # that decides only after that proceeds, as the slot's sole claimant.
             assert (b_code, b_doc["verdict"]) == (0, "stale"), (what, brief(b_doc))
