@@ -7,7 +7,7 @@
 # Install: copy to ${XDG_CONFIG_HOME:-~/.config}/fish/completions/fm.fish
 # (`fm --install-completion fish`), or `source` it.
 
-# The runbooks of `fm runbook NAME` (the same list as fm_teardown.completion.RUNBOOKS).
+# The runbooks of `fm runbook NAME` (the same list as fm_teardown.commands.completion.RUNBOOKS).
 set -g __fm_runbooks live-owner stale-slot unlanded unsafe failed invalid git-lock mass-cleanup
 
 # The command: the first word after `fm` that is no root option (or a root option's SHELL).

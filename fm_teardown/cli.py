@@ -15,6 +15,8 @@ import typer
 
 from fm_teardown import cli_values
 
+__all__ = ["ENVIRONMENT", "EXIT_CODES", "app", "demo", "main", "restore", "runbook", "teardown"]
+
 # fm's str/bool/list[str] values skip typer's pydantic coercion (about 100 ms of imports).
 cli_values.install()
 cli_values.plain_argument_help()
@@ -67,7 +69,7 @@ def _line_tasks(ctx: typer.Context) -> list[str]:
 
 
 def _complete_task(ctx: typer.Context, incomplete: str) -> list[str]:
-    from fm_teardown import completion
+    from fm_teardown.commands import completion
 
     typed = set(_line_tasks(ctx))
     ids = completion.task_ids(ctx.params.get("state_dir"))
@@ -75,7 +77,7 @@ def _complete_task(ctx: typer.Context, incomplete: str) -> list[str]:
 
 
 def _complete_owner(ctx: typer.Context, incomplete: str) -> list[str]:
-    from fm_teardown import completion
+    from fm_teardown.commands import completion
 
     tasks = _line_tasks(ctx)
     if not tasks:
@@ -87,7 +89,7 @@ def _complete_owner(ctx: typer.Context, incomplete: str) -> list[str]:
 def _show_completion(value: str | None) -> None:
     if value is None:
         return
-    from fm_teardown import completion
+    from fm_teardown.commands import completion
 
     try:
         sys.stdout.write(completion.script(completion.shell_of(value, option="--show-completion")))
@@ -100,7 +102,7 @@ def _show_completion(value: str | None) -> None:
 def _install_completion(value: str | None) -> None:
     if value is None:
         return
-    from fm_teardown import completion
+    from fm_teardown.commands import completion
 
     try:
         lines = completion.install(value)
@@ -164,7 +166,7 @@ def _root(
 def _complete(ctx: typer.Context, what: Annotated[str, typer.Argument()] = "") -> None:
     """For the completion scripts: `fm __complete owners [--state-dir DIR] TASK` prints the
     live owners of TASK's slot, one per line. Always exits 0."""
-    from fm_teardown import completion
+    from fm_teardown.commands import completion
 
     completion.print_answers(what, ctx.args)
     raise typer.Exit(0)
@@ -439,12 +441,12 @@ def main(argv: list[str] | None = None) -> None:
                 app(prog_name="fm", args=["--help"], standalone_mode=False)
             code = 2
         else:
-            from fm_teardown.errors import invalid
+            from fm_teardown.model.errors import invalid
 
             see = f"see `{_help_of(args)}`"
             err = invalid(usage, see)
             if "--json" in args:
-                from fm_teardown import report
+                from fm_teardown.report import render as report
 
                 report.emit_json(
                     report.usage_error_json(_task_in(args), err, dry_run="--dry-run" in args)

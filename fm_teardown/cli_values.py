@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+__all__ = ["install", "plain_argument_help"]
+
 _PLAIN: tuple[object, ...] = (str, bool, list[str])
 
 

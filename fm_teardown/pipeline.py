@@ -10,14 +10,26 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from fm_teardown import decide, fingerprint
-from fm_teardown.errors import FmError, Verdict
-from fm_teardown.observe import assemble, observe
-from fm_teardown.outcome import Outcome
-from fm_teardown.plan import Decision, Flags, LandedLike, Planned
-from fm_teardown.records import Fleet, Record, check_task_id, load_fleet, load_record
-from fm_teardown.settings import Settings
-from fm_teardown.world import Observation, Proc, ProcessTable, TmuxInventory
+from fm_teardown.decide import fingerprint
+from fm_teardown.decide import rules as decide
+from fm_teardown.model.errors import FmError, Verdict
+from fm_teardown.model.outcome import Outcome
+from fm_teardown.model.plan import Decision, Flags, LandedLike, Planned
+from fm_teardown.model.records import Fleet, Record, check_task_id, load_fleet, load_record
+from fm_teardown.model.settings import Settings
+from fm_teardown.model.world import Observation, Proc, ProcessTable, TmuxInventory
+from fm_teardown.observe.observation import assemble, observe
+
+__all__ = [
+    "Guard",
+    "NotSelected",
+    "decide_with_landed",
+    "expected_plan_refusal",
+    "landed_facts",
+    "load",
+    "plan",
+    "teardown",
+]
 
 
 def load(settings: Settings, task: str) -> Fleet:
@@ -54,7 +66,7 @@ def plan(
 
 def landed_facts(settings: Settings, record: Record, *, fetch: bool) -> LandedLike:
     """Rule 5's facts for TASK's own slot (gathered only once rules 1-4 let TASK go on)."""
-    from fm_teardown.landed import check_landed
+    from fm_teardown.observe.landed import check_landed
 
     return check_landed(
         record,
@@ -167,7 +179,7 @@ def teardown(
             return refused
     if flags.dry_run:
         return replace(Outcome.of_decision(planned.decision, dry_run=True), plan_id=planned.plan_id)
-    from fm_teardown import act
+    from fm_teardown.act import steps as act
 
     def replan(remembered: tuple[Proc, ...]) -> Planned:
         # Under the slot lock: TASK's endpoint is gone; no fetch (the first decision fetched).

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from fm_teardown import endpoint, scaffold
+from fm_teardown.model import scaffold
+from fm_teardown.observe import endpoint
 
 FLOOR = Path(__file__).resolve().parent.parent / "benchmarks" / "floor.py"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fm_teardown.paths import Canonicalizer
+from fm_teardown.model.paths import Canonicalizer
 
 NAMES = ["a", "b", "c", "link", "up", "loop", "gone", "..", "."]
 

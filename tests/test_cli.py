@@ -91,7 +91,8 @@ def test_typer_completion_asks_for_the_owners_of_the_typed_task(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from fm_teardown import cli, completion
+    from fm_teardown import cli
+    from fm_teardown.commands import completion
 
     seen: list[tuple[str | None, str]] = []
 
@@ -121,8 +122,8 @@ def test_an_empty_fleet_audit_says_so_and_prints_no_table(tmp_path: Path) -> Non
 
 
 def fm_in(cwd: Path, *args: str, script: str = "fm_teardown") -> subprocess.CompletedProcess[str]:
-    """`fm ARGS` (or `fm-teardown` with script="fm_teardown.firstmate") run from `cwd`, with
-    no FM_HOME: what an operator in that directory sees."""
+    """`fm ARGS` (or `fm-teardown` with script="fm_teardown.commands.firstmate") run from
+    `cwd`, with no FM_HOME: what an operator in that directory sees."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FM_")}
     module = "fm_teardown.cli" if script == "fm_teardown" else script
     code = f"from {module} import main; main()"
@@ -157,7 +158,7 @@ def test_a_usage_error_hints_at_the_help_of_the_command_used(
 
 
 def test_fm_teardown_help_prints_its_usage(tmp_path: Path) -> None:
-    r = fm_in(tmp_path, "--help", script="fm_teardown.firstmate")
+    r = fm_in(tmp_path, "--help", script="fm_teardown.commands.firstmate")
     assert r.returncode == 0 and r.stderr == "", r.stderr
     assert r.stdout.startswith("usage: fm-teardown <task-id> [--force]\n")
 

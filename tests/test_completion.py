@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from fm_teardown import completion
+from fm_teardown.commands import completion
 from tests.fleet import Tmux, wait_for
 
 REPO = Path(__file__).resolve().parent.parent
@@ -706,7 +706,7 @@ def test_script_path_prefers_the_package_copy(
     for shell, name in completion.SCRIPT_FILES.items():
         (pkg / "completions" / name).write_text(f"package {shell}\n")
         (tmp_path / "completions" / name).write_text(f"checkout {shell}\n")
-    monkeypatch.setattr(completion, "__file__", str(pkg / "completion.py"))
+    monkeypatch.setattr(completion, "__file__", str(pkg / "commands" / "completion.py"))
     assert completion.script("zsh") == "package zsh\n"
     (pkg / "completions" / "_fm").unlink()
     assert completion.script("zsh") == "checkout zsh\n"

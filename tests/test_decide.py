@@ -20,13 +20,12 @@ from unittest import mock
 
 import pytest
 
-from fm_teardown.decide import Decision, Flags, Unfinished, decide
-from fm_teardown.errors import ExitCode, Verdict
-from fm_teardown.observe import assemble, ready
-from fm_teardown.paths import is_within
-from fm_teardown.records import Fleet, InvalidRecord, Record, load_fleet
-from fm_teardown.settings import Settings
-from fm_teardown.world import (
+from fm_teardown.decide.rules import Decision, Flags, Unfinished, decide
+from fm_teardown.model.errors import ExitCode, Verdict
+from fm_teardown.model.paths import is_within
+from fm_teardown.model.records import Fleet, InvalidRecord, Record, load_fleet
+from fm_teardown.model.settings import Settings
+from fm_teardown.model.world import (
     Endpoint,
     EndpointState,
     Environment,
@@ -42,6 +41,7 @@ from fm_teardown.world import (
     TaskTmp,
     TmuxInventory,
 )
+from fm_teardown.observe.observation import assemble, ready
 
 HOME = "/home/op"
 FM_HOME = "/home/op/fleet"
@@ -1595,7 +1595,7 @@ def test_records_sharing_one_slot_are_decided_in_linear_work(
 ) -> None:
     """k records on one slot: what they share is worked out once, no launch order is compared
     pair by pair, and no reason names every other record (the audit would grow as k^2)."""
-    from fm_teardown import ownership
+    from fm_teardown.decide import ownership
 
     k = 300
     world = World()
@@ -1640,7 +1640,7 @@ def test_the_rules_are_one_table_of_functions_of_the_case_in_rule_order() -> Non
     """A maintainer finds each rule by name in `decide.RULES`, in the order they apply."""
     import inspect
 
-    from fm_teardown import decide as decide_module
+    from fm_teardown.decide import rules as decide_module
 
     numbers = [n for n, _ in decide_module.RULES]
     assert numbers == sorted(numbers) and set(numbers) == {1, 2, 3, 4, 5}

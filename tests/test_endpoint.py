@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from fm_teardown.endpoint import classify, endpoint_of
-from fm_teardown.records import Record
-from fm_teardown.world import (
+from fm_teardown.model.records import Record
+from fm_teardown.model.world import (
     EndpointState,
     InventoryStatus,
     Pane,
@@ -15,6 +14,7 @@ from fm_teardown.world import (
     ProcessTable,
     TmuxInventory,
 )
+from fm_teardown.observe.endpoint import classify, endpoint_of
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,7 @@ def fm_teardown(
 ) -> subprocess.CompletedProcess[str]:
     """The drop-in, as firstmate's callers run it."""
     return subprocess.run(
-        [sys.executable, "-m", "fm_teardown.firstmate", *args],
+        [sys.executable, "-m", "fm_teardown.commands.firstmate", *args],
         capture_output=True,
         text=True,
         cwd=cwd or fleet.fm_home,
@@ -142,7 +142,7 @@ def test_refusals_start_with_refused_and_errors_with_error(fleet: Fleet) -> None
     env = fleet.env(FM_TEST_FAULT=f"pause:after-pool:{fleet.root / 'p'}")
     (fleet.root / "p").touch()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fm_teardown.firstmate", ID_T2],
+        [sys.executable, "-m", "fm_teardown.commands.firstmate", ID_T2],
         cwd=fleet.fm_home, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
@@ -182,7 +182,7 @@ def test_fm_home_falls_back_to_fm_root_override(fleet: Fleet) -> None:
     del env["FM_HOME"]
     for cmd in (
         [sys.executable, "-m", "fm_teardown", "teardown", ID_T1, "--dry-run"],
-        [sys.executable, "-m", "fm_teardown.firstmate", ID_T1],
+        [sys.executable, "-m", "fm_teardown.commands.firstmate", ID_T1],
     ):
         r = subprocess.run(cmd, capture_output=True, text=True, cwd="/", env=env, check=False)
         assert r.returncode == 0, r.stderr

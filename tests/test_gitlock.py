@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from fm_teardown.gitlock import (
+from fm_teardown.act.gitlock import (
     LOCK_ERROR,
     assess,
     index_lock_path,

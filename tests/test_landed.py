@@ -20,11 +20,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from fm_teardown.discard import save_discarded
-from fm_teardown.errors import FmError, Verdict
-from fm_teardown.landed import LandedFacts, check_landed
-from fm_teardown.records import Record
-from fm_teardown.scaffold import SCAFFOLD_PATHS
+from fm_teardown.act.discard import save_discarded
+from fm_teardown.model.errors import FmError, Verdict
+from fm_teardown.model.records import Record
+from fm_teardown.model.scaffold import SCAFFOLD_PATHS
+from fm_teardown.observe.landed import LandedFacts, check_landed
 from tests.fleet import files_of
 
 TID = "task-x1"
@@ -433,7 +433,7 @@ def test_gh_failure_falls_back_to_content_in_default(repos: Repos) -> None:
 
 def test_missing_gh_is_a_note(repos: Repos, monkeypatch: pytest.MonkeyPatch) -> None:
     commit(repos.slot, {"feature.txt": "x\n"}, "feature")
-    monkeypatch.setattr("fm_teardown.landed.shutil.which", lambda name: None)
+    monkeypatch.setattr("fm_teardown.observe.landed.shutil.which", lambda name: None)
     facts = repos.check(repos.record(pr=PR))
     assert not facts.landed
     assert any("gh is not installed" in n for n in facts.notes)

@@ -4,8 +4,8 @@ import counts: the ones at the top and the lazy ones inside functions alike (rea
 never by importing). Two stricter rules: the model imports only the model, and decide imports
 neither the adapters nor act (it decides from values; what runs, runs elsewhere).
 
-A module's stage is its folder under `fm_teardown/` when that folder is a stage's name, else
-the `STAGE_OF` table below (the flat layout of today)."""
+A module's stage is its folder under `fm_teardown/` (`model/`, `adapters/`, `observe/`,
+`decide/`, `act/`, `report/`); what lies outside them is in the `STAGE_OF` table below."""
 
 from __future__ import annotations
 
@@ -17,49 +17,13 @@ PACKAGE = Path(__file__).resolve().parent.parent / "fm_teardown"
 # The stages, in the order they may import each other: each may import the ones before it.
 STAGES = ("model", "adapters", "observe", "decide", "act", "report", "top")
 
+# What is not in a stage folder: the entry points and the commands (they string the stages
+# together), the runbooks (report's texts) and the pool stand-in.
 STAGE_OF = {
     **dict.fromkeys(
-        (
-            "values",
-            "errors",
-            "plan",
-            "outcome",
-            "world",
-            "scaffold",
-            "paths",
-            "records",
-            "settings",
-            # A step's typed result and its words: values, and text made of values only.
-            "results",
-            "messages",
-        ),
-        "model",
+        ("__init__", "__main__", "cli", "cli_values", "pipeline", "commands", "standin"), "top"
     ),
-    **dict.fromkeys(("tmux", "processes", "pool", "runner", "interrupts", "safefile"), "adapters"),
-    **dict.fromkeys(
-        ("observe", "endpoint", "claim", "gitdir", "tasktmp", "gate", "landed"), "observe"
-    ),
-    **dict.fromkeys(
-        ("decide", "ownership", "sparing", "audit", "finished", "fingerprint"), "decide"
-    ),
-    **dict.fromkeys(
-        ("act", "duties", "discard", "lock", "gitlock", "faults", "graceful", "registry"), "act"
-    ),
-    **dict.fromkeys(("report", "human", "journal", "runbooks"), "report"),
-    **dict.fromkeys(
-        (
-            "__init__",
-            "__main__",
-            "cli",
-            "cli_values",
-            "pipeline",
-            "commands",
-            "firstmate",
-            "completion",
-            "standin",
-        ),
-        "top",
-    ),
+    "runbooks": "report",
 }
 
 # Imports a stage may never make, beyond the order above.

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from fm_teardown.errors import FmError, Verdict
-from fm_teardown.lock import lock_path, slot_lock
+from fm_teardown.act.lock import lock_path, slot_lock
+from fm_teardown.model.errors import FmError, Verdict
 
 SLOT = "/pool/1/project"
 

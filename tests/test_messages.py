@@ -7,9 +7,9 @@ from enum import Enum
 
 import pytest
 
-from fm_teardown import messages
-from fm_teardown.plan import Step, StepName, StepOutcome
-from fm_teardown.results import (
+from fm_teardown.model import messages
+from fm_teardown.model.plan import Step, StepName, StepOutcome
+from fm_teardown.model.results import (
     AttributionResult,
     AttributionWhat,
     AuthResult,

@@ -1,7 +1,7 @@
 """No behaviour of fm depends on the wording of its own messages.
 
-A step's result, a refusal's tail and a count are typed values (`fm_teardown/results.py`);
-their words are written once, in `fm_teardown/messages.py`. This scan of the package's source
+A step's result, a refusal's tail and a count are typed values (`fm_teardown/model/results.py`);
+their words are written once, in `fm_teardown/model/messages.py`. This scan of the package's source
 fails when a module matches on message text again: a comparison, a membership test or a
 string method (`startswith`, `split`, ...) applied to a `.detail`, `.reasons`, `.headline` or
 `.message`, or the words of a refusal's tail written outside the renderer.
@@ -36,10 +36,10 @@ STRING_METHODS = {
 }
 # The words of a refusal's tail: only the renderer writes them.
 TAIL_WORDS = ("nothing was changed", "already done by this run", "nothing else was changed")
-RENDERER = "messages.py"
+RENDERER = "model/messages.py"
 # Known and left for later: whether an error's line is printed as it is (`REFUSED: …`,
 # `error: …`) or after `fm: `/`error: ` is still read from its first word.
-KNOWN = {("human.py", "render_error"), ("firstmate.py", "_bare")}
+KNOWN = {("report/human.py", "render_error"), ("commands/firstmate.py", "_bare")}
 
 
 def _prose(node: ast.AST) -> bool:

@@ -6,9 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fm_teardown import observe, processes, tmux
-from fm_teardown.settings import load
-from fm_teardown.world import InventoryStatus, Pane, Proc, ProcessTable, TmuxInventory
+from fm_teardown.adapters import processes, tmux
+from fm_teardown.model.settings import load
+from fm_teardown.model.world import InventoryStatus, Pane, Proc, ProcessTable, TmuxInventory
+from fm_teardown.observe import observation as observe
 
 
 def pane(name: str, pid: int) -> Pane:

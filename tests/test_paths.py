@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fm_teardown.paths import (
+from fm_teardown.model.paths import (
     Canonicalizer,
     ancestors,
     canonical,

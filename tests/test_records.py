@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from fm_teardown.errors import ExitCode, FmError
-from fm_teardown.records import (
+from fm_teardown.model.errors import ExitCode, FmError
+from fm_teardown.model.records import (
     InvalidRecord,
     Record,
     RecordProblem,

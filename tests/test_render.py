@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from fm_teardown import report
-from fm_teardown.errors import ExitCode, Verdict, invalid
-from fm_teardown.outcome import Outcome, Signal
-from fm_teardown.plan import StepOutcome
-from fm_teardown.results import ProcessesResult, ProcessesWhat, ProcRef
+from fm_teardown.model.errors import ExitCode, Verdict, invalid
+from fm_teardown.model.outcome import Outcome, Signal
+from fm_teardown.model.plan import StepOutcome
+from fm_teardown.model.results import ProcessesResult, ProcessesWhat, ProcRef
+from fm_teardown.report import render as report
 from tests.test_decide import POOL, S1, UNLANDED, World
 
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from fm_teardown.discard import save_discarded
-from fm_teardown.records import Record
+from fm_teardown.act.discard import save_discarded
+from fm_teardown.model.records import Record
 from tests.fleet import Fleet, files_of, git, tid, tree_hash
 
 # Task ids of their own: /tmp/fm-<id> is global, and other runs on this machine use t1, t2.

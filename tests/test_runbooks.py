@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from fm_teardown import report
-from fm_teardown.completion import RUNBOOKS
-from fm_teardown.errors import Verdict
-from fm_teardown.outcome import Outcome
+from fm_teardown.commands.completion import RUNBOOKS
+from fm_teardown.model.errors import Verdict
+from fm_teardown.model.outcome import Outcome
+from fm_teardown.report import render as report
 from tests.fleet import Fleet, git, tid
 from tests.test_decide import CASES
 from tests.test_runbooks_text import text

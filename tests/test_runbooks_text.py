@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fm_teardown.completion import RUNBOOKS
+from fm_teardown.commands.completion import RUNBOOKS
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNBOOK_DIR = ROOT / "fm_teardown" / "runbooks"

@@ -60,7 +60,7 @@ def child(fleet: Fleet, home: Path, task: str, slot: Path) -> Path:
 
 def fm_teardown(fleet: Fleet, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "fm_teardown.firstmate", *args],
+        [sys.executable, "-m", "fm_teardown.commands.firstmate", *args],
         capture_output=True,
         text=True,
         cwd=fleet.fm_home,

@@ -19,7 +19,10 @@ REPO = Path(__file__).resolve().parent.parent
 
 PROBE = """
 import json, sys
-from fm_teardown import cli, endpoint, gitdir, observe
+from fm_teardown import cli
+from fm_teardown.observe import endpoint
+from fm_teardown.observe import gitdir
+from fm_teardown.observe import observation as observe
 calls = {"endpoints": 0, "git_checks": 0, "tasktmps": 0}
 real_endpoint, real_git, real_tmp = observe.endpoint_of, observe.slot_git_problem, observe.task_tmp
 def counted_endpoint(*a, **k):

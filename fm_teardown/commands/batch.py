@@ -13,20 +13,41 @@ from collections.abc import Callable
 from dataclasses import field
 from typing import TYPE_CHECKING, Any, cast
 
-from fm_teardown import interrupts, journal, messages, report
+from fm_teardown.adapters import interrupts
 from fm_teardown.commands.teardown import with_expected_plan
-from fm_teardown.errors import ExitCode, FmError, Verdict
-from fm_teardown.human import VERDICT_STYLE
-from fm_teardown.outcome import Outcome
-from fm_teardown.plan import Flags
-from fm_teardown.settings import Settings
-from fm_teardown.values import value
+from fm_teardown.model import messages
+from fm_teardown.model.errors import ExitCode, FmError, Verdict
+from fm_teardown.model.outcome import Outcome
+from fm_teardown.model.plan import Flags
+from fm_teardown.model.settings import Settings
+from fm_teardown.model.values import value
+from fm_teardown.report import journal
+from fm_teardown.report import render as report
+from fm_teardown.report.human import VERDICT_STYLE
 
 if TYPE_CHECKING:
-    from fm_teardown.finished import Options
-    from fm_teardown.landed import LandedFacts
+    from fm_teardown.decide.finished import Options
+    from fm_teardown.model.plan import Planned
+    from fm_teardown.observe.landed import LandedFacts
     from fm_teardown.pipeline import Guard
-    from fm_teardown.plan import Planned
+
+__all__ = [
+    "IDENTITY_FIELDS",
+    "NotChosen",
+    "Result",
+    "Selection",
+    "Skipped",
+    "batch_json",
+    "exit_code",
+    "interrupted_before_acting",
+    "named",
+    "render_selection",
+    "render_summary",
+    "result_json",
+    "run",
+    "select_landed",
+    "what_was_done",
+]
 
 
 @value
@@ -77,7 +98,7 @@ IDENTITY_FIELDS = ("window", "worktree", "spawn_gen", "meta inode", "meta mtime"
 def select_landed(s: Settings, opts: Options) -> Selection:
     """`--landed`: every finished task (finished.classify, the audit's own column), from one
     observation of the fleet, in task-id order; the others with their one reason."""
-    from fm_teardown.audit import audit
+    from fm_teardown.decide.audit import audit
 
     rows = sorted(audit(s, opts).rows, key=lambda r: r.task)
     chosen = [r for r in rows if r.finished.finished]
@@ -95,9 +116,9 @@ def select_landed(s: Settings, opts: Options) -> Selection:
 def named(s: Settings, tasks: list[str]) -> Selection:
     """`fm teardown A B C`: the launches named, as they are now (a task relaunched before
     its turn is skipped, not torn down in its new slot)."""
-    from fm_teardown.finished import identity
-    from fm_teardown.observe import observe
-    from fm_teardown.records import load_fleet
+    from fm_teardown.decide.finished import identity
+    from fm_teardown.model.records import load_fleet
+    from fm_teardown.observe.observation import observe
 
     try:
         fleet = load_fleet(s.state_dir)
@@ -122,7 +143,7 @@ def _guard(
     """At its turn, TASK is selected again, not only decided again."""
 
     def guard(planned: Planned) -> str | None:
-        from fm_teardown.finished import classify, identity
+        from fm_teardown.decide.finished import classify, identity
 
         record = planned.fleet.records.get(task)
         ep = planned.observation.endpoints.get(task) if record is not None else None

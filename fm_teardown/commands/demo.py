@@ -33,10 +33,26 @@ from types import FrameType
 from typing import Any, Literal
 
 import fm_teardown
-from fm_teardown import runner
-from fm_teardown.errors import ExitCode
-from fm_teardown.interrupts import Interrupted
+from fm_teardown.adapters import runner
+from fm_teardown.adapters.interrupts import Interrupted
+from fm_teardown.model.errors import ExitCode
 from fm_teardown.standin import TREEHOUSE as STANDIN
+
+__all__ = [
+    "AGENT",
+    "COMMAND_TIMEOUT",
+    "SESSION",
+    "START_TIMEOUT",
+    "DemoError",
+    "Play",
+    "Sandbox",
+    "Task",
+    "build",
+    "cleanup",
+    "demo",
+    "play",
+    "tree_hash",
+]
 
 SESSION = "fleet"
 AGENT = "claude"

@@ -1,7 +1,8 @@
 """`fm restore TASK`: list the saves `fm teardown --force` made, and bring one back (spec §12).
 
 A save is a commit under `refs/fm/discarded/<TASK>/<UTC stamp>` in the project repository,
-parented on the slot's HEAD, whose tree is the slot's files as they were (fm_teardown/discard.py).
+parented on the slot's HEAD, whose tree is the slot's files as they were
+(fm_teardown/act/discard.py).
 
 - `fm restore TASK` lists the saves, newest first (the stamps sort lexically), of the project
   named by `--project DIR`, or else of every project the journal names for a save of TASK.
@@ -27,14 +28,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fm_teardown import interrupts, runner, settings
-from fm_teardown.errors import ExitCode, FmError, Verdict, invalid, unsafe
-from fm_teardown.interrupts import Interrupted
-from fm_teardown.journal import JOURNAL, bounded_lines
-from fm_teardown.paths import canonical, is_within
-from fm_teardown.records import check_task_id, near_ids, shown
-from fm_teardown.report import SCHEMA, Printer, emit_json, render_error
-from fm_teardown.values import value
+from fm_teardown.adapters import interrupts, runner
+from fm_teardown.adapters.interrupts import Interrupted
+from fm_teardown.model import settings
+from fm_teardown.model.errors import ExitCode, FmError, Verdict, invalid, unsafe
+from fm_teardown.model.paths import canonical, is_within
+from fm_teardown.model.records import check_task_id, near_ids, shown
+from fm_teardown.model.values import value
+from fm_teardown.report.journal import JOURNAL, bounded_lines
+from fm_teardown.report.render import SCHEMA, Printer, emit_json, render_error
+
+__all__ = ["PREFIX", "USAGE", "Found", "Project", "Restored", "Save", "restore"]
 
 USAGE = "usage: fm restore TASK [--to DIR [--ref REF]] [--project DIR] [--json]"
 PREFIX = "refs/fm/discarded/"
@@ -447,8 +451,8 @@ def _inside_protected(real: str, project: Project, s: settings.Settings | None) 
         if item.startswith(b"worktree "):
             add(os.fsdecode(item[9:]), "a worktree of the project")
     if s is not None:
-        from fm_teardown.pool import PoolReader
-        from fm_teardown.records import load_fleet
+        from fm_teardown.adapters.pool import PoolReader
+        from fm_teardown.model.records import load_fleet
 
         try:
             fleet = load_fleet(s.state_dir)

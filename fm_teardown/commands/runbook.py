@@ -11,8 +11,10 @@ import difflib
 import sys
 from importlib import resources
 
-from fm_teardown.completion import RUNBOOKS
-from fm_teardown.errors import ExitCode
+from fm_teardown.commands.completion import RUNBOOKS
+from fm_teardown.model.errors import ExitCode
+
+__all__ = ["runbook", "text", "title"]
 
 
 def text(name: str) -> str:

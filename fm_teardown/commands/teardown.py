@@ -10,16 +10,30 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from fm_teardown import fingerprint, interrupts, journal, report, settings
-from fm_teardown.errors import ExitCode, FmError, Verdict, invalid
-from fm_teardown.outcome import Outcome
-from fm_teardown.plan import Decision, Flags
-from fm_teardown.records import task_id_problem
+from fm_teardown.adapters import interrupts
+from fm_teardown.decide import fingerprint
+from fm_teardown.model import settings
+from fm_teardown.model.errors import ExitCode, FmError, Verdict, invalid
+from fm_teardown.model.outcome import Outcome
+from fm_teardown.model.plan import Decision, Flags
+from fm_teardown.model.records import task_id_problem
+from fm_teardown.report import journal
+from fm_teardown.report import render as report
 
 if TYPE_CHECKING:
-    from fm_teardown.audit import Orphan
-    from fm_teardown.finished import Options
+    from fm_teardown.decide.audit import Orphan
+    from fm_teardown.decide.finished import Options
     from fm_teardown.pipeline import Guard
+
+__all__ = [
+    "USAGE",
+    "expected_plans",
+    "journalled",
+    "run_one",
+    "teardown",
+    "unfinished_runs",
+    "with_expected_plan",
+]
 
 USAGE = (
     "usage: fm teardown TASK [TASK ...] [--dry-run] [--force] [--json] "
@@ -43,7 +57,7 @@ def teardown(
     expect_plan: list[str] | None = None,
     no_journal: bool = False,
 ) -> int:
-    from fm_teardown.finished import DEFAULT_MIN_AGE, Options, parse_duration
+    from fm_teardown.decide.finished import DEFAULT_MIN_AGE, Options, parse_duration
 
     flags = Flags(
         force=force, discard_live_owner=discard_live_owner, dry_run=dry_run, no_journal=no_journal
@@ -86,7 +100,7 @@ def teardown(
             except KeyboardInterrupt:
                 import sys
 
-                from fm_teardown.messages import nothing_changed
+                from fm_teardown.model.messages import nothing_changed
 
                 sys.stderr.write(nothing_changed("fm: interrupted while selecting") + "\n")
                 return int(ExitCode.INTERRUPTED)
@@ -168,7 +182,7 @@ def run_one(
     if not flags.dry_run and task_id_problem(task) is None:
         import os
 
-        from fm_teardown import gate
+        from fm_teardown.observe import gate
 
         refused = gate.refusal(os.environ, os.getcwd())
         if refused is not None:
@@ -248,7 +262,7 @@ def journalled(outcome: Outcome, task: str) -> bool:
 
 def unfinished_runs(s: settings.Settings) -> tuple[Orphan, ...]:
     """Real runs that journalled their intent and no result: they died partway (a crash)."""
-    from fm_teardown.audit import Orphan
+    from fm_teardown.decide.audit import Orphan
 
     return tuple(
         Orphan("unfinished-teardown", task, None, journal.unfinished_line(intent))
@@ -264,7 +278,7 @@ def _audit(
             raise invalid("give a TASK to tear down, or --dry-run to audit the fleet", USAGE)
         if flags.force or flags.discard_live_owner is not None:
             raise invalid("--force and --discard-live-owner need a TASK")
-        from fm_teardown.audit import audit
+        from fm_teardown.decide.audit import audit
 
         result = audit(s, opts)
         # The journal is the report stage's: the runs it shows unfinished join the orphans here.

@@ -1,2 +1,4 @@
 """The operator runbooks that `fm runbook NAME` prints: one Markdown file per name in
-`fm_teardown.completion.RUNBOOKS` (`<NAME>.md`), read as package data."""
+`fm_teardown.commands.completion.RUNBOOKS` (`<NAME>.md`), read as package data."""
+
+__all__ = []

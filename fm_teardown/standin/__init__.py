@@ -8,5 +8,7 @@ real pool: do not point a real fleet's `FM_TREEHOUSE_BIN` at it. See README.md b
 
 from pathlib import Path
 
+__all__ = ["TREEHOUSE"]
+
 # The script itself (run it as `sys.executable TREEHOUSE`, so its executable bit does not matter).
 TREEHOUSE: Path = Path(__file__).resolve().parent / "treehouse"

@@ -31,8 +31,8 @@ from typing import Any
 import psutil
 import pytest
 
-from fm_teardown.lock import lock_path, slot_lock
-from fm_teardown.paths import canonical
+from fm_teardown.act.lock import lock_path, slot_lock
+from fm_teardown.model.paths import canonical
 from tests.fleet import SESSION, Fleet, Task, gone, tid, tree_hash, wait_for
 from tests.reliability.figures import count, soak
 from tests.reliability.test_crash import (
@@ -288,7 +288,7 @@ def claim(fleet: Fleet, slot: Path, cid: str, torn: Path, *, honour_lock: bool) 
     """A new task takes the slot: record, live endpoint, then (only then) its work file.
 
     With `honour_lock`, it creates its record and endpoint holding the slot lock fm documents
-    (`fm_teardown.lock.slot_lock`), as a spawner that cooperates with fm would. `torn` is the
+    (`fm_teardown.act.lock.slot_lock`), as a spawner that cooperates with fm would. `torn` is the
     record of the task being torn down: fm removes it under the lock, and removes the lock file
     on release, so "no lock file while that record still exists" means fm has not taken the
     lock yet."""

@@ -1,0 +1,393 @@
+"""The teardown duties of firstmate's shell script that `fm` carries (spec §10).
+
+When the plan returns the slot: the fleet's hook files are removed from the slot before the
+return (the next task's slot must not fire turn-end signals for a dead task); after a verified
+return, TASK's branch is deleted by compare-and-swap and TASK's own slot claim is removed.
+Whenever the record is removed (proceed and stale alike): the grok and kimi hook auth entries
+named by TASK's token files are removed, and one cost-attribution row is appended.
+
+Nothing here follows a symlink: paths inside the slot are walked with directory file
+descriptors opened `O_NOFOLLOW`, and an unlink removes a link, never its target.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import re
+import stat
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from fm_teardown.adapters import runner, safefile
+from fm_teardown.model.messages import unlinked
+from fm_teardown.model.records import Record, RecordProblem, read_meta
+from fm_teardown.model.results import (
+    AttributionResult,
+    AttributionWhat,
+    AuthResult,
+    BranchResult,
+    BranchUse,
+    BranchWhat,
+    ClaimResult,
+    ClaimWhat,
+    HookFile,
+    HooksResult,
+    HooksWhat,
+    Unlinked,
+    UnlinkWhat,
+)
+from fm_teardown.model.scaffold import SCAFFOLD_PATHS
+from fm_teardown.observe.claim import still_names
+
+__all__ = [
+    "ATTRIBUTION",
+    "ATTRIBUTION_LOCK",
+    "HEADER",
+    "SCHEMA_LINE",
+    "DutyWarning",
+    "append_attribution",
+    "attribution_row",
+    "auth_dirs",
+    "delete_branch",
+    "in_progress",
+    "remove_auth_entries",
+    "remove_hooks",
+    "remove_own_claim",
+    "unlink_inside",
+]
+
+_TOKEN = re.compile(r"[A-Za-z0-9._-]+")
+
+
+class DutyWarning(Exception):
+    """The attribution row could not be appended; it only warns, the teardown goes on."""
+
+
+# -- hooks --------------------------------------------------------------------------------------
+
+
+def remove_hooks(slot: str) -> HooksResult:
+    """Remove the scaffold files git does not track from the slot; what was done, per path."""
+    tracked = runner.git(slot, "ls-files", "-z", "--", *SCAFFOLD_PATHS)
+    if not tracked.ok:
+        return HooksResult(HooksWhat.UNTRACKED_UNKNOWN, error=tracked.why())
+    kept = {p.decode("utf-8", "replace") for p in tracked.out.split(b"\0") if p}
+    files = []
+    for rel in SCAFFOLD_PATHS:
+        if rel in kept:
+            files.append(HookFile(rel, tracked=True))
+            continue
+        outcome = unlink_inside(slot, rel)
+        if outcome.what != UnlinkWhat.ABSENT:
+            files.append(HookFile(rel, tracked=False, unlinked=outcome))
+    return HooksResult(HooksWhat.DONE if files else HooksWhat.NONE, tuple(files))
+
+
+def unlink_inside(root: str, rel: str, *, single: bool = False) -> Unlinked:
+    """Unlink `root/rel` without following a symlink anywhere on the way: removed, absent, or
+    why it was left. `single`: a regular file is removed only when it has one link."""
+    parts = rel.split("/")
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        return Unlinked(UnlinkWhat.ROOT_UNOPENED, error=exc.strerror)
+    try:
+        for part in parts[:-1]:
+            try:
+                nfd = os.open(
+                    part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd
+                )
+            except FileNotFoundError:
+                return Unlinked(UnlinkWhat.ABSENT)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    return Unlinked(UnlinkWhat.NOT_A_DIR, part)
+                return Unlinked(UnlinkWhat.DIR_UNOPENED, part, exc.strerror)
+            os.close(fd)
+            fd = nfd
+        leaf = parts[-1]
+        try:
+            st = os.stat(leaf, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return Unlinked(UnlinkWhat.ABSENT)
+        if stat.S_ISDIR(st.st_mode):
+            return Unlinked(UnlinkWhat.IS_DIR)
+        # Removing a symlink never touches its target; a hard link's other name would lose
+        # nothing either, but it may be another task's file: leave it to its owner.
+        why = safefile.problem(st) if single and not stat.S_ISLNK(st.st_mode) else None
+        if why is not None:
+            return Unlinked(UnlinkWhat.NOT_SINGLE, error=why)
+        os.unlink(leaf, dir_fd=fd)
+        return Unlinked(UnlinkWhat.REMOVED_LINK if stat.S_ISLNK(st.st_mode) else UnlinkWhat.REMOVED)
+    except OSError as exc:
+        return Unlinked(UnlinkWhat.FAILED, error=exc.strerror)
+    finally:
+        os.close(fd)
+
+
+# -- branch -------------------------------------------------------------------------------------
+
+
+def delete_branch(project: str, branch: str, commit: str, default: str | None) -> BranchResult:
+    """Delete `refs/heads/<branch>` only if it still names `commit` (the one seen when
+    deciding), never the default branch, never one checked out in another worktree."""
+    seen = BranchResult(BranchWhat.DELETED, branch, commit, project)
+    if default is not None and branch == default:
+        return replace(seen, what=BranchWhat.KEPT_DEFAULT)
+    listed = runner.git(project, "worktree", "list", "--porcelain")
+    if not listed.ok:
+        return replace(seen, what=BranchWhat.UNLISTED, error=listed.why())
+    checked_out = {
+        line[len("branch ") :]
+        for line in listed.out.decode("utf-8", "surrogateescape").splitlines()
+        if line.startswith("branch ")
+    }
+    ref = f"refs/heads/{branch}"
+    if ref in checked_out:
+        return replace(seen, what=BranchWhat.KEPT_CHECKED_OUT)
+    common = runner.git(project, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    if not common.ok or not os.path.isabs(common.text):
+        return replace(seen, what=BranchWhat.NO_GIT_DIR, error=common.why())
+    busy = next(in_progress(common.text, branch), None)
+    if busy is not None:
+        return replace(seen, what=BranchWhat.KEPT_IN_USE, worktree=busy[0], use=busy[1])
+    r = runner.git(project, "update-ref", "-d", ref, commit)
+    if not r.ok:
+        return replace(seen, what=BranchWhat.KEPT_MOVED, error=r.why())
+    return seen
+
+
+# Where git records the branch an operation in progress works on, per worktree git dir:
+# the file, and whether it holds the full ref name (else the short branch name).
+_OPERATIONS = (
+    ("rebase-merge/head-name", True, BranchUse.REBASING),
+    ("rebase-apply/head-name", True, BranchUse.REBASING),
+    ("BISECT_START", False, BranchUse.BISECTING),
+    ("HEAD", True, BranchUse.ON),
+)
+
+
+def in_progress(common: str, branch: str) -> Iterator[tuple[str, BranchUse]]:
+    """(worktree, what it is doing) for every worktree of the repository whose git dir says
+    an operation in progress works on `branch` (a rebase, a bisect), or has it checked out:
+    `git worktree list` shows neither a rebased nor a bisected branch."""
+    ref = f"refs/heads/{branch}"
+    gitdirs = [(common, _main_worktree(common))]
+    try:
+        names = sorted(os.listdir(os.path.join(common, "worktrees")))
+    except OSError:
+        names = []
+    for name in names:
+        gitdir = os.path.join(common, "worktrees", name)
+        gitdirs.append((gitdir, _linked_worktree(gitdir)))
+    for gitdir, worktree in gitdirs:
+        for rel, full, what in _OPERATIONS:
+            text = _small_text(os.path.join(gitdir, rel))
+            if text is None:
+                continue
+            if rel == "HEAD":
+                if not text.startswith("ref: "):
+                    continue
+                text = text[len("ref: ") :]
+            if text == (ref if full else branch) or (not full and text == ref):
+                yield worktree, what
+
+
+def _small_text(path: str) -> str | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, 4096).decode("utf-8", "surrogateescape").strip()
+    finally:
+        os.close(fd)
+
+
+def _main_worktree(common: str) -> str:
+    return os.path.dirname(common) if os.path.basename(common) == ".git" else common
+
+
+def _linked_worktree(gitdir: str) -> str:
+    """The worktree of a linked git dir (its `gitdir` file names the worktree's `.git`)."""
+    text = _small_text(os.path.join(gitdir, "gitdir"))
+    if text and os.path.isabs(text):
+        return os.path.dirname(text)
+    return f"the worktree of {gitdir}"
+
+
+# -- claim --------------------------------------------------------------------------------------
+
+
+def remove_own_claim(path: str, task: str) -> ClaimResult:
+    """TASK's own slot claim goes once the slot is back in the pool; re-read right before."""
+    if not still_names(path, task):
+        return ClaimResult(ClaimWhat.NOT_TASKS, path, task)
+    try:
+        why = safefile.problem(os.lstat(path))
+        if why is not None:
+            return ClaimResult(ClaimWhat.KEPT_UNSAFE, path, task, why)
+        os.unlink(path)
+    except FileNotFoundError:
+        return ClaimResult(ClaimWhat.ALREADY_GONE, path, task)
+    except OSError as exc:
+        return ClaimResult(ClaimWhat.FAILED, path, task, exc.strerror)
+    return ClaimResult(ClaimWhat.REMOVED, path, task)
+
+
+# -- hook auth entries --------------------------------------------------------------------------
+
+
+def auth_dirs(home: str | None, grok_home: str | None) -> dict[str, str | None]:
+    """token sidecar suffix -> the directory of the entries it names."""
+    return {
+        "grok-turnend-token": os.path.join(grok_home, "hooks", "fm-turn-end.d")
+        if grok_home
+        else None,
+        "kimi-turnend-token": os.path.join(home, ".kimi-code", "fm-turn-end.d") if home else None,
+    }
+
+
+def remove_auth_entries(
+    state_dir: str, task: str, home: str | None, grok_home: str | None
+) -> AuthResult:
+    removed: list[str] = []
+    warnings: list[str] = []
+    for suffix, directory in auth_dirs(home, grok_home).items():
+        token_file = os.path.join(state_dir, f"{task}.{suffix}")
+        try:
+            text, _ = read_meta(token_file)
+        except FileNotFoundError:
+            continue
+        except RecordProblem as exc:
+            warnings.append(f"{token_file} {exc.problem}: its hook auth entry was not removed")
+            continue
+        token = text.split("\n", 1)[0].strip()
+        if not _TOKEN.fullmatch(token) or token in (".", ".."):
+            warnings.append(f"{token_file} holds no usable token ({token[:40]!r}): ignored")
+            continue
+        if directory is None:
+            warnings.append(f"no home to find the entry of {token_file} in: not removed")
+            continue
+        outcome = unlink_inside(directory, token, single=True)
+        if outcome.removed:
+            removed.append(os.path.join(directory, token))
+        elif outcome.what != UnlinkWhat.ABSENT:
+            warnings.append(f"{os.path.join(directory, token)}: {unlinked(outcome)}")
+    return AuthResult(tuple(removed), tuple(warnings))
+
+
+# -- cost attribution ---------------------------------------------------------------------------
+
+ATTRIBUTION = "cost-attribution.tsv"
+ATTRIBUTION_LOCK = ".cost-attribution.lock"
+SCHEMA_LINE = "# schema=firstmate-effort-attribution-v2"
+HEADER = "\t".join(
+    ("task", "worktree", "harness", "model", "effort", "kind", "project", "started_at", "ended_at")
+)
+
+
+def _escape(value: str) -> str:
+    return (
+        value.replace("\\", "\\\\").replace("\t", "\\t").replace("\r", "\\r").replace("\n", "\\n")
+    )
+
+
+def _utc(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def attribution_row(record: Record, now: float) -> str:
+    """The row exactly as firstmate writes it: 9 tab-separated, escaped fields."""
+    started = record.started_at or _utc(record.mtime_ns / 1e9)
+    fields = (
+        record.task_id,
+        record.worktree,
+        record.harness or "default",
+        record.model or "default",
+        record.effort or "default",
+        record.kind,
+        record.project,
+        started,
+        _utc(now),
+    )
+    return "\t".join(_escape(f) for f in fields) + "\n"
+
+
+@contextmanager
+def _attribution_lock(data_dir: str, attempts: int) -> Iterator[None]:
+    """firstmate's lock on the attribution file, `attempts` tries 0.1 s apart; when it cannot
+    be taken the row is appended anyway (as the script does)."""
+    lock = os.path.join(data_dir, ATTRIBUTION_LOCK)
+    try:
+        fd = safefile.open_single(lock, os.O_RDWR | os.O_CREAT)
+    except safefile.LinkRefused as exc:
+        raise DutyWarning(f"{lock}: {exc.strerror}; the row is not appended") from None
+    try:
+        for _ in range(max(attempts, 1)):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                time.sleep(0.1)
+        yield
+    finally:
+        os.close(fd)
+
+
+def append_attribution(
+    data_dir: str, record: Record, now: float, attempts: int
+) -> AttributionResult:
+    """Append TASK's row to `data/cost-attribution.tsv` in one write: a missing final newline
+    first, and the schema marker and header when the last marker is not this schema's.
+
+    A re-run after a crash between this row and the record's removal finds the row already
+    there (every field but `ended_at` the same: this very record's) and appends nothing, so
+    running the same command again does not count the task's cost twice."""
+    if os.path.lexists(data_dir) and not os.path.isdir(data_dir):
+        raise DutyWarning(f"the data dir {data_dir} is not a directory")
+    os.makedirs(data_dir, exist_ok=True)
+    path = os.path.join(data_dir, ATTRIBUTION)
+    with _attribution_lock(data_dir, attempts):
+        try:
+            fd = safefile.open_single(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+        except safefile.LinkRefused as exc:
+            raise DutyWarning(f"{path}: {exc.strerror}; the row is not appended") from None
+        try:
+            existing = _read_all(fd)
+            row = attribution_row(record, now)
+            same_run = row[: row.rindex("\t") + 1].encode()
+            if any(line.startswith(same_run) for line in existing.splitlines()):
+                return AttributionResult(AttributionWhat.ALREADY_THERE, record.task_id, path)
+            payload = ""
+            if existing and not existing.endswith(b"\n"):
+                payload += "\n"
+            schema = [
+                line
+                for line in existing.decode("utf-8", "replace").splitlines()
+                if line.startswith("# schema=")
+            ]
+            if not schema or schema[-1] != SCHEMA_LINE:
+                payload += f"{SCHEMA_LINE}\n{HEADER}\n"
+            payload += row
+            os.write(fd, payload.encode())
+        finally:
+            os.close(fd)
+    return AttributionResult(AttributionWhat.APPENDED, record.task_id, path)
+
+
+def _read_all(fd: int) -> bytes:
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks: list[bytes] = []
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)

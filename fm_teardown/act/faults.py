@@ -1,0 +1,37 @@
+"""Test-only fault hooks at the act steps' boundaries (`FM_TEST_FAULT`, comma-separated).
+
+- `crash:<boundary>`: the tool SIGKILLs itself there (crash tests re-run the same command);
+- `pause:<boundary>:<file>`: creates `<file>.reached` and waits (up to 120 s) until `<file>`
+  is removed, so a test can change the world between two steps.
+
+Boundaries: before-endpoint, after-endpoint, before-recheck, after-processes, after-save,
+after-pool, in-sweep (after each sidecar removed), before-meta, after-record. Unset, this
+costs one environment lookup.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+__all__ = ["at"]
+
+
+def at(boundary: str) -> None:
+    spec = os.environ.get("FM_TEST_FAULT")
+    if not spec:
+        return
+    for item in spec.split(","):
+        kind, _, rest = item.partition(":")
+        where, _, arg = rest.partition(":")
+        if where != boundary:
+            continue
+        if kind == "crash":
+            os.kill(os.getpid(), signal.SIGKILL)
+        elif kind == "pause" and arg:
+            Path(arg + ".reached").touch()
+            deadline = time.monotonic() + 120
+            while os.path.exists(arg) and time.monotonic() < deadline:
+                time.sleep(0.02)

@@ -1,0 +1,150 @@
+"""Asking TASK's agent to leave the way its operator would, before any signal.
+
+An agent killed by a signal may die mid-write; asked with its harness's own quit keys, it
+saves and exits. The keys go to TASK's own panes only (the panes of the window ids decided
+on, by pane id), and only to a pane whose foreground process group holds that agent and
+nothing but the agent and shells: keys typed into an editor, a pager or a busy tool would do
+something else. Then fm waits up to `FM_QUIT_GRACE_SECS` (5 s by default), ending as soon as
+every agent asked is gone; whatever is left is signalled as before.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from fm_teardown.adapters import interrupts, processes, tmux
+from fm_teardown.model.settings import Settings
+from fm_teardown.model.values import value
+from fm_teardown.model.world import Pane, Proc, ProcessTable
+from fm_teardown.observe.endpoint import ProcessClass, classify
+
+__all__ = [
+    "CTRL_C",
+    "CTRL_D",
+    "ENTER",
+    "QUIT_KEYS",
+    "Farewell",
+    "ask_to_quit",
+    "foreground_agents",
+    "harness_of",
+    "shown_keys",
+]
+
+ENTER = ("Enter", False)
+CTRL_C = ("C-c", False)
+CTRL_D = ("C-d", False)
+
+# Each harness's own way out, as its operator types it (docs/behaviour.md says why each).
+# Matched on the process name (else argv[0]'s base name) as the classifier matches agents;
+# the first match wins, so the longer names come first.
+QUIT_KEYS: tuple[tuple[str, tuple[tuple[str, bool], ...]], ...] = (
+    ("cursor-agent", (CTRL_C, CTRL_C)),
+    ("claude", (("/exit", True), ENTER)),
+    ("codex", (("/quit", True), ENTER)),
+    ("opencode", (("/exit", True), ENTER)),
+    ("gemini", (("/quit", True), ENTER)),
+    ("qwen", (("/quit", True), ENTER)),
+    ("aider", (("/exit", True), ENTER)),
+    ("goose", (("/exit", True), ENTER)),
+    ("kimi", (("/exit", True), ENTER)),
+    ("grok", (CTRL_C, CTRL_C)),
+    ("amp", (CTRL_C, CTRL_C)),
+    ("pi", (CTRL_C, CTRL_C)),
+)
+
+
+def shown_keys(keys: tuple[tuple[str, bool], ...]) -> str:
+    return " ".join(text for text, _ in keys)
+
+
+def harness_of(proc: Proc) -> str | None:
+    """The harness whose quit keys `proc` answers to, or None (an agent fm has no keys for)."""
+    names = [os.path.basename(n).lstrip("-").lower() for n in (proc.name, proc.argv0) if n]
+    for harness, _ in QUIT_KEYS:
+        for name in names:
+            if harness in ("pi", "amp") and name not in (harness, f"{harness}-signed"):
+                continue  # short names: whole names only
+            if harness in name:
+                return harness
+    return None
+
+
+def _groups(pid: int) -> tuple[int, int] | None:
+    """(process group, foreground process group of its terminal) from /proc/<pid>/stat."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    fields = raw[raw.rfind(b")") + 2 :].split()
+    try:
+        return int(fields[2]), int(fields[5])
+    except (IndexError, ValueError):
+        return None
+
+
+def foreground_agents(pane: Pane, table: ProcessTable) -> tuple[str | None, list[Proc]]:
+    """The harness and the agent processes of the pane's foreground process group, when that
+    group holds agents of one harness and otherwise only shells; else (None, [])."""
+    if pane.dead:
+        return None, []
+    head = _groups(pane.pane_pid)
+    if head is None or head[1] <= 0:
+        return None, []
+    foreground = head[1]
+    agents: list[Proc] = []
+    harnesses: set[str | None] = set()
+    for proc in table.tree(pane.pane_pid):
+        if proc.zombie:
+            continue
+        groups = _groups(proc.pid)
+        if groups is None or groups[0] != foreground:
+            continue
+        kind = classify(proc.name, proc.argv0)
+        if kind == ProcessClass.OTHER:
+            return None, []  # something else has the keyboard
+        if kind == ProcessClass.AGENT:
+            agents.append(proc)
+            harnesses.add(harness_of(proc))
+    if not agents or len(harnesses) != 1 or None in harnesses:
+        return None, []
+    return harnesses.pop(), agents
+
+
+@value
+class Farewell:
+    """Which agents were asked to quit, which left on request, which stayed."""
+
+    asked: tuple[str, ...] = ()  # `claude (123): /exit Enter`
+    left: tuple[Proc, ...] = ()
+    stayed: tuple[Proc, ...] = ()
+
+
+def ask_to_quit(settings: Settings, panes: list[Pane], table: ProcessTable) -> Farewell:
+    """Send each pane's agent its quit keys, then wait (up to the grace, polling, ending
+    early) for those agents to be gone."""
+    keys_of = dict(QUIT_KEYS)
+    asked: list[str] = []
+    waiting: list[Proc] = []
+    for pane in panes:
+        harness, agents = foreground_agents(pane, table)
+        if harness is None:
+            continue
+        keys = keys_of[harness]
+        if not tmux.send_keys(settings, pane.pane_id, keys):
+            continue
+        for proc in agents:
+            asked.append(f"{proc.name} ({proc.pid}): {shown_keys(keys)}")
+            waiting.append(proc)
+    if not waiting:
+        return Farewell()
+    deadline = time.monotonic() + settings.quit_grace
+    stayed = waiting
+    while True:
+        stayed = [p for p in stayed if processes.same_process(p.pid, p.start_time)]
+        if not stayed or time.monotonic() >= deadline or interrupts.requested():
+            break
+        time.sleep(0.02)
+    left = tuple(p for p in waiting if p not in stayed)
+    return Farewell(tuple(asked), left, tuple(stayed))

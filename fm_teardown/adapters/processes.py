@@ -1,0 +1,215 @@
+"""The process adapter: one scan of the process table, and signalling by identity.
+
+A process is identified by pid AND start time: a pid seen during observation is only ever
+signalled if the process now holding that pid started at the same moment.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+
+from fm_teardown.adapters import interrupts
+from fm_teardown.model.world import Proc, ProcessTable, read_argv0
+
+__all__ = ["Signalled", "same_process", "scan", "send", "terminate"]
+
+
+def scan() -> ProcessTable:
+    """pid, ppid, name, argv[0], cwd and start time of every visible process, in one pass.
+
+    On Linux /proc is read directly (three small reads per process, about four times faster
+    than psutil's per-process objects, which matters for a fleet of a thousand panes); start
+    times use psutil's formula, so `same_process` (psutil) agrees with them. Elsewhere psutil.
+    """
+    if os.path.isdir("/proc/self") and _clock():
+        try:
+            return _scan_proc()
+        except OSError as exc:
+            return ProcessTable({}, error=f"the process table could not be read: {exc}")
+    return _scan_psutil()
+
+
+_BOOT: list[float] = []
+
+
+def _clock() -> tuple[float, int] | None:
+    if not _BOOT:
+        try:
+            with open("/proc/stat", "rb") as f:
+                for line in f:
+                    if line.startswith(b"btime"):
+                        _BOOT.append(float(line.split()[1]))
+                        break
+        except OSError:
+            return None
+    return (_BOOT[0], os.sysconf("SC_CLK_TCK")) if _BOOT else None
+
+
+def _read(path: str) -> bytes | None:
+    # os.open/os.read: a third of the cost of open() per file, on thousands of small files.
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _scan_proc() -> ProcessTable:
+    boot, ticks = _clock() or (0.0, 100)
+    procs: dict[int, Proc] = {}
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        stat = _read(f"/proc/{pid}/stat")
+        if not stat:
+            continue  # gone since the listing
+        # comm is in parentheses and may itself contain ") ": split at the last one.
+        lpar, rpar = stat.find(b"("), stat.rfind(b")")
+        comm = stat[lpar + 1 : rpar].decode("utf-8", "replace")
+        fields = stat[rpar + 2 :].split()
+        state, ppid, start_ticks = fields[0], int(fields[1]), int(fields[19])
+        try:
+            cwd: str | None = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            cwd = None
+        if cwd and cwd.endswith(" (deleted)") and not os.path.lexists(cwd):
+            cwd = cwd[: -len(" (deleted)")]  # as psutil reports it
+        name = comm
+        argv0: str | None = None  # read on first use (world.Proc)
+        if len(comm) >= 15:
+            # The kernel truncates comm to 15 bytes; psutil extends it from argv[0].
+            argv0 = read_argv0(pid)
+            base = os.path.basename(argv0)
+            if argv0 and base.startswith(comm):
+                name = base
+        procs[pid] = Proc(
+            pid, ppid, name, argv0, cwd or None, (float(start_ticks) / ticks) + boot, state == b"Z"
+        )
+        children.setdefault(ppid, []).append(pid)
+    return ProcessTable(procs, None, {k: tuple(v) for k, v in children.items()})
+
+
+def _scan_psutil() -> ProcessTable:
+    import psutil
+
+    procs: dict[int, Proc] = {}
+    children: dict[int, list[int]] = {}
+    try:
+        for p in psutil.process_iter(
+            ["pid", "ppid", "name", "cmdline", "cwd", "create_time", "status"]
+        ):
+            info = p.info
+            if info.get("create_time") is None:
+                continue
+            cmdline = info.get("cmdline") or []
+            cwd = info.get("cwd") or None
+            proc = Proc(
+                pid=int(info["pid"]),
+                ppid=int(info.get("ppid") or 0),
+                name=str(info.get("name") or ""),
+                argv0=str(cmdline[0]) if cmdline else "",
+                # The kernel already reports the resolved cwd; no further realpath needed.
+                cwd=cwd,
+                start_time=float(info["create_time"]),
+                zombie=info.get("status") == psutil.STATUS_ZOMBIE,
+            )
+            procs[proc.pid] = proc
+            children.setdefault(proc.ppid, []).append(proc.pid)
+    except (psutil.Error, OSError) as exc:
+        return ProcessTable({}, error=f"the process table could not be read: {exc}")
+    return ProcessTable(procs, None, {k: tuple(v) for k, v in children.items()})
+
+
+def same_process(pid: int, start_time: float) -> bool:
+    """True when `pid` is still the process that started at `start_time` (and not a zombie)."""
+    import psutil
+
+    try:
+        p = psutil.Process(pid)
+        if abs(p.create_time() - start_time) > 0.01:
+            return False
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def send(target: Proc, sig: signal.Signals) -> str | None:
+    """Signal `target` only if it is still the process observed; None if it is gone.
+
+    A pidfd pins the process before its start time is compared, so the pid cannot be
+    recycled between the check and the signal.
+    """
+    try:
+        fd = os.pidfd_open(target.pid)
+    except ProcessLookupError:
+        return None
+    except OSError:
+        fd = -1  # no pidfd support: fall back to a check right before kill()
+    try:
+        if not same_process(target.pid, target.start_time):
+            return None
+        if fd >= 0:
+            signal.pidfd_send_signal(fd, sig)
+        else:
+            os.kill(target.pid, sig)
+        return "sent"
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        return "permission denied"
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+@dataclass
+class Signalled:
+    pid: int
+    start_time: float
+    name: str
+    signals: list[str] = field(default_factory=list)
+
+
+def _poll_gone(targets: list[Proc], seconds: float) -> list[Proc]:
+    """Wait up to `seconds` (polling, ending early when they are gone or on an interrupt) for
+    targets to be gone; the survivors."""
+    deadline = time.monotonic() + seconds
+    while True:
+        alive = [t for t in targets if same_process(t.pid, t.start_time)]
+        if not alive or time.monotonic() >= deadline or interrupts.requested():
+            return alive
+        time.sleep(0.02)
+
+
+def terminate(
+    targets: list[Proc], grace: float, kill_wait: float, log: dict[int, Signalled]
+) -> list[Proc]:
+    """SIGTERM, poll up to `grace`, SIGKILL the survivors, poll up to `kill_wait`.
+
+    A signal goes only to a pid that still has the observed start time, so a recycled pid is
+    never hit. Zombies count as gone. Returns the processes still running at the end.
+    """
+    for sig, name, wait in (
+        (signal.SIGTERM, "SIGTERM", grace),
+        (signal.SIGKILL, "SIGKILL", kill_wait),
+    ):
+        live = [t for t in targets if same_process(t.pid, t.start_time)]
+        if not live or (sig == signal.SIGKILL and interrupts.requested()):
+            return live
+        for t in live:
+            entry = log.setdefault(t.pid, Signalled(t.pid, t.start_time, t.name))
+            outcome = send(t, sig)
+            if outcome is not None:
+                entry.signals.append(name if outcome == "sent" else f"{name} ({outcome})")
+        targets = _poll_gone(live, wait)
+    return [t for t in targets if same_process(t.pid, t.start_time)]

@@ -1,0 +1,155 @@
+"""Is a task finished? What `fm teardown --landed` selects and the audit's `finished` column.
+
+Landed (nothing would be lost) is not finished: a task spawned a minute ago sits on a clean
+tree at the default branch, and a pushed work-in-progress branch is on a remote-tracking ref.
+A task is finished when all of these hold:
+
+1. its verdict is `proceed` or `stale` (never a refusal);
+2. its own endpoint is `dead` or `missing`: an `alive`, `ambiguous` or `unreadable` endpoint
+   is a task still working;
+3. it was launched at least `min_age` ago (spawn_gen's epoch, else started_at, else the
+   meta's modification time);
+4. for `proceed`, its work is merged: in the default branch (squash and replayed patches
+   count), in local main for local-only, or its recorded PR merged; a scout's report or an
+   empty secondmate home counts. A task with no commits of its own and a clean tree is
+   finished only when its endpoint is gone.
+
+Each opt-in lifts exactly one condition: `--include-live` (2), `--min-age` (3),
+`--include-pushed` (4: landed is enough). The audit and `--landed` both call `classify`, so
+they cannot disagree; a batch calls it again at each task's turn.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from fm_teardown.model.errors import Verdict
+from fm_teardown.model.values import value
+
+if TYPE_CHECKING:
+    from fm_teardown.model.records import Record
+    from fm_teardown.observe.landed import LandedFacts
+
+__all__ = [
+    "DEFAULT_MIN_AGE",
+    "NOT_LIVE",
+    "Finished",
+    "Options",
+    "classify",
+    "identity",
+    "launched_at",
+    "parse_duration",
+    "shown_duration",
+]
+
+DEFAULT_MIN_AGE = 3600.0
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_DURATION = re.compile(r"(\d+)([smhd]?)")
+_SPAWN_GEN = re.compile(r"s(\d+)\.")
+NOT_LIVE = ("dead", "missing")
+
+
+@value
+class Options:
+    """The opt-ins of `--landed`, each lifting exactly one condition."""
+
+    include_live: bool = False
+    include_pushed: bool = False
+    min_age: float = DEFAULT_MIN_AGE
+
+
+@value
+class Finished:
+    finished: bool
+    reason: str  # the one reason (why it is, or the first condition it fails)
+    opt_in: str | None = None  # the flag that would include it; None: no flag does
+
+
+def parse_duration(text: str) -> float | None:
+    """`90s`, `10m`, `1h`, `2d`, or a bare number of seconds (`0`); None if not one."""
+    m = _DURATION.fullmatch(text.strip())
+    if m is None:
+        return None
+    return float(int(m.group(1)) * _UNITS[m.group(2) or "s"])
+
+
+def shown_duration(seconds: float) -> str:
+    s = max(0, int(seconds))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if (s >= size and s % size == 0) or s >= 10 * size:
+            return f"{s // size}{unit}"
+    return f"{s}s"
+
+
+def launched_at(record: Record) -> tuple[float, str]:
+    """When the task was launched (epoch seconds) and from what."""
+    m = _SPAWN_GEN.match(record.spawn_gen or "")
+    if m:
+        return float(m.group(1)), "spawn_gen"
+    if record.started_at:
+        try:
+            when = datetime.fromisoformat(record.started_at)
+        except ValueError:
+            pass
+        else:
+            return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp(), "started_at"
+    return record.mtime_ns / 1e9, "record modification time"
+
+
+def identity(record: Record, window_ids: tuple[str, ...]) -> tuple[object, ...]:
+    """What says "the same launch": a batch skips a task whose identity changed since it
+    was selected (its record was rewritten: relaunched)."""
+    try:
+        ino: int | None = os.lstat(record.meta_path).st_ino
+    except OSError:
+        ino = None
+    return (tuple(window_ids), record.worktree, record.spawn_gen, ino, record.mtime_ns)
+
+
+def classify(
+    verdict: Verdict,
+    headline: str,
+    endpoint: str | None,
+    endpoint_detail: str,
+    record: Record | None,
+    landed: LandedFacts | None,
+    opts: Options,
+    now: float | None = None,
+) -> Finished:
+    if verdict not in (Verdict.PROCEED, Verdict.STALE) or record is None:
+        return Finished(False, f"refused ({verdict}): {headline}")
+    live = endpoint not in NOT_LIVE
+    if live and not opts.include_live:
+        detail = f" ({endpoint_detail})" if endpoint_detail else ""
+        return Finished(
+            False, f"still working: own endpoint is {endpoint}{detail}", "--include-live"
+        )
+    when, source = launched_at(record)
+    age = (time.time() if now is None else now) - when
+    if age < opts.min_age:
+        return Finished(
+            False,
+            f"launched {shown_duration(age)} ago ({source}), less than --min-age "
+            f"{shown_duration(opts.min_age)}",
+            "--min-age 0",
+        )
+    if verdict == Verdict.STALE:
+        return Finished(True, f"stale: {headline}")
+    if landed is None:
+        # A ship task whose slot is gone: nothing of it is left to merge or lose.
+        return Finished(True, "its slot no longer exists")
+    if landed.merged and not landed.own_commits and live and record.kind == "ship":
+        return Finished(
+            False,
+            "nothing of its own yet: no commits beyond the default branch, a clean tree, "
+            f"and its endpoint is {endpoint}",
+        )
+    if landed.merged:
+        return Finished(True, f"merged: {landed.merge_summary}")
+    if landed.landed and opts.include_pushed:
+        return Finished(True, f"pushed, not merged (--include-pushed): {landed.merge_summary}")
+    return Finished(False, f"not merged: {landed.merge_summary}", "--include-pushed")

@@ -1,0 +1,410 @@
+"""The words of a step's result and of a refusal's tail, written once, from typed values.
+
+Every step of a real run carries a typed result (`results`); its text, the same for people,
+the JSON output and the journal, is made here and nowhere else. A refusal's reasons are kept
+without what the run changed; `reasons` adds that tail to the first one (`nothing was
+changed`, or the steps this run had already done). No module reads any of this text back:
+outcomes, counts and refs are read from the values (tests/test_no_prose_as_data.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from fm_teardown.model.plan import Decision, Step, StepOutcome
+from fm_teardown.model.results import (
+    AttributionResult,
+    AttributionWhat,
+    AuthResult,
+    BranchResult,
+    BranchUse,
+    BranchWhat,
+    ClaimResult,
+    ClaimWhat,
+    EndpointResult,
+    EndpointWhat,
+    HookFile,
+    HooksResult,
+    HooksWhat,
+    NotNeeded,
+    NotRun,
+    NotRunCause,
+    PoolResult,
+    PoolWhat,
+    ProcessesResult,
+    ProcessesWhat,
+    ProcRef,
+    RecordGone,
+    RecordResult,
+    RecordWhat,
+    SaveResult,
+    SaveWhat,
+    StepResult,
+    Unlinked,
+    UnlinkWhat,
+)
+
+if TYPE_CHECKING:
+    from fm_teardown.model.outcome import Outcome
+
+__all__ = [
+    "NOTHING_CHANGED",
+    "attribution_warning",
+    "belongs_now",
+    "branch_warning",
+    "claim_warning",
+    "decision_reasons",
+    "detail",
+    "endpoint_warning",
+    "hooks_warning",
+    "interrupted_line",
+    "nothing_changed",
+    "reasons",
+    "result_text",
+    "unlinked",
+    "what_ran",
+]
+
+NOTHING_CHANGED = "nothing was changed"
+
+
+def belongs_now(owner: str) -> str:
+    """Whose a stale slot is now: the decision's headline and a real run's first line."""
+    return f"the slot belongs to {owner} now"
+
+
+def nothing_changed(reason: str) -> str:
+    """A refusal's line as said before anything was done."""
+    return f"{reason}; {NOTHING_CHANGED}"
+
+
+# -- a step's detail ----------------------------------------------------------------------------
+
+
+def detail(step: Step) -> str:
+    """The text of a step: its result's words once it ran, the plan's description before."""
+    return step.detail if step.result is None else result_text(step.result)
+
+
+def _procs(procs: Iterable[ProcRef]) -> str:
+    return ", ".join(f"{p.name} ({p.pid})" for p in procs)
+
+
+_NOT_RUN = {
+    NotRunCause.INTERRUPTED: "not run: interrupted",
+    NotRunCause.EARLIER_FAILED: "not run: an earlier step failed",
+    NotRunCause.REFUSED: "not run: refused",
+}
+
+
+def result_text(r: StepResult) -> str:
+    match r:
+        case NotRun():
+            return _NOT_RUN[r.cause]
+        case NotNeeded():
+            return r.why or "not needed"
+        case RecordGone():
+            return "the record is already gone"
+        case EndpointResult():
+            return _endpoint(r)
+        case ProcessesResult():
+            return _processes(r)
+        case SaveResult():
+            if r.what == SaveWhat.FAILED:
+                return f"{r.error}; nothing was discarded"
+            return (
+                f"saved {r.owner}'s work as {r.commit[:12]} in {r.project}; to restore: {r.restore}"
+            )
+        case HooksResult():
+            if r.what == HooksWhat.UNTRACKED_UNKNOWN:
+                return f"{_hooks_unknown(r)}; hook files left"
+            if r.what == HooksWhat.NONE:
+                return "no hook file in the slot"
+            return "; ".join(_hook_file(f) for f in r.files)
+        case BranchResult():
+            return _branch(r)
+        case ClaimResult():
+            return _claim(r)
+        case AuthResult():
+            if r.removed:
+                return "removed " + ", ".join(r.removed)
+            return "no hook auth entry to remove"
+        case AttributionResult():
+            if r.what == AttributionWhat.FAILED:
+                return f"could not append the row: {r.error}"
+            if r.what == AttributionWhat.ALREADY_THERE:
+                return f"{r.task}'s row is already in {r.path} (a re-run)"
+            return f"appended {r.task}'s row to {r.path}"
+        case PoolResult():
+            return _pool(r)
+        case RecordResult():
+            return _record(r)
+
+
+def _endpoint(r: EndpointResult) -> str:
+    ids = ", ".join(r.windows)
+    match r.what:
+        case EndpointWhat.NO_SERVER:
+            return "no tmux server is running"
+        case EndpointWhat.INVENTORY_UNREADABLE:
+            return f"the tmux inventory cannot be read: {r.error}"
+        case EndpointWhat.NEW_WINDOW:
+            return (
+                f"window {ids} named {r.window} appeared since deciding (a relaunch?); "
+                "it was not killed; record kept"
+            )
+        case EndpointWhat.NO_WINDOW:
+            return f"no window {r.window}"
+        case EndpointWhat.UNCONFIRMED:
+            return f"could not confirm the window is gone: {r.error}"
+        case EndpointWhat.STILL_PRESENT:
+            return f"{_still_present(r)}; record kept"
+        case EndpointWhat.STILL_PRESENT_FORCED:
+            return f"{_farewell(r)}{_still_present(r)} (continuing: --force)"
+        case EndpointWhat.KILLED:
+            return f"{_farewell(r)}killed window {ids}; confirmed gone"
+
+
+def _farewell(r: EndpointResult) -> str:
+    """`asked claude (12): /exit Enter to quit; left on request: claude (12); `."""
+    if not r.asked:
+        return ""
+    parts = [f"asked {', '.join(r.asked)} to quit"]
+    if r.left:
+        parts.append(f"left on request: {_procs(r.left)}")
+    if r.stayed:
+        parts.append(f"still running after {r.grace:g}s, so signalled: {_procs(r.stayed)}")
+    return "; ".join(parts) + "; "
+
+
+def _still_present(r: EndpointResult) -> str:
+    return f"window {', '.join(r.windows)} is still present after kill-window"
+
+
+def endpoint_warning(r: EndpointResult, target: str) -> str:
+    return f"tmux: {_still_present(r)} (target {target}); continuing because of --force"
+
+
+def _processes(r: ProcessesResult) -> str:
+    match r.what:
+        case ProcessesWhat.TMP_UNSAFE:
+            return f"{r.error}; never followed"
+        case ProcessesWhat.NOTHING_TO_END:
+            return "nothing left to end"
+        case ProcessesWhat.SCAN_FAILED:
+            return r.error or "the process table cannot be read"
+        case ProcessesWhat.TMUX_UNREADABLE:
+            return f"tmux inventory unreadable: {r.error}"
+        case ProcessesWhat.NONE_THERE:
+            return "no process runs there"
+        case ProcessesWhat.INTERRUPTED:
+            return "interrupted while waiting for the processes to end"
+        case ProcessesWhat.LEFT_RUNNING:
+            parts = []
+            if r.survivors:
+                parts.append(f"still running after SIGTERM and SIGKILL: {_procs(r.survivors)}")
+            if r.newcomers:
+                parts.append(f"started there during the teardown: {_procs(r.newcomers)}")
+            return "; ".join(parts) + "; slot kept"
+        case ProcessesWhat.ENDED:
+            return f"ended {len(r.ended)}: {_procs(r.ended)}"
+
+
+def unlinked(u: Unlinked) -> str:
+    """What unlinking one path did: `removed`, or why it was left."""
+    match u.what:
+        case UnlinkWhat.ABSENT:
+            return "absent"
+        case UnlinkWhat.REMOVED:
+            return "removed"
+        case UnlinkWhat.REMOVED_LINK:
+            return "removed (the link itself)"
+        case UnlinkWhat.ROOT_UNOPENED:
+            return f"left: the slot cannot be opened ({u.error})"
+        case UnlinkWhat.NOT_A_DIR:
+            return f"left: {u.part}/ is a symlink or not a directory"
+        case UnlinkWhat.DIR_UNOPENED:
+            return f"left: {u.part}/ cannot be opened ({u.error})"
+        case UnlinkWhat.IS_DIR:
+            return "left: it is a directory"
+        case UnlinkWhat.NOT_SINGLE:
+            return f"left: {u.error}"
+        case UnlinkWhat.FAILED:
+            return f"left: {u.error}"
+
+
+def _hook_file(f: HookFile) -> str:
+    if f.tracked or f.unlinked is None:
+        return f"{f.path}: tracked by git, kept"
+    return f"{f.path}: {unlinked(f.unlinked)}"
+
+
+def _hooks_unknown(r: HooksResult) -> str:
+    return f"cannot tell which hook files git tracks: {r.error}"
+
+
+def hooks_warning(r: HooksResult) -> str:
+    return f"hooks: {_hooks_unknown(r)}"
+
+
+_USE = {
+    BranchUse.REBASING: "rebasing",
+    BranchUse.BISECTING: "bisecting from",
+    BranchUse.ON: "on",
+    None: "using",
+}
+
+
+def _branch_problem(r: BranchResult) -> str:
+    if r.what == BranchWhat.UNLISTED:
+        return f"cannot list the worktrees of {r.project}: {r.error}"
+    if r.what == BranchWhat.NO_GIT_DIR:
+        return f"cannot find the git dir of {r.project}: {r.error}"
+    if r.what == BranchWhat.KEPT_IN_USE:
+        return f"{r.worktree} is {_USE[r.use]} {r.branch}: an operation there needs it"
+    return (
+        f"could not delete branch {r.branch} at {r.commit[:12]} (moved since deciding, or "
+        f"gone?): {r.error}"
+    )
+
+
+def _branch(r: BranchResult) -> str:
+    match r.what:
+        case BranchWhat.NOT_RETURNED:
+            return "the slot was not returned"
+        case BranchWhat.KEPT_DEFAULT:
+            return f"kept {r.branch}: it is the project's default branch"
+        case BranchWhat.KEPT_CHECKED_OUT:
+            return f"kept {r.branch}: it is checked out in another worktree"
+        case (
+            BranchWhat.UNLISTED
+            | BranchWhat.NO_GIT_DIR
+            | BranchWhat.KEPT_IN_USE
+            | BranchWhat.KEPT_MOVED
+        ):
+            return f"{_branch_problem(r)}; branch kept"
+        case BranchWhat.DELETED:
+            return f"deleted {r.branch} (it named {r.commit[:12]})"
+
+
+def branch_warning(r: BranchResult) -> str:
+    return f"branch: {_branch_problem(r)}"
+
+
+def _claim(r: ClaimResult) -> str:
+    match r.what:
+        case ClaimWhat.NOT_TASKS:
+            return f"{r.path} no longer names {r.task}: kept"
+        case ClaimWhat.ALREADY_GONE:
+            return f"{r.path} is already gone"
+        case ClaimWhat.KEPT_UNSAFE:
+            return f"the slot claim {r.path} is kept: {r.error}"
+        case ClaimWhat.FAILED:
+            return f"could not remove the slot claim {r.path}: {r.error}"
+        case ClaimWhat.REMOVED:
+            return f"removed {r.path}"
+
+
+def claim_warning(r: ClaimResult) -> str:
+    return f"claim: {_claim(r)}"
+
+
+def attribution_warning(task: str) -> str:
+    return f"could not append AI effort attribution for task {task}; teardown will continue"
+
+
+def _pool(r: PoolResult) -> str:
+    match r.what:
+        case PoolWhat.PATH_MOVED:
+            return f"the slot path no longer resolves to {r.slot} (now {r.now}); slot kept"
+        case PoolWhat.STATE_CHANGED:
+            return f"the pool's state changed: {r.error or 'the slot is no longer managed'}"
+        case PoolWhat.DESTROYING:
+            return "the pool is destroying the slot; slot kept"
+        case PoolWhat.NO_TREEHOUSE:
+            return "treehouse is not available"
+        case PoolWhat.LOCK_PERSISTED:
+            return (
+                f"git lock {r.lock} persisted across {r.retries} retries (waiting "
+                f"{r.wait:g}s each) and is not provably stale: {r.error}; lock and slot kept"
+            )
+        case PoolWhat.UNLANDED_AFTER_LOCK:
+            return f"after removing the stale lock: own work not landed: {r.error}; slot kept"
+        case PoolWhat.NOT_IN_STATE:
+            return f"{r.command}: the slot is no longer in the pool's state ({r.error or ''})"
+        case PoolWhat.RETURNED:
+            return f"{r.command}: returned; the pool's state shows it unleased"
+        case PoolWhat.RETURNED_RELEASED:
+            return f"{r.command}: returned (the slot was leased again since)"
+        case PoolWhat.ALREADY_RETURNED:
+            return f"{r.command}: the slot was already returned"
+        case PoolWhat.NOT_RETURNED:
+            return f"{r.command} did not return the slot: {r.error}; slot and lease kept"
+        case PoolWhat.REUSED_AS_IS:
+            return (
+                "not returned: the slot is unleased, clean and its HEAD merged, so the pool "
+                "reuses it as it is (a return could clear a lease granted meanwhile)"
+            )
+
+
+def _record(r: RecordResult) -> str:
+    match r.what:
+        case RecordWhat.ALREADY_GONE:
+            return "the record is already gone"
+        case RecordWhat.CHANGED:
+            return f"the record changed: it {r.error}"
+        case RecordWhat.REWRITTEN:
+            return "the record was rewritten during the teardown (a relaunch?); kept"
+        case RecordWhat.TMP_UNSAFE:
+            return f"{r.error}; record kept"
+        case RecordWhat.REMOVE_FAILED:
+            return f"could not remove {r.path}: {r.error}"
+        case RecordWhat.REMOVED:
+            removed = "removed " + ", ".join(r.removed)
+            return f"{removed}; {r.route}" if r.route else removed
+
+
+# -- what a run did, and a refusal's tail -------------------------------------------------------
+
+
+def what_ran(steps: Iterable[Step]) -> str:
+    """The steps of a run that changed something, e.g. `endpoint (killed window @3)`."""
+    return ", ".join(f"{s.step} ({detail(s)})" for s in steps if s.outcome == StepOutcome.DONE)
+
+
+def tail(o: Outcome) -> str:
+    """What a refused run changed: nothing, or the steps it had already done."""
+    ran = what_ran(o.steps) if o.acted else ""
+    if ran:
+        return f"already done by this run: {ran}; nothing else was changed"
+    return NOTHING_CHANGED
+
+
+def reasons(o: Outcome) -> tuple[str, ...]:
+    """The reasons as shown: the first one followed by the refusal's tail when it has one."""
+    if not o.reasons or not o.tail:
+        return o.reasons
+    return (f"{o.reasons[0]}; {tail(o)}", *o.reasons[1:])
+
+
+def decision_reasons(d: Decision) -> tuple[str, ...]:
+    """A decision's reasons as shown: a refusal's first one says that nothing was changed."""
+    if not d.reasons or not d.refused:
+        return d.reasons
+    return (nothing_changed(d.reasons[0]), *d.reasons[1:])
+
+
+def interrupted_line(o: Outcome) -> str:
+    done = ", ".join(f"{s.step} ({detail(s)})" for s in o.steps if s.outcome == StepOutcome.DONE)
+    left = [str(s.step) for s in o.steps if s.outcome in (StepOutcome.SKIPPED, StepOutcome.FAILED)]
+    return (
+        "fm: interrupted"
+        + (f"; done: {done}" if done else f"; {NOTHING_CHANGED}")
+        + (
+            f"; left: {', '.join(left)} (the record is kept: re-run `fm teardown {o.task}` "
+            "to finish)"
+            if left
+            else ""
+        )
+    )

@@ -1,0 +1,85 @@
+"""The one result of `fm teardown TASK`, for a dry run, a refusal and a real run alike.
+
+`act.run` returns an Outcome and prints nothing; `commands.teardown` journals it and
+`report` renders it (pipx's `result.py` + `render_result`; the-loop's `CleanupOutcome`).
+"""
+
+from __future__ import annotations
+
+from fm_teardown.model.errors import ExitCode, FmError, Verdict
+from fm_teardown.model.plan import Decision, Step
+from fm_teardown.model.values import value
+
+__all__ = ["Outcome", "Signal"]
+
+
+@value
+class Signal:
+    """A process the processes step signalled: pid, start time, name and the signals sent."""
+
+    pid: int
+    start_time: float
+    name: str
+    signals: tuple[str, ...]
+
+
+@value
+class Outcome:
+    task: str | None
+    dry_run: bool
+    verdict: Verdict
+    exit_code: int
+    reasons: tuple[str, ...]
+    # None when the run ended before a decision (a bad request, TASK's own record unsafe).
+    decision: Decision | None = None
+    steps: tuple[Step, ...] = ()  # the plan (dry run, refusal) or the steps as they ran
+    warnings: tuple[str, ...] = ()
+    hints: tuple[str, ...] = ()
+    signalled: tuple[Signal, ...] = ()
+    discarded_ref: str | None = None
+    restore: str | None = None
+    interrupted: bool = False
+    acted: bool = False  # a real run that started acting (its steps are the steps as they ran)
+    plan_id: str | None = None  # the plan token of the first decision (fingerprint.py)
+    # A refusal: the first reason is followed, when shown, by what this run changed (nothing,
+    # or the steps it had already done); `messages.reasons` writes that tail.
+    tail: bool = False
+
+    @property
+    def refused(self) -> bool:
+        """A refusal (live owner, unsafe, unlanded): its first reason is the `REFUSED: …`
+        line, said again by the first line of the human output."""
+        return self.verdict in (Verdict.LIVE_OWNER, Verdict.UNSAFE, Verdict.UNLANDED)
+
+    @property
+    def completed(self) -> bool:
+        return self.exit_code == ExitCode.OK and not self.dry_run and self.acted
+
+    @staticmethod
+    def of_decision(d: Decision, *, dry_run: bool) -> Outcome:
+        """A dry run, or a real run refused while deciding: the decision, nothing done."""
+        return Outcome(
+            task=d.task,
+            dry_run=dry_run,
+            verdict=d.verdict,
+            exit_code=d.exit_code,
+            reasons=d.reasons,
+            decision=d,
+            steps=d.plan,
+            warnings=d.warnings,
+            hints=d.hints,
+            tail=d.refused,
+        )
+
+    @staticmethod
+    def of_error(task: str | None, err: FmError, *, dry_run: bool) -> Outcome:
+        """Ended before a decision: one line and hints."""
+        return Outcome(
+            task=task,
+            dry_run=dry_run,
+            verdict=err.verdict,
+            exit_code=int(err.exit_code),
+            reasons=(err.message,),
+            hints=err.hints,
+            tail=err.unchanged,
+        )

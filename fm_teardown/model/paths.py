@@ -1,0 +1,77 @@
+"""Canonical slot paths (spec §4).
+
+Slots are compared only by canonical path, component by component: symlinks and `..`
+resolved, trailing slashes dropped, and for a path that no longer exists the deepest existing
+ancestor resolved with the rest appended. Never by string prefix: `/p/1` is not inside `/p/10`.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["Canonicalizer", "ancestors", "canonical", "is_ancestor_or_same", "is_within"]
+
+
+def canonical(path: str) -> str:
+    """The canonical spelling of an absolute path, whether or not it still exists.
+
+    `os.path.realpath` walks the path component by component, resolving each symlink before
+    applying a following `..`, and keeps the unresolvable tail of a missing path as written:
+    exactly "resolve the deepest existing ancestor, append the rest".
+    """
+    if not os.path.isabs(path):
+        raise ValueError(f"not an absolute path: {path!r}")
+    return os.path.realpath(path)
+
+
+def is_within(child: str, parent: str) -> bool:
+    """True when canonical `child` is `parent` or lies below it (component-wise)."""
+    if child == parent:
+        return True
+    if parent == "/":
+        return child.startswith("/")
+    return child.startswith(parent + "/")
+
+
+def is_ancestor_or_same(path: str, other: str) -> bool:
+    """True when canonical `path` is `other` or one of its ancestors."""
+    return is_within(other, path)
+
+
+def ancestors(path: str) -> list[str]:
+    """`path` and each of its ancestors up to `/`, nearest first (canonical input)."""
+    out = [path]
+    while path != "/":
+        path = os.path.dirname(path)
+        out.append(path)
+    return out
+
+
+class Canonicalizer:
+    """`canonical`, memoised per directory: a fleet's slots share most of their ancestors, so
+    each directory is resolved once (one lstat) instead of once per path below it."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, str] = {"/": "/"}
+
+    def __call__(self, path: str) -> str:
+        if path in self._cache:
+            return self._cache[path]
+        if not os.path.isabs(path):
+            raise ValueError(f"not an absolute path: {path!r}")
+        stripped = path.rstrip("/") or "/"
+        parts = stripped.split("/")
+        if any(p in ("", ".", "..") for p in parts[1:]):
+            # `..` must be applied after resolving what precedes it: leave that to realpath.
+            result = os.path.realpath(path)
+        else:
+            parent, name = stripped.rsplit("/", 1)
+            base = self(parent or "/")
+            candidate = os.path.join(base, name)
+            try:
+                is_link = os.path.islink(candidate)
+            except OSError:
+                is_link = False
+            result = os.path.realpath(candidate) if is_link else candidate
+        self._cache[path] = result
+        return result

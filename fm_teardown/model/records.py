@@ -1,0 +1,506 @@
+"""Task records: `state/<id>.meta` (spec §3).
+
+A record is read without ever following a symlink or blocking on a FIFO, parsed as plain
+`key=value` lines (last wins, except the identity keys, which must appear exactly once), and
+validated. A bad record of TASK is refused; a bad record of ANOTHER task is kept as an
+`InvalidRecord`, because it might still be a live owner of TASK's slot.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Mapping
+from dataclasses import replace
+from functools import cached_property
+from pathlib import Path
+
+from fm_teardown.model.errors import invalid, unsafe
+from fm_teardown.model.values import value
+
+__all__ = [
+    "IDENTITY_KEYS",
+    "KINDS",
+    "MAX_HOME_DEPTH",
+    "MAX_RECORD_BYTES",
+    "MODES",
+    "STATE_DIR_HINTS",
+    "TASK_ID_MAX",
+    "Fleet",
+    "InvalidRecord",
+    "Record",
+    "RecordProblem",
+    "check_task_id",
+    "home_of",
+    "list_task_ids",
+    "load_fleet",
+    "load_record",
+    "near_ids",
+    "own_record_problem",
+    "parse_lines",
+    "parse_record",
+    "read_meta",
+    "refused_record",
+    "shown",
+    "task_id_problem",
+]
+
+TASK_ID_MAX = 64
+_TASK_ID = re.compile(r"[A-Za-z0-9._-]+")
+IDENTITY_KEYS = ("window", "worktree", "project")
+KINDS = ("ship", "scout", "secondmate")
+MODES = ("no-mistakes", "direct-PR", "local-only", "secondmate")
+# A record is a handful of short lines; anything bigger is not one of ours.
+MAX_RECORD_BYTES = 64 * 1024
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def shown(value: str, limit: int = 80) -> str:
+    """A value as it may appear on one line of output: control characters escaped, bounded."""
+    text = value if value.isprintable() else repr(value)[1:-1]
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def task_id_problem(task_id: str) -> str | None:
+    if task_id == "":
+        return "the task id is empty"
+    if len(task_id) > TASK_ID_MAX:
+        return f"the task id is longer than {TASK_ID_MAX} characters"
+    if not _TASK_ID.fullmatch(task_id):
+        return "the task id may contain only A-Z a-z 0-9 . _ -"
+    if task_id.startswith("."):
+        return "the task id may not start with '.'"
+    return None
+
+
+def check_task_id(task_id: str) -> None:
+    problem = task_id_problem(task_id)
+    if problem:
+        raise invalid(f"invalid task id '{shown(task_id)}': {problem}")
+
+
+@value
+class Record:
+    task_id: str
+    meta_path: str
+    mtime_ns: int
+    window: str
+    session: str
+    worktree: str
+    project: str
+    backend: str = "tmux"
+    kind: str = "ship"
+    mode: str = "no-mistakes"
+    home: str | None = None
+    pr: str | None = None
+    tasktmp: str | None = None
+    lease_id: str | None = None
+    lease_holder: str | None = None
+    spawn_gen: str | None = None
+    started_at: str | None = None
+    # Bookkeeping for the cost-attribution row (spec §10); absent means "default".
+    harness: str | None = None
+    model: str | None = None
+    effort: str | None = None
+
+    @property
+    def window_name(self) -> str:
+        # `fm-<id>` (checked on parsing); read from the window so a secondmate's child record,
+        # keyed `<secondmate>/<id>` in the fleet, still names its own window.
+        return self.window.partition(":")[2]
+
+    @property
+    def target(self) -> str:
+        """The exact tmux target, as the contract prints it."""
+        return f"={self.session}:={self.window_name}"
+
+
+@value
+class InvalidRecord:
+    """ANOTHER task's record that could not be read or validated.
+
+    `claimed` holds the slot paths it names, or None when that cannot be told; either way it
+    may be a live owner, so TASK's verdict fails closed when it might claim TASK's slot.
+    """
+
+    task_id: str
+    meta_path: str
+    problem: str
+    claimed: tuple[str, ...] | None
+
+
+class RecordProblem(Exception):
+    def __init__(self, problem: str, claimed: tuple[str, ...] | None = None) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.claimed = claimed
+
+
+def read_meta(path: str) -> tuple[str, int]:
+    """The record's text and mtime; never follows a symlink, never blocks on a FIFO."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise RecordProblem(f"cannot be read ({exc.strerror})") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise RecordProblem("is a symlink")
+    if not stat.S_ISREG(st.st_mode):
+        raise RecordProblem("is not a regular file")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise RecordProblem(f"cannot be read ({exc.strerror})") from None
+    try:
+        fst = os.fstat(fd)
+        if not stat.S_ISREG(fst.st_mode) or (fst.st_dev, fst.st_ino) != (st.st_dev, st.st_ino):
+            raise RecordProblem("changed while it was being read")
+        if fst.st_size > MAX_RECORD_BYTES:
+            raise RecordProblem(f"is larger than {MAX_RECORD_BYTES} bytes")
+        data = os.read(fd, MAX_RECORD_BYTES + 1)
+    except OSError as exc:
+        raise RecordProblem(f"cannot be read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_RECORD_BYTES:
+        raise RecordProblem(f"is larger than {MAX_RECORD_BYTES} bytes")
+    if b"\0" in data:
+        raise RecordProblem("is binary (contains NUL bytes)")
+    try:
+        return data.decode("utf-8"), fst.st_mtime_ns
+    except UnicodeDecodeError:
+        raise RecordProblem("is not valid UTF-8 text") from None
+
+
+def parse_lines(text: str) -> list[tuple[str, str]]:
+    """`key=value` pairs in file order; the value is everything after the first `=`."""
+    pairs = []
+    for line in text.split("\n"):
+        key, sep, value = line.partition("=")
+        if sep:
+            pairs.append((key, value))
+    return pairs
+
+
+def _claimed_slots(pairs: list[tuple[str, str]]) -> tuple[str, ...] | None:
+    """The slots a record names, read leniently (a stray space around the key or the value
+    still names one): an invalid record then blocks only the tasks on the slot it names, not
+    the whole fleet. None when no slot can be told."""
+    values = [v.strip() for k, v in pairs if k.strip() == "worktree"]
+    if not values or any(not os.path.isabs(v) or _CONTROL.search(v) for v in values):
+        return None
+    return tuple(dict.fromkeys(values))
+
+
+def parse_record(task_id: str, meta_path: str, text: str, mtime_ns: int) -> Record:
+    pairs = parse_lines(text)
+    claimed = _claimed_slots(pairs)
+    last: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    for key, given in pairs:
+        last[key] = given
+        counts[key] = counts.get(key, 0) + 1
+
+    def problem(message: str) -> RecordProblem:
+        return RecordProblem(message, claimed)
+
+    if not text.strip():
+        raise problem("is empty: a record being written, or one left half-written")
+    for key in IDENTITY_KEYS:
+        n = counts.get(key, 0)
+        if n != 1:
+            raise problem(f"'{key}=' must appear exactly once (found {n})")
+        if last[key] == "":
+            raise problem(f"'{key}=' is empty")
+        if last[key].endswith("\r") and all(v.endswith("\r") for _, v in pairs if v):
+            # Every line ends in a CR: the file was saved with Windows line endings.
+            raise problem(
+                f"'{key}=' contains a control character (a CR at the end of every line: the "
+                "record has CRLF line endings; save it with LF endings, e.g. "
+                "`sed -i 's/\\r$//' <record>`)"
+            )
+        if _CONTROL.search(last[key]):
+            raise problem(f"'{key}=' contains a control character (newline, CR or tab)")
+    if counts.get("endpoint_task_id", 0) > 1:
+        raise problem("'endpoint_task_id=' appears more than once")
+    if "endpoint_task_id" in last and last["endpoint_task_id"] != task_id:
+        raise problem(
+            f"endpoint_task_id '{shown(last['endpoint_task_id'])}' does not belong to this task"
+        )
+    window = last["window"]
+    session, colon, name = window.partition(":")
+    if not colon or session == "":
+        raise problem(f"window '{shown(window)}' is not <session>:fm-{task_id}")
+    if name != f"fm-{task_id}":
+        raise problem(f"window '{shown(window)}' does not belong to this task (want fm-{task_id})")
+    # Another task's record with another backend is still well formed: its endpoint is
+    # `unreadable` (hence live). Only TASK's own record must be tmux (see load_record).
+    backend = last.get("backend", "tmux")
+    for key in ("worktree", "project"):
+        if not os.path.isabs(last[key]):
+            raise problem(f"'{key}=' is not an absolute path: '{shown(last[key])}'")
+    kind = last.get("kind") or "ship"
+    if kind not in KINDS:
+        raise problem(f"kind '{shown(kind)}' is not supported (ship, scout or secondmate)")
+    mode = last.get("mode") or "no-mistakes"
+    if mode not in MODES:
+        raise problem(f"mode '{shown(mode)}' is not supported")
+    tasktmp = last.get("tasktmp")
+    if tasktmp is not None and tasktmp != f"/tmp/fm-{task_id}":
+        raise problem(f"tasktmp '{shown(tasktmp)}' is not exactly /tmp/fm-{task_id}")
+    home = last.get("home") or None
+    if home is not None and (not os.path.isabs(home) or _CONTROL.search(home)):
+        raise problem(f"home '{shown(home)}' is not an absolute path")
+    return Record(
+        task_id=task_id,
+        meta_path=meta_path,
+        mtime_ns=mtime_ns,
+        window=window,
+        session=session,
+        worktree=last["worktree"],
+        project=last["project"],
+        backend=backend,
+        kind=kind,
+        mode=mode,
+        home=home,
+        pr=last.get("pr") or None,
+        tasktmp=tasktmp,
+        lease_id=last.get("treehouse_lease") or None,
+        lease_holder=last.get("treehouse_lease_holder") or None,
+        spawn_gen=last.get("spawn_gen") or None,
+        started_at=last.get("started_at") or None,
+        harness=last.get("harness") or None,
+        model=last.get("model") or None,
+        effort=last.get("effort") or None,
+    )
+
+
+def own_record_problem(record: Record) -> str | None:
+    """Why a record that is well formed (and so a possible owner of a slot) still cannot be
+    torn down as TASK by fm, or None."""
+    if record.backend != "tmux":
+        return f"names backend '{shown(record.backend)}', which is not supported (only tmux)"
+    return None
+
+
+def _refusal_of_record(meta_path: str, problem: str) -> str:
+    return f"REFUSED: record {meta_path} {problem}"
+
+
+def refused_record(meta_path: str, problem: str) -> str:
+    """The one line that refuses TASK's own record, as shown (the audit's row says the same)."""
+    from fm_teardown.model.messages import nothing_changed
+
+    return nothing_changed(_refusal_of_record(meta_path, problem))
+
+
+def load_record(state_dir: Path, task_id: str) -> Record:
+    """TASK's own record, or the error that refuses it (exit 2 if absent, 5 if unsafe)."""
+    meta_path = str(state_dir / f"{task_id}.meta")
+    try:
+        text, mtime = read_meta(meta_path)
+        record = parse_record(task_id, meta_path, text, mtime)
+        problem = own_record_problem(record)
+        if problem:
+            raise RecordProblem(problem)
+        return record
+    except FileNotFoundError:
+        if not os.path.isdir(state_dir):
+            raise invalid(
+                f"no such task '{task_id}': the state dir {state_dir} does not exist",
+                *STATE_DIR_HINTS,
+            ) from None
+        close = near_ids(task_id, list_task_ids(state_dir))
+        raise invalid(
+            f"no such task '{task_id}' in the state dir {state_dir} (no {meta_path})",
+            *([f"did you mean: {', '.join(close)}?"] if close else []),
+            "`fm teardown --dry-run` lists the fleet's tasks",
+        ) from None
+    except RecordProblem as exc:
+        raise unsafe(_refusal_of_record(meta_path, exc.problem), unchanged=True) from None
+
+
+@value
+class Fleet:
+    """Every record of the state dir: the valid ones and the ones that could not be used."""
+
+    records: Mapping[str, Record]
+    invalid: Mapping[str, InvalidRecord]
+    # Names in the state dir that no task can own: `<name>.meta` whose name can never be a
+    # task id, and files that are neither a record nor a record's sidecar, each with why.
+    # Loose ends, never owners of a slot: no task is ever spawned under such a name.
+    strays: tuple[tuple[str, str], ...] = ()
+    # The records of secondmates' homes (`<home>/state/*.meta`), keyed `<secondmate>/<id>`:
+    # claimants of the slots they name like any record, but not this state dir's tasks.
+    children: frozenset[str] = frozenset()
+
+    @property
+    def task_ids(self) -> list[str]:
+        return sorted({*self.records, *self.invalid} - self.children)
+
+    @cached_property
+    def by_lease(self) -> tuple[Mapping[str, tuple[str, ...]], Mapping[str, tuple[str, ...]]]:
+        """(lease id -> the records naming it, holder -> the records with no lease id naming
+        it as their holder), in task-id order: who a pool lease belongs to, for every slot of
+        the fleet in one pass (the audit asks for every row)."""
+        ids: dict[str, list[str]] = {}
+        holders: dict[str, list[str]] = {}
+        for tid in sorted(self.records):
+            r = self.records[tid]
+            if r.lease_id:
+                ids.setdefault(r.lease_id, []).append(tid)
+            elif r.lease_holder:
+                holders.setdefault(r.lease_holder, []).append(tid)
+        return (
+            {k: tuple(v) for k, v in ids.items()},
+            {k: tuple(v) for k, v in holders.items()},
+        )
+
+
+# Where fm looks for the state dir, for an operator who ran it from the wrong place.
+STATE_DIR_HINTS = (
+    "run fm from the fleet's home (cd to the dir that holds state/), "
+    "or set FM_HOME=<fleet home>, or pass --state-dir DIR",
+)
+
+
+def near_ids(given: str, ids: list[str]) -> list[str]:
+    """The task ids an operator probably meant: the same id in another case, or with a
+    `.meta` typed after it, first; then the close spellings."""
+    import difflib  # only on an error path: it costs more than the rest of records
+
+    bare = given[:-5] if given.endswith(".meta") else given
+    exact = [t for t in ids if t.lower() == bare.lower() and t != given]
+    close = difflib.get_close_matches(bare.lower(), [t.lower() for t in ids], n=3, cutoff=0.6)
+    by_lower = {t.lower(): t for t in ids}
+    return list(dict.fromkeys(exact + [by_lower[c] for c in close if by_lower[c] != given]))[:3]
+
+
+def list_task_ids(state_dir: Path) -> list[str]:
+    """Task ids with a `.meta` in the state dir (no content read): for completion."""
+    try:
+        names = os.listdir(state_dir)
+    except OSError:
+        return []
+    return sorted(n[:-5] for n in names if n.endswith(".meta") and len(n) > 5)
+
+
+def load_fleet(state_dir: Path) -> Fleet:
+    try:
+        with os.scandir(state_dir) as it:
+            every = sorted(e.name for e in it)
+    except FileNotFoundError:
+        # A state dir that does not exist is a wrong setting, not an empty fleet (spec §7a).
+        raise unsafe(
+            f"REFUSED: the state dir {state_dir} does not exist", *STATE_DIR_HINTS
+        ) from None
+    except OSError as exc:
+        raise unsafe(f"REFUSED: cannot read the state dir {state_dir}: {exc.strerror}") from None
+    records: dict[str, Record] = {}
+    bad: dict[str, InvalidRecord] = {}
+    strays: list[tuple[str, str]] = []
+    for name in every:
+        if not name.endswith(".meta"):
+            continue
+        task_id = name[:-5]
+        meta_path = str(state_dir / name)
+        id_problem = task_id_problem(task_id)
+        if id_problem:
+            # Not read at all: no task is ever spawned under a name that is no task id.
+            why = f"no task's record: '{shown(task_id)}' can never be a task id ({id_problem})"
+            strays.append((name, why))
+            continue
+        try:
+            text, mtime = read_meta(meta_path)
+        except FileNotFoundError:
+            continue  # removed since the listing: no longer a claim
+        except RecordProblem as exc:
+            bad[task_id] = InvalidRecord(task_id, meta_path, exc.problem, None)
+            continue
+        try:
+            records[task_id] = parse_record(task_id, meta_path, text, mtime)
+        except RecordProblem as exc:
+            bad[task_id] = InvalidRecord(task_id, meta_path, exc.problem, exc.claimed)
+    ids = {*records, *bad}
+    for name in every:
+        # fm's own files (locks) start with a dot; a sidecar is `<id>.<anything>`.
+        if name.endswith(".meta") or name.startswith(".") or _sidecar(name, ids):
+            continue
+        strays.append((name, "neither a task's record nor a record's sidecar"))
+    children = _load_children(state_dir, records, bad)
+    return Fleet(records, bad, tuple(sorted(strays)), children)
+
+
+def _sidecar(name: str, ids: set[str]) -> bool:
+    """`name` is `<id>.<something>` for a task id with a record (ids may contain dots)."""
+    at = name.find(".")
+    while at > 0:
+        if name[:at] in ids:
+            return True
+        at = name.find(".", at + 1)
+    return False
+
+
+# How deep secondmates' homes are followed (a secondmate's child may be a secondmate).
+MAX_HOME_DEPTH = 4
+
+
+def home_of(record: Record) -> str:
+    """A secondmate's home: `home=`, else its worktree (firstmate writes both the same)."""
+    return record.home or record.worktree
+
+
+def _load_children(
+    state_dir: Path, records: dict[str, Record], bad: dict[str, InvalidRecord]
+) -> frozenset[str]:
+    """Add the records of every secondmate's home to `records` / `bad`, keyed
+    `<secondmate>/<id>`: a child task works in a slot the parent fleet's pool may also hand
+    out, so it claims that slot for every teardown here. A home's state dir that cannot be
+    read makes an invalid record naming no slot fm can tell (fail closed)."""
+    seen = {os.path.realpath(state_dir)}
+    children: set[str] = set()
+    todo = [(tid, r, 1) for tid, r in sorted(records.items()) if r.kind == "secondmate"]
+    while todo:
+        parent, record, depth = todo.pop(0)
+        sub = os.path.join(home_of(record), "state")
+        real = os.path.realpath(sub)
+        if real in seen:
+            continue
+        seen.add(real)
+        try:
+            with os.scandir(sub) as it:
+                names = sorted(e.name for e in it if e.name.endswith(".meta"))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            key = f"{parent}/state"
+            bad[key] = InvalidRecord(key, sub, f"cannot be listed ({exc.strerror})", None)
+            children.add(key)
+            continue
+        for name in names:
+            child, key = name[:-5], f"{parent}/{name[:-5]}"
+            meta_path = os.path.join(sub, name)
+            try:
+                text, mtime = read_meta(meta_path)
+            except FileNotFoundError:
+                continue
+            except RecordProblem as exc:
+                bad[key] = InvalidRecord(key, meta_path, exc.problem, None)
+                children.add(key)
+                continue
+            children.add(key)
+            if task_id_problem(child):
+                claimed = _claimed_slots(parse_lines(text))
+                bad[key] = InvalidRecord(key, meta_path, task_id_problem(child) or "", claimed)
+                continue
+            try:
+                parsed = parse_record(child, meta_path, text, mtime)
+            except RecordProblem as exc:
+                bad[key] = InvalidRecord(key, meta_path, exc.problem, exc.claimed)
+                continue
+            records[key] = replace(parsed, task_id=key)
+            if parsed.kind == "secondmate" and depth < MAX_HOME_DEPTH:
+                todo.append((key, parsed, depth + 1))
+    return frozenset(children)

@@ -1,0 +1,436 @@
+"""What each act step did, as values: an enum of what happened plus the facts the words need.
+
+`act` and `duties` return these and never a sentence; `messages` alone turns them into the
+text people and programs read, and `human`, `report` and `journal` read their fields (a count,
+a ref), never that text. Each value knows its step outcome (done, absent, skipped, failed),
+so no outcome is ever read back out of words.
+"""
+
+from __future__ import annotations
+
+from enum import Enum, auto
+
+from fm_teardown.model.plan import StepOutcome
+from fm_teardown.model.values import value
+
+__all__ = [
+    "AttributionResult",
+    "AttributionWhat",
+    "AuthResult",
+    "BranchResult",
+    "BranchUse",
+    "BranchWhat",
+    "ClaimResult",
+    "ClaimWhat",
+    "EndpointResult",
+    "EndpointWhat",
+    "HookFile",
+    "HooksResult",
+    "HooksWhat",
+    "NotNeeded",
+    "NotRun",
+    "NotRunCause",
+    "PoolResult",
+    "PoolWhat",
+    "ProcRef",
+    "ProcessesResult",
+    "ProcessesWhat",
+    "RecordGone",
+    "RecordResult",
+    "RecordWhat",
+    "SaveResult",
+    "SaveWhat",
+    "StepResult",
+    "UnlinkWhat",
+    "Unlinked",
+]
+
+_D, _A, _S, _F = StepOutcome.DONE, StepOutcome.ABSENT, StepOutcome.SKIPPED, StepOutcome.FAILED
+
+
+# -- steps that did not run ---------------------------------------------------------------------
+
+
+class NotRunCause(Enum):
+    INTERRUPTED = auto()
+    EARLIER_FAILED = auto()
+    REFUSED = auto()
+
+
+@value
+class NotRun:
+    """A planned step the run never reached."""
+
+    cause: NotRunCause
+
+    @property
+    def outcome(self) -> StepOutcome:
+        return _S
+
+
+@value
+class NotNeeded:
+    """The processes or pool step left out: `why` is the decision's skip reason (a stale slot,
+    a slot gone or already returned), None when the plan simply has no such step."""
+
+    why: str | None = None
+
+    @property
+    def outcome(self) -> StepOutcome:
+        return _S
+
+
+@value
+class RecordGone:
+    """A duty of the record (auth, attribution) not done: the record was already gone."""
+
+    @property
+    def outcome(self) -> StepOutcome:
+        return _S
+
+
+@value
+class ProcRef:
+    name: str
+    pid: int
+
+
+# -- endpoint -----------------------------------------------------------------------------------
+
+
+class EndpointWhat(Enum):
+    NO_SERVER = auto()
+    INVENTORY_UNREADABLE = auto()
+    NEW_WINDOW = auto()  # a window of that name appeared since deciding: not killed
+    NO_WINDOW = auto()
+    UNCONFIRMED = auto()  # killed, but the listing after cannot be read
+    STILL_PRESENT = auto()
+    STILL_PRESENT_FORCED = auto()  # still present, going on because of --force
+    KILLED = auto()
+
+
+_ENDPOINT = {
+    EndpointWhat.NO_SERVER: _A,
+    EndpointWhat.NO_WINDOW: _A,
+    EndpointWhat.STILL_PRESENT_FORCED: _D,
+    EndpointWhat.KILLED: _D,
+}
+
+
+@value
+class EndpointResult:
+    what: EndpointWhat
+    windows: tuple[str, ...] = ()  # the window ids it is about
+    window: str = ""  # the record's `session:window`
+    error: str | None = None  # what tmux said
+    # Before the kill: the agents asked to quit (`claude (12): /exit Enter`), those that left
+    # on request, those still running after the grace (then signalled).
+    asked: tuple[str, ...] = ()
+    left: tuple[ProcRef, ...] = ()
+    stayed: tuple[ProcRef, ...] = ()
+    grace: float = 0.0
+
+    @property
+    def outcome(self) -> StepOutcome:
+        return _ENDPOINT.get(self.what, _F)
+
+
+# -- processes ----------------------------------------------------------------------------------
+
+
+class ProcessesWhat(Enum):
+    TMP_UNSAFE = auto()
+    NOTHING_TO_END = auto()  # neither the slot nor a tasktmp to look in
+    SCAN_FAILED = auto()
+    TMUX_UNREADABLE = auto()
+    NONE_THERE = auto()
+    INTERRUPTED = auto()
+    LEFT_RUNNING = auto()  # survivors of SIGKILL, or newcomers
+    ENDED = auto()
+
+
+_PROCESSES = {
+    ProcessesWhat.NOTHING_TO_END: _A,
+    ProcessesWhat.NONE_THERE: _A,
+    ProcessesWhat.ENDED: _D,
+}
+
+
+@value
+class ProcessesResult:
+    what: ProcessesWhat
+    ended: tuple[ProcRef, ...] = ()
+    survivors: tuple[ProcRef, ...] = ()
+    newcomers: tuple[ProcRef, ...] = ()
+    error: str | None = None  # the tasktmp problem, the scan's or tmux's error
+
+    @property
+    def outcome(self) -> StepOutcome:
+        return _PROCESSES.get(self.what, _F)
+
+
+# -- save-discarded -----------------------------------------------------------------------------
+
+
+class SaveWhat(Enum):
+    SAVED = auto()
+    FAILED = auto()
+
+
+@value
+class SaveResult:
+    what: SaveWhat
+    owner: str = ""
+    commit: str = ""
+    project: str = ""
+    restore: str = ""
+    error: str | None = None  # why the save failed (the discard module's line)
+
+    @property
+    def outcome(self) -> StepOutcome:
+        return _D if self.what == SaveWhat.SAVED else _F
+
+
+# -- hooks --------------------------------------------------------------------------------------
+
+
+class UnlinkWhat(Enum):
+    ABSENT = auto()
+    REMOVED = auto()
+    REMOVED_LINK = auto()  # a symlink: the link itself, never its target
+    ROOT_UNOPENED = auto()
+    NOT_A_DIR = auto()  # a directory on the way is a symlink or not a directory
+    DIR_UNOPENED = auto()
+    IS_DIR = auto()
+    NOT_SINGLE = auto()  # a file with other names (hard links), or not a regular file: kept
+    FAILED = auto()
+
+
+@value
+class Unlinked:
+    """What unlinking one path inside a directory did, without following a link."""
+
+    what: UnlinkWhat
+    part: str = ""  # the directory on the way that stopped it
+    error: str | None = None  # the OS's words
+
+    @property
+    def removed(self) -> bool:
+        return self.what in (UnlinkWhat.REMOVED, UnlinkWhat.REMOVED_LINK)
+
+
+@value
+class HookFile:
+    path: str  # relative to the slot
+    tracked: bool  # tracked by git: kept
+    unlinked: Unlinked | None = None
+
+
+class HooksWhat(Enum):
+    UNTRACKED_UNKNOWN = auto()  # which files git tracks cannot be told: all left
+    NONE = auto()
+    DONE = auto()
+
+
+@value
+class HooksResult:
+    what: HooksWhat
+    files: tuple[HookFile, ...] = ()
+    error: str | None = None
+
+    @property
+    def outcome(self) -> StepOutcome:
+        return {HooksWhat.UNTRACKED_UNKNOWN: _S, HooksWhat.NONE: _A}.get(self.what, _D)
+
+
+# -- branch -------------------------------------------------------------------------------------
+
+
+class BranchWhat(Enum):
+    NOT_RETURNED = auto()  # the slot was not returned: the branch is not touched
+    KEPT_DEFAULT = auto()
+    KEPT_CHECKED_OUT = auto()  # checked out in another worktree
+    UNLISTED = auto()  # the worktrees cannot be listed
+    NO_GIT_DIR = auto()  # the project's git dir cannot be found
+    KEPT_IN_USE = auto()  # another worktree is rebasing or bisecting from it, or is on it
+    KEPT_MOVED = auto()  # no longer at the commit seen when deciding, or gone
+    DELETED = auto()
+
+
+class BranchUse(Enum):
+    """What another worktree is doing with the branch."""
+
+    REBASING = auto()
+    BISECTING = auto()
+    ON = auto()
+
+
+_BRANCH_WARNS = (
+    BranchWhat.UNLISTED,
+    BranchWhat.NO_GIT_DIR,
+    BranchWhat.KEPT_IN_USE,
+    BranchWhat.KEPT_MOVED,
+)
+
+
+@value
+class BranchResult:
+    what: BranchWhat
+    branch: str = ""
+    commit: str = ""
+    project: str = ""
+    error: str | None = None  # git's words
+    worktree: str = ""  # the worktree using it
+    use: BranchUse | None = None
+
+    @property
+    def outcome(self) -> StepOutcome:
+        return _D if self.what == BranchWhat.DELETED else _S
+
+    @property
+    def warns(self) -> bool:
+        return self.what in _BRANCH_WARNS
+
+
+# -- claim --------------------------------------------------------------------------------------
+
+
+class ClaimWhat(Enum):
+    NOT_TASKS = auto()  # no longer names TASK: kept
+    ALREADY_GONE = auto()
+    KEPT_UNSAFE = auto()  # not a single-linked regular file: kept
+    FAILED = auto()
+    REMOVED = auto()
+
+
+@value
+class ClaimResult:
+    what: ClaimWhat
+    path: str
+    task: str = ""
+    error: str | None = None
+
+    @property
+    def outcome(self) -> StepOutcome:
+        return {ClaimWhat.REMOVED: _D, ClaimWhat.FAILED: _S, ClaimWhat.KEPT_UNSAFE: _S}.get(
+            self.what, _A
+        )
+
+    @property
+    def warns(self) -> bool:
+        return self.what in (ClaimWhat.FAILED, ClaimWhat.KEPT_UNSAFE)
+
+
+# -- auth, attribution --------------------------------------------------------------------------
+
+
+@value
+class AuthResult:
+    removed: tuple[str, ...]  # the entries removed
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def outcome(self) -> StepOutcome:
+        return _D if self.removed else _A
+
+
+class AttributionWhat(Enum):
+    APPENDED = auto()
+    ALREADY_THERE = auto()  # a re-run after a crash: the row is this record's
+    FAILED = auto()
+
+
+@value
+class AttributionResult:
+    what: AttributionWhat
+    task: str = ""
+    path: str = ""
+    error: str | None = None  # why the row could not be appended
+
+    @property
+    def outcome(self) -> StepOutcome:
+        return _S if self.what == AttributionWhat.FAILED else _D
+
+
+# -- pool ---------------------------------------------------------------------------------------
+
+
+class PoolWhat(Enum):
+    PATH_MOVED = auto()  # the slot path no longer resolves to the decided slot
+    STATE_CHANGED = auto()
+    DESTROYING = auto()
+    NO_TREEHOUSE = auto()
+    LOCK_PERSISTED = auto()  # a git lock held across the retries, not provably stale
+    UNLANDED_AFTER_LOCK = auto()
+    NOT_IN_STATE = auto()
+    RETURNED = auto()
+    RETURNED_RELEASED = auto()  # returned; leased again since
+    ALREADY_RETURNED = auto()
+    NOT_RETURNED = auto()
+    REUSED_AS_IS = auto()  # not returned: unleased and clean, the pool hands it out as it is
+
+
+_POOL = {
+    PoolWhat.RETURNED: _D,
+    PoolWhat.RETURNED_RELEASED: _D,
+    PoolWhat.ALREADY_RETURNED: _A,
+    PoolWhat.REUSED_AS_IS: _S,
+}
+
+
+@value
+class PoolResult:
+    what: PoolWhat
+    command: str = ""  # `treehouse return …` as run
+    slot: str = ""
+    now: str = ""  # where the path resolves now
+    lock: str = ""
+    retries: int = 0
+    wait: float = 0.0
+    error: str | None = None  # the pool's, git's or treehouse's words
+
+    @property
+    def outcome(self) -> StepOutcome:
+        return _POOL.get(self.what, _F)
+
+
+# -- record -------------------------------------------------------------------------------------
+
+
+class RecordWhat(Enum):
+    ALREADY_GONE = auto()
+    CHANGED = auto()  # it no longer parses
+    REWRITTEN = auto()
+    TMP_UNSAFE = auto()
+    REMOVE_FAILED = auto()
+    REMOVED = auto()
+
+
+@value
+class RecordResult:
+    what: RecordWhat
+    removed: tuple[str, ...] = ()  # tasktmp, sidecar names, the meta's name last
+    path: str = ""  # what could not be removed
+    error: str | None = None
+    route: str | None = None  # a retired secondmate's route line removed (the registry's words)
+
+    @property
+    def outcome(self) -> StepOutcome:
+        return {RecordWhat.REMOVED: _D, RecordWhat.ALREADY_GONE: _A}.get(self.what, _F)
+
+
+StepResult = (
+    NotRun
+    | NotNeeded
+    | RecordGone
+    | EndpointResult
+    | ProcessesResult
+    | SaveResult
+    | HooksResult
+    | BranchResult
+    | ClaimResult
+    | AuthResult
+    | AttributionResult
+    | PoolResult
+    | RecordResult
+)

@@ -1,0 +1,141 @@
+"""Where state lives and how the tool reaches tmux and the pool (spec §2).
+
+Read once from the environment and the flags; everything downstream takes a Settings value,
+so tests never need to patch os.environ behind the code's back.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
+from fm_teardown.model.errors import invalid
+from fm_teardown.model.values import value
+
+__all__ = ["Settings", "load"]
+
+
+@value
+class Settings:
+    fm_home: Path
+    state_dir: Path
+    data_dir: Path
+    home: str | None
+    tmux_socket_path: str | None
+    tmux_socket_name: str | None
+    treehouse_bin: str | None
+    # `gh` for the merged-PR check (FM_GH_BIN, else `gh` on PATH; absent: the check is skipped).
+    gh_bin: str | None = None
+    # Seconds a tmux listing may take before the inventory counts as unreadable.
+    tmux_timeout: float = 10.0
+    # Seconds the pool return may take (it terminates processes and resets the tree).
+    treehouse_timeout: float = 120.0
+    # Grace between SIGTERM and SIGKILL, and the wait after SIGKILL.
+    term_grace: float = 3.0
+    quit_grace: float = 5.0  # wait for an agent asked to quit by its keys, before any signal
+    kill_wait: float = 3.0
+    # Bounded wait for `git fetch` of the default branch (issue 4: a failure is inconclusive).
+    fetch_timeout: float = 30.0
+    lock_retries: int = 3
+    lock_retry_wait: float = 1.0
+    stale_lock_age: float = 30.0
+    # How long a teardown waits for another teardown of the same slot to release its lock.
+    lock_timeout: float = 300.0
+    # firstmate's duties (spec §10): the config dir (FM_CONFIG_OVERRIDE, else
+    # $FM_HOME/config: the backlog backend), grok's home (GROK_HOME, else $HOME/.grok), and
+    # the 0.1 s tries for the cost-attribution lock (FM_ATTRIBUTION_LOCK_ATTEMPTS).
+    config_dir: Path | None = None
+    grok_home: str | None = None
+    attribution_lock_attempts: int = 50
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "")
+    if raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise invalid(f"{name} must be a number of seconds, got {raw!r}") from None
+    if value < 0 or value != value or value == float("inf"):
+        raise invalid(f"{name} must be a finite number of seconds >= 0, got {raw!r}")
+    return value
+
+
+def _lenient_float(env: Mapping[str, str], names: tuple[str, ...], default: float) -> float:
+    """The first non-empty of `names` as seconds; an unusable value falls back to `default`.
+
+    The lock-retry variables are shared with the shell tool, which warns and uses its default
+    on a bad value rather than refusing; runbooks set them, so we keep that leniency.
+    """
+    for name in names:
+        raw = env.get(name, "")
+        if raw == "":
+            continue
+        try:
+            value = float(raw)
+        except ValueError:
+            return default
+        return value if 0 <= value < 3600 else default
+    return default
+
+
+def _lenient_int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "")
+    return int(raw) if raw.isdigit() and int(raw) <= 100 else default
+
+
+def load(state_dir_flag: str | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    env = os.environ if env is None else env
+    # FM_HOME falls back to FM_ROOT_OVERRIDE (firstmate's root) before the current directory.
+    fm_home = Path(
+        os.path.abspath(env.get("FM_HOME") or env.get("FM_ROOT_OVERRIDE") or os.getcwd())
+    )
+    if state_dir_flag:
+        state_dir = Path(os.path.abspath(state_dir_flag))
+    elif env.get("FM_STATE_OVERRIDE"):
+        state_dir = Path(os.path.abspath(env["FM_STATE_OVERRIDE"]))
+    else:
+        state_dir = fm_home / "state"
+    data_dir = (
+        Path(os.path.abspath(env["FM_DATA_OVERRIDE"]))
+        if env.get("FM_DATA_OVERRIDE")
+        else fm_home / "data"
+    )
+    treehouse = env.get("FM_TREEHOUSE_BIN") or shutil.which("treehouse", path=env.get("PATH"))
+    return Settings(
+        fm_home=fm_home,
+        state_dir=state_dir,
+        data_dir=data_dir,
+        home=env.get("HOME") or None,
+        tmux_socket_path=env.get("FM_TMUX_SOCKET") or None,
+        tmux_socket_name=env.get("FM_TMUX_SOCKET_NAME") or None,
+        treehouse_bin=treehouse or None,
+        gh_bin=env.get("FM_GH_BIN") or shutil.which("gh", path=env.get("PATH")) or None,
+        # The defaults live once, on the dataclass.
+        tmux_timeout=_float(env, "FM_TMUX_TIMEOUT_SECS", Settings.tmux_timeout),
+        treehouse_timeout=_float(env, "FM_TREEHOUSE_TIMEOUT_SECS", Settings.treehouse_timeout),
+        term_grace=_float(env, "FM_TERM_GRACE_SECS", Settings.term_grace),
+        quit_grace=_float(env, "FM_QUIT_GRACE_SECS", Settings.quit_grace),
+        kill_wait=_float(env, "FM_KILL_WAIT_SECS", Settings.kill_wait),
+        fetch_timeout=_float(env, "FM_GIT_FETCH_TIMEOUT_SECS", Settings.fetch_timeout),
+        lock_retries=_lenient_int(env, "FM_TREEHOUSE_RETURN_LOCK_RETRIES", Settings.lock_retries),
+        lock_retry_wait=_lenient_float(
+            env,
+            ("FM_TREEHOUSE_RETURN_LOCK_RETRY_WAIT_SECS", "FM_STALE_WORKTREE_LOCK_RETRY_WAIT_SECS"),
+            Settings.lock_retry_wait,
+        ),
+        stale_lock_age=_lenient_float(
+            env, ("FM_STALE_WORKTREE_LOCK_AGE_SECS",), Settings.stale_lock_age
+        ),
+        config_dir=Path(os.path.abspath(env["FM_CONFIG_OVERRIDE"]))
+        if env.get("FM_CONFIG_OVERRIDE")
+        else fm_home / "config",
+        grok_home=env.get("GROK_HOME")
+        or (os.path.join(env["HOME"], ".grok") if env.get("HOME") else None),
+        attribution_lock_attempts=_lenient_int(
+            env, "FM_ATTRIBUTION_LOCK_ATTEMPTS", Settings.attribution_lock_attempts
+        ),
+    )

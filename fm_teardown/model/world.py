@@ -1,0 +1,439 @@
+"""What the tool observed of the world, as plain immutable values.
+
+`observe` takes the scans once per run; `decide` reads these values and nothing else, which
+is what keeps the decision a pure function that the property tests can hammer. Some values
+are worked out on first read, each at most once per run (`LazyMap`: an endpoint, a slot's
+pool lease, claim and `.git`; `Proc.argv0`), so that one task's decision pays only for what
+it reads. They are worked out in `observe` (`observe.ready` asks for every value deciding a
+task reads) before `decide` runs, so that `decide` reads values only; tests that build
+observations by hand give every value up front.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import field
+from enum import StrEnum
+from functools import cached_property
+from typing import Any, TypeVar
+
+from fm_teardown.model.values import value
+
+__all__ = [
+    "Endpoint",
+    "EndpointOwners",
+    "EndpointState",
+    "Environment",
+    "InventoryStatus",
+    "LazyMap",
+    "Observation",
+    "Pane",
+    "PoolEntry",
+    "PoolView",
+    "Proc",
+    "ProcessTable",
+    "SlotClaim",
+    "SlotFacts",
+    "Spared",
+    "TaskTmp",
+    "TmuxInventory",
+    "Why",
+    "read_argv0",
+]
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class EndpointState(StrEnum):
+    ALIVE = "alive"
+    DEAD = "dead"
+    MISSING = "missing"
+    AMBIGUOUS = "ambiguous"
+    UNREADABLE = "unreadable"
+
+    @property
+    def live(self) -> bool:
+        """Only `dead` and `missing` are not live: everything else fails closed."""
+        return self not in (EndpointState.DEAD, EndpointState.MISSING)
+
+
+@value
+class Pane:
+    session: str
+    window_name: str
+    window_id: str
+    pane_id: str
+    pane_pid: int
+    dead: bool
+    # The pid of the tmux server that owns the pane (`#{pid}`): never signalled.
+    server_pid: int = 0
+
+
+class InventoryStatus(StrEnum):
+    OK = "ok"
+    NO_SERVER = "no-server"  # authoritatively nothing there: every endpoint is missing
+    ERROR = "error"  # the listing failed otherwise: every endpoint is unreadable
+
+
+@value
+class TmuxInventory:
+    """One listing of every pane of the server."""
+
+    status: InventoryStatus
+    panes: tuple[Pane, ...] = ()
+    error: str | None = None
+
+    @cached_property
+    def server_pids(self) -> frozenset[int]:
+        return frozenset(p.server_pid for p in self.panes if p.server_pid > 0)
+
+
+class Proc:
+    """One process as scanned: an immutable value (treat it so; `__slots__` keeps it small).
+
+    `argv0=None` means the scan left argv[0] out: it is read from `/proc/<pid>/cmdline` on
+    first use, as psutil does. A fleet's machine runs thousands of processes and fm only ever
+    classifies a few hundred (panes' trees, processes in slots), so reading every cmdline up
+    front was a third of the scan. A process gone by then reads as "" (classified by name)."""
+
+    __slots__ = ("_argv0", "cwd", "name", "pid", "ppid", "start_time", "zombie")
+
+    def __init__(
+        self,
+        pid: int,
+        ppid: int,
+        name: str,
+        argv0: str | None,
+        cwd: str | None,
+        start_time: float,
+        zombie: bool = False,
+    ) -> None:
+        self.pid = pid
+        self.ppid = ppid
+        self.name = name
+        self._argv0 = argv0
+        self.cwd = cwd
+        self.start_time = start_time
+        self.zombie = zombie
+
+    @property
+    def argv0(self) -> str:
+        if self._argv0 is None:
+            self._argv0 = read_argv0(self.pid)
+        return self._argv0
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.pid, self.ppid, self.name, self.argv0, self.cwd, self.start_time, self.zombie)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Proc) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash((self.pid, self.start_time))
+
+    def __repr__(self) -> str:
+        return (
+            f"Proc(pid={self.pid}, ppid={self.ppid}, name={self.name!r}, argv0={self._argv0!r}, "
+            f"cwd={self.cwd!r}, start_time={self.start_time}, zombie={self.zombie})"
+        )
+
+
+def read_argv0(pid: int) -> str:
+    """argv[0] of `pid` from /proc ("" when it cannot be read)."""
+    try:
+        fd = os.open(f"/proc/{pid}/cmdline", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        raw = os.read(fd, 4096)
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+    return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+
+
+@value
+class ProcessTable:
+    procs: Mapping[int, Proc]
+    error: str | None = None
+    children: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+
+    def tree(self, root: int) -> list[Proc]:
+        """`root` and all its descendants that were seen."""
+        out: list[Proc] = []
+        stack = [root]
+        seen: set[int] = set()
+        while stack:
+            pid = stack.pop()
+            if pid in seen or pid not in self.procs:
+                continue
+            seen.add(pid)
+            out.append(self.procs[pid])
+            stack.extend(self.children.get(pid, ()))
+        return out
+
+
+@value
+class Endpoint:
+    """A task's endpoint as observed: its state, the windows found and their process trees."""
+
+    state: EndpointState
+    detail: str
+    window_ids: tuple[str, ...] = ()
+    pids: frozenset[int] = frozenset()
+
+
+@value
+class PoolEntry:
+    name: str
+    path: str  # exactly as the pool's state file stores it
+    canonical: str
+    leased: bool
+    lease_id: str
+    lease_holder: str
+    destroying: bool = False
+    # An interactive `treehouse get` reserves the slot for its own process (pid + start time
+    # in milliseconds); the reservation holds while that exact process lives.
+    owner_pid: int = 0
+    owner_started_at: int = 0
+
+
+@value
+class PoolView:
+    """The pool's facts about one slot, read from `<pool>/treehouse-state.json`.
+
+    `error` set: the state file exists but cannot be read or parsed (leases unknown).
+    `entry` None without error: the pool does not manage this slot.
+    """
+
+    state_file: str | None
+    entry: PoolEntry | None
+    error: str | None = None
+
+
+@value
+class Environment:
+    """Facts about the machine that the rules need: the roots never to reset."""
+
+    home: str | None
+    fm_home: str
+    treehouse_bin: str | None
+    # The tool itself and its ancestors: never signalled, and a window holding one of them is
+    # never killed (the teardown would kill itself halfway).
+    protected: frozenset[int] = frozenset()
+    # Why the pool executable cannot be run (it does not exist, is not executable), else None.
+    treehouse_problem: str | None = None
+    # Why the state dir cannot take the slot lock and lose the record, else None: a real run
+    # would find out only after it killed the endpoint.
+    state_dir_problem: str | None = None
+
+
+@value
+class SlotFacts:
+    canonical: str
+    exists: bool
+    pool: PoolView
+    agents: tuple[Proc, ...] = ()  # agent processes whose cwd is inside the slot
+    procs: tuple[Proc, ...] = ()  # every process whose cwd is inside the slot
+    # Why the slot's `.git` is not its own linked worktree of the project (None: it is). Git
+    # run in such a slot, and the pool's reset, would act on another tree (spec §7a).
+    git_problem: str | None = None
+    claim: SlotClaim | None = None  # the slot claim, when there is one
+
+
+@value
+class SlotClaim:
+    """`<slot root>/.fm-slot-owner`, written by firstmate's spawn (spec §10): the task the
+    pool slot was handed to, and that task's fleet home."""
+
+    path: str
+    task: str | None  # None with `problem` set: it exists but cannot be read or parsed
+    home: str | None
+    problem: str | None = None
+    # When it names a task of ANOTHER home: that task's endpoint state, from its record
+    # `<home>/state/<task>.meta` (None: no such record there).
+    foreign_endpoint: EndpointState | None = None
+
+
+@value
+class TaskTmp:
+    """TASK's `/tmp/fm-<id>` as found on disk, judged without following a link (spec §7a)."""
+
+    path: str
+    exists: bool
+    # Why it may not be used (a symlink, not a directory, someone else's), else None.
+    problem: str | None = None
+    procs: tuple[Proc, ...] = ()  # every process whose cwd is inside it
+
+
+class Spared(StrEnum):
+    TMUX_SERVER = "tmux server"
+    TMUX = "tmux"
+    OTHER_ENDPOINT = "another task's endpoint"
+    OWN_PANE = "fm's own pane"
+    FM = "fm itself or its ancestor"
+
+
+@value
+class Why:
+    kind: Spared
+    task: str | None = None  # the task whose endpoint it is (OTHER_ENDPOINT)
+
+    def __str__(self) -> str:
+        return f"{self.task}'s endpoint" if self.task else str(self.kind)
+
+
+class LazyMap(Mapping[K, V]):
+    """A mapping whose keys are known up front and whose values are worked out on first use.
+
+    Deciding one task needs the endpoints of a few tasks and the facts of one slot; the fleet
+    audit needs them all. So an observation holds every key (every record, every slot) and
+    computes a value, from the scans already taken, only when it is asked for."""
+
+    def __init__(self, keys: Iterable[K], compute: Callable[[K], V]) -> None:
+        self._keys = dict.fromkeys(keys)
+        self._compute = compute
+        self._values: dict[K, V] = {}
+
+    def __getitem__(self, key: K) -> V:
+        if key in self._values:
+            return self._values[key]
+        if key not in self._keys:
+            raise KeyError(key)
+        value = self._values[key] = self._compute(key)
+        return value
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+
+class EndpointOwners(Mapping[int, str]):
+    """pid -> the task whose endpoint holds it: in the process tree of a live pane of the
+    task's window (`roots`: pane pid -> task), or one of the task's own endpoint processes
+    remembered from before its window was killed (`exact`). Looked up per pid by walking the
+    pid's ancestors, so a one-task run never walks every window's tree."""
+
+    def __init__(self, roots: Mapping[int, str], exact: Mapping[int, str], table: ProcessTable):
+        self._roots = roots
+        self._exact = exact
+        self._procs = table.procs
+        self._memo: dict[int, str | None] = {}
+
+    def _find(self, pid: int) -> str | None:
+        if pid in self._memo:
+            return self._memo[pid]
+        found = self._exact.get(pid)
+        at: int | None = pid
+        seen: set[int] = set()
+        while found is None and at is not None and at not in seen and at in self._procs:
+            seen.add(at)
+            found = self._roots.get(at)
+            at = self._procs[at].ppid
+        self._memo[pid] = found
+        return found
+
+    def __getitem__(self, pid: int) -> str:
+        found = self._find(pid) if isinstance(pid, int) else None
+        if found is None:
+            raise KeyError(pid)
+        return found
+
+    def __contains__(self, pid: object) -> bool:
+        return isinstance(pid, int) and self._find(pid) is not None
+
+    def __iter__(self) -> Iterator[int]:
+        return (pid for pid in [*self._procs, *self._exact] if self._find(pid) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _no_entries() -> tuple[PoolEntry, ...]:
+    return ()
+
+
+@value
+class Observation:
+    """Everything observed in one pass; indexes are by task id and by canonical slot."""
+
+    inventory: TmuxInventory
+    processes: ProcessTable
+    env: Environment
+    slot_of: Mapping[str, str]  # task id -> canonical slot
+    endpoints: Mapping[str, Endpoint]  # task id -> endpoint
+    slots: Mapping[str, SlotFacts]  # canonical slot -> facts
+    invalid_slots: Mapping[str, tuple[str, ...] | None]  # invalid record id -> canonical slots
+    project_of: Mapping[str, str]  # task id -> canonical project
+    tasktmp: Mapping[str, TaskTmp] = field(default_factory=dict)  # task id -> its tasktmp
+    # pid -> the task whose endpoint holds it (`EndpointOwners`); None: from `endpoints`.
+    endpoint_owners: Mapping[int, str] | None = None
+    # Reads every pool state file of the recorded slots (each once) and returns its entries.
+    read_pool_entries: Callable[[], tuple[PoolEntry, ...]] = _no_entries
+
+    # Derived indexes, computed once per observation, so that deciding for every task of a
+    # fleet stays linear.
+    @cached_property
+    def claimants(self) -> Mapping[str, tuple[str, ...]]:
+        """Canonical slot -> the task ids whose records claim it, sorted."""
+        out: dict[str, list[str]] = {}
+        for tid in sorted(self.slot_of):
+            out.setdefault(self.slot_of[tid], []).append(tid)
+        return {slot: tuple(tids) for slot, tids in out.items()}
+
+    @cached_property
+    def nested(self) -> Mapping[str, tuple[str, ...]]:
+        """Canonical slot -> the task ids whose slot lies strictly inside it or strictly
+        contains it: resetting one resets part of the other (spec §7a). Each slot's
+        ancestors are looked up, so this costs slots x path depth."""
+        out: dict[str, set[str]] = {}
+        claimed = self.claimants
+        for slot in claimed:
+            parent = slot
+            while parent != "/":
+                parent = parent.rsplit("/", 1)[0] or "/"
+                if parent in claimed:
+                    out.setdefault(parent, set()).update(claimed[slot])
+                    out.setdefault(slot, set()).update(claimed[parent])
+        return {slot: tuple(sorted(tids)) for slot, tids in out.items()}
+
+    @cached_property
+    def memo(self) -> dict[Any, Any]:
+        """Per-observation memo of what deciding works out once per slot (ownership.py's slot
+        groups): every record sharing a slot reuses it, so the audit stays linear."""
+        return {}
+
+    @cached_property
+    def spared(self) -> Mapping[int, Why]:
+        """pid -> why fm never signals it: fm, its ancestors and its pane, computed once per
+        observation. tmux and other endpoints `sparing.NeverSignalled` asks per process."""
+        out: dict[int, Why] = {}
+        protected = self.env.protected
+        for pane in self.inventory.panes:
+            if pane.pane_pid in protected:
+                for proc in self.processes.tree(pane.pane_pid):
+                    out[proc.pid] = Why(Spared.OWN_PANE)
+        for pid in protected:
+            out[pid] = Why(Spared.FM)
+        return out
+
+    @cached_property
+    def endpoint_owner(self) -> Mapping[int, str]:
+        """pid -> the task whose endpoint process trees hold it."""
+        if self.endpoint_owners is not None:
+            return self.endpoint_owners
+        return {pid: tid for tid, ep in self.endpoints.items() for pid in ep.pids}
+
+    @cached_property
+    def pool_entries(self) -> tuple[PoolEntry, ...]:
+        """Every entry of the pool state files of the recorded slots: the audit's loose ends
+        are the leases and agents on slots no record claims."""
+        return self.read_pool_entries()

@@ -1,0 +1,165 @@
+"""Endpoint liveness (spec §4): alive, dead, missing, ambiguous or unreadable.
+
+Pure: it reads one tmux inventory and one process table. A task's endpoint is its window
+`<session>:fm-<id>`; every process in the process tree of each of its panes is classified by
+process name and argv[0]. Any agent makes it `alive`; only shells make it `dead`; anything
+else is `ambiguous`. Only `dead` and `missing` count as not live.
+"""
+
+from __future__ import annotations
+
+import os
+from enum import StrEnum
+
+from fm_teardown.model.records import Record
+from fm_teardown.model.world import (
+    Endpoint,
+    EndpointState,
+    InventoryStatus,
+    Pane,
+    ProcessTable,
+    TmuxInventory,
+)
+
+__all__ = [
+    "AGENT_NAMES",
+    "AGENT_PREFIXES",
+    "AGENT_SUBSTRINGS",
+    "HARNESS_DIRS",
+    "SHELLS",
+    "ProcessClass",
+    "classify",
+    "endpoint_of",
+    "is_tmux",
+    "panes_by_window",
+]
+
+SHELLS = frozenset({"zsh", "bash", "sh", "dash", "ash", "ksh", "mksh", "tcsh", "csh", "fish"})
+# Matched anywhere in the name: harness binaries come with suffixes and wrappers.
+AGENT_SUBSTRINGS = ("claude", "codex", "opencode", "gemini", "aider", "grok", "kimi")
+AGENT_NAMES = frozenset(
+    {"cursor-agent", "pi", "pi-signed", "pi-launcher", "Pi", "muse", "goose", "amp", "qwen"}
+)
+AGENT_PREFIXES = ("muse-bin-", "cursor-agent")
+HARNESS_DIRS = frozenset({*AGENT_SUBSTRINGS, "cursor-agent", "pi", "muse"})
+
+
+def _base(name: str) -> str:
+    return os.path.basename(name).lstrip("-")
+
+
+def _is_agent_name(name: str) -> bool:
+    base = _base(name)
+    if not base:
+        return False
+    lower = base.lower()
+    return (
+        any(s in lower for s in AGENT_SUBSTRINGS)
+        or base in AGENT_NAMES
+        or base.startswith(AGENT_PREFIXES)
+    )
+
+
+def is_tmux(name: str, argv0: str) -> bool:
+    """A tmux server or client (`tmux`, `tmux: server`, `tmux: client`): never signalled.
+
+    Ending a tmux server ends every window of the fleet with it."""
+    return any(b == "tmux" or b.startswith("tmux:") for b in (_base(name), _base(argv0)))
+
+
+class ProcessClass(StrEnum):
+    AGENT = "agent"
+    SHELL = "shell"
+    OTHER = "other"
+
+
+def classify(name: str, argv0: str) -> ProcessClass:
+    """`agent`, `shell` or `other`, by process name, then argv[0] and its path components."""
+    if _is_agent_name(name) or _is_agent_name(argv0):
+        return ProcessClass.AGENT
+    if _base(name) in SHELLS:
+        return ProcessClass.SHELL
+    # A harness installed under its own directory (`~/.claude/local/node ...`): the directory
+    # names the harness even when the binary is a generic runtime.
+    parts = [p.lstrip(".") for p in argv0.split("/") if p]
+    if any(p in HARNESS_DIRS for p in parts[:-1]):
+        return ProcessClass.AGENT
+    if not name and _base(argv0) in SHELLS:
+        return ProcessClass.SHELL
+    return ProcessClass.OTHER
+
+
+def panes_by_window(inventory: TmuxInventory) -> dict[tuple[str, str], list[Pane]]:
+    """Index the inventory by (session, window name), so a fleet costs one pass over it."""
+    index: dict[tuple[str, str], list[Pane]] = {}
+    for pane in inventory.panes:
+        index.setdefault((pane.session, pane.window_name), []).append(pane)
+    return index
+
+
+def endpoint_of(
+    record: Record,
+    inventory: TmuxInventory,
+    processes: ProcessTable,
+    index: dict[tuple[str, str], list[Pane]] | None = None,
+) -> Endpoint:
+    if record.backend != "tmux":
+        return Endpoint(
+            EndpointState.UNREADABLE, f"backend '{record.backend}' cannot be read by fm"
+        )
+    if inventory.status == InventoryStatus.NO_SERVER:
+        return Endpoint(EndpointState.MISSING, "no tmux server is running")
+    if inventory.status != InventoryStatus.OK:
+        return Endpoint(
+            EndpointState.UNREADABLE, f"tmux inventory unreadable: {inventory.error or 'unknown'}"
+        )
+    if index is None:
+        index = panes_by_window(inventory)
+    panes = index.get((record.session, record.window_name), [])
+    if not panes:
+        return Endpoint(EndpointState.MISSING, f"no window {record.window} in tmux")
+    window_ids = tuple(dict.fromkeys(p.window_id for p in panes))
+    if processes.error:
+        return Endpoint(EndpointState.UNREADABLE, processes.error, window_ids, frozenset())
+    pids: set[int] = set()
+    kinds: set[ProcessClass] = set()
+    agents: list[str] = []
+    for pane in panes:
+        if pane.dead:
+            continue
+        tree = processes.tree(pane.pane_pid)
+        if not tree:
+            return Endpoint(
+                EndpointState.UNREADABLE,
+                f"pane {pane.pane_id} process {pane.pane_pid} is not in the process table",
+                window_ids,
+                frozenset(pids),
+            )
+        for proc in tree:
+            pids.add(proc.pid)
+            if proc.zombie:
+                continue
+            kind = classify(proc.name, proc.argv0)
+            kinds.add(kind)
+            if kind == ProcessClass.AGENT:
+                agents.append(f"{proc.name or _base(proc.argv0)} ({proc.pid})")
+    where = f"window {record.window}" + (
+        f" ({len(window_ids)} windows)" if len(window_ids) > 1 else ""
+    )
+    if agents:
+        return Endpoint(
+            EndpointState.ALIVE,
+            f"{where} runs {', '.join(agents[:3])}",
+            window_ids,
+            frozenset(pids),
+        )
+    if kinds <= {ProcessClass.SHELL}:
+        return Endpoint(
+            EndpointState.DEAD, f"{where} runs only shells", window_ids, frozenset(pids)
+        )
+    return Endpoint(
+        EndpointState.AMBIGUOUS,
+        f"{where} runs processes that are neither agents nor shells",
+        window_ids,
+        frozenset(pids),
+    )

@@ -1,0 +1,112 @@
+"""Is a slot's git dir its own? (spec §7a) Pure file reads: no git subprocess.
+
+A pool slot is a linked worktree of its project: its `.git` is a file naming
+`<common dir>/worktrees/<n>`, and that directory's `gitdir` file names the slot's `.git` back.
+Anything else means git run in the slot, and the pool's reset, act on another tree: a `cp -a`
+copy of a live slot names the live slot's git dir (resetting it moves the other task's HEAD and
+index); a slot without `.git` lets git find an enclosing repository; a `.git` directory is a
+repository of its own that the pool does not own.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from fm_teardown.model.paths import canonical
+
+__all__ = ["common_dir", "slot_git_problem"]
+
+_MAX = 4096
+
+
+def _read_small(path: str) -> str | None:
+    """The text of a small regular file, never through a symlink or a FIFO; None if it is not
+    one."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, _MAX).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _gitdir_line(text: str, base: str) -> str | None:
+    first = text.split("\n", 1)[0].strip()
+    if not first.startswith("gitdir:"):
+        return None
+    target = first[len("gitdir:") :].strip()
+    if not target:
+        return None
+    return canonical(os.path.normpath(os.path.join(base, target)))
+
+
+def common_dir(project: str) -> str | None:
+    """The canonical common git dir of the project checkout, or None when it cannot be told."""
+    dotgit = os.path.join(project, ".git")
+    try:
+        st = os.lstat(dotgit)
+    except OSError:
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        gitdir = canonical(dotgit)
+    elif stat.S_ISREG(st.st_mode):
+        text = _read_small(dotgit)
+        found = _gitdir_line(text, project) if text is not None else None
+        if found is None:
+            return None
+        gitdir = found
+    else:
+        return None
+    common = _read_small(os.path.join(gitdir, "commondir"))
+    if common is not None and common.strip():
+        return canonical(os.path.normpath(os.path.join(gitdir, common.strip())))
+    return gitdir
+
+
+def slot_git_problem(slot: str, project: str, project_common: str | None) -> str | None:
+    """Why the slot's `.git` is not a linked worktree git dir of `project` naming this slot."""
+    dotgit = os.path.join(slot, ".git")
+    try:
+        st = os.lstat(dotgit)
+    except FileNotFoundError:
+        return (
+            f"slot {slot} has no .git: it is not a worktree of {project}, and git run there "
+            "would act on an enclosing repository"
+        )
+    except OSError as exc:
+        return f"slot {slot}: cannot read .git ({exc.strerror})"
+    if stat.S_ISLNK(st.st_mode):
+        return f"slot {slot}: .git is a symlink"
+    if stat.S_ISDIR(st.st_mode):
+        return (
+            f"slot {slot}: .git is a directory, a repository of its own, not a linked "
+            f"worktree of {project}"
+        )
+    text = _read_small(dotgit)
+    target = _gitdir_line(text, slot) if text is not None else None
+    if target is None:
+        return f"slot {slot}: .git does not name a git dir (no 'gitdir:' line)"
+    if project_common is None:
+        return f"cannot tell the git dir of the project {project}"
+    if os.path.dirname(target) != os.path.join(project_common, "worktrees"):
+        return (
+            f"slot {slot}: .git names {target}, which is not a worktree git dir of the "
+            f"project's repository {project_common}"
+        )
+    back = _read_small(os.path.join(target, "gitdir"))
+    named = _gitdir_line("gitdir: " + back, target) if back is not None else None
+    if named is None:
+        return f"slot {slot}: its git dir {target} has no readable gitdir file"
+    if named != canonical(dotgit):
+        return (
+            f"slot {slot}: .git names {target}, which belongs to the worktree {named} "
+            "(a copy of another slot?): git run here would act on that tree"
+        )
+    return None

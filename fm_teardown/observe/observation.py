@@ -1,0 +1,389 @@
+"""Observe the world once: one tmux listing, one process scan, each pool state file once.
+
+No subprocess per record: a fleet of a thousand records costs one tmux call and one walk of
+the process table, plus one small file read per record and per pool.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+
+from fm_teardown.adapters import processes, tmux
+from fm_teardown.adapters.pool import PoolReader
+from fm_teardown.model.paths import Canonicalizer, ancestors, canonical
+from fm_teardown.model.records import Fleet, RecordProblem, parse_record, read_meta
+from fm_teardown.model.settings import Settings
+from fm_teardown.model.world import (
+    Endpoint,
+    EndpointOwners,
+    EndpointState,
+    Environment,
+    InventoryStatus,
+    LazyMap,
+    Observation,
+    Pane,
+    PoolEntry,
+    Proc,
+    ProcessTable,
+    SlotClaim,
+    SlotFacts,
+    TaskTmp,
+    TmuxInventory,
+)
+from fm_teardown.observe.claim import read_claim
+from fm_teardown.observe.endpoint import ProcessClass, classify, endpoint_of, panes_by_window
+from fm_teardown.observe.gitdir import common_dir, slot_git_problem
+from fm_teardown.observe.tasktmp import task_tmp, tmp_root_of
+
+__all__ = [
+    "SETTLE_POLL_SECS",
+    "SETTLE_SECS",
+    "SlotProcs",
+    "assemble",
+    "environment",
+    "executable_problem",
+    "foreign_endpoint",
+    "observe",
+    "procs_by_slot",
+    "ready",
+    "self_and_ancestors",
+    "settled_scans",
+    "writable_problem",
+]
+
+
+def environment(settings: Settings, table: ProcessTable | None = None) -> Environment:
+    return Environment(
+        home=canonical(settings.home) if settings.home and os.path.isabs(settings.home) else None,
+        fm_home=canonical(str(settings.fm_home)),
+        treehouse_bin=settings.treehouse_bin,
+        protected=self_and_ancestors(table) if table is not None else frozenset(),
+        treehouse_problem=executable_problem(settings.treehouse_bin),
+        state_dir_problem=writable_problem(str(settings.state_dir)),
+    )
+
+
+def executable_problem(path: str | None) -> str | None:
+    """Why the pool executable cannot be run; checked while deciding, so that a run never
+    ends the endpoint and the processes only to fail at the return (issue 10)."""
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return (
+            f"the pool executable {path} (FM_TREEHOUSE_BIN or PATH) cannot be used: {exc.strerror}"
+        )
+    if not stat.S_ISREG(st.st_mode) or not os.access(path, os.X_OK):
+        return f"the pool executable {path} (FM_TREEHOUSE_BIN or PATH) is not an executable file"
+    return None
+
+
+def writable_problem(state_dir: str) -> str | None:
+    if os.path.isdir(state_dir) and not os.access(state_dir, os.W_OK | os.X_OK):
+        return (
+            f"the state dir {state_dir} is not writable: the slot lock cannot be taken and the "
+            "record cannot be removed"
+        )
+    return None
+
+
+def self_and_ancestors(table: ProcessTable) -> frozenset[int]:
+    pids: set[int] = set()
+    pid = os.getpid()
+    while pid > 0 and pid not in pids:
+        pids.add(pid)
+        proc = table.procs.get(pid)
+        if proc is None:
+            break
+        pid = proc.ppid
+    return frozenset(pids)
+
+
+def observe(
+    settings: Settings,
+    fleet: Fleet,
+    remembered: Mapping[str, tuple[Proc, ...]] | None = None,
+    *,
+    deciding: Iterable[str] = (),
+) -> Observation:
+    """One pass over the world, with what deciding each task of `deciding` reads worked out
+    (`ready`)."""
+    inventory, table = settled_scans(settings)
+    return ready(assemble(settings, fleet, inventory, table, remembered), fleet, deciding)
+
+
+def ready(obs: Observation, fleet: Fleet, deciding: Iterable[str]) -> Observation:
+    """Work out now everything deciding each task of `deciding` reads, so that `decide` reads
+    values only (no stat, no file, no /proc): TASK's slot facts, tasktmp and endpoint; the
+    endpoints of every task that may own the slot (the records claiming it or a slot nested
+    with it, the records the pool's lease or the slot claim names, the tasks whose endpoints
+    have processes working there) and of a secondmate's child tasks; argv[0] of every
+    process decide may classify or name. One task's dry run still pays for its own slot and
+    its possible owners only; the tasks sharing a slot share its work (the audit stays
+    linear)."""
+    procs = obs.processes.procs
+    by_id, by_holder = fleet.by_lease
+    owners: set[str] = set()
+    slots_done: set[str] = set()
+    for task in deciding:
+        owners.add(task)
+        tmp = obs.tasktmp.get(task)
+        for proc in tmp.procs if tmp is not None else ():
+            proc.argv0  # noqa: B018 - classified (tmux?) and named
+        if fleet.records[task].kind == "secondmate":
+            owners.update(k for k in fleet.children if k.startswith(f"{task}/"))
+        slot = obs.slot_of[task]
+        if slot in slots_done:
+            continue
+        slots_done.add(slot)
+        facts = obs.slots[slot]
+        owners.update(obs.claimants.get(slot, ()))
+        owners.update(obs.nested.get(slot, ()))
+        entry = facts.pool.entry
+        if entry is not None:
+            if entry.lease_id:
+                owners.update(by_id.get(entry.lease_id, ()))
+            if entry.lease_holder:
+                owners.update(by_holder.get(entry.lease_holder, ()))
+                owners.add(entry.lease_holder)
+            reserved = procs.get(entry.owner_pid)
+            if reserved is not None:
+                reserved.argv0  # noqa: B018 - named as the owner of the reservation
+        if facts.claim is not None and facts.claim.task is not None:
+            owners.add(facts.claim.task)
+        for proc in facts.procs:
+            proc.argv0  # noqa: B018 - classified (tmux?) and named
+            owner = obs.endpoint_owner.get(proc.pid)
+            if owner is not None:
+                owners.add(owner)
+    for owner in sorted(owners):
+        if owner in obs.endpoints:
+            obs.endpoints[owner]  # worked out now: decide reads it
+    return obs
+
+
+# How long a listing that shows a window mid-kill is taken again (see `settled_scans`).
+SETTLE_SECS = 0.5
+SETTLE_POLL_SECS = 0.02
+
+
+def settled_scans(settings: Settings) -> tuple[TmuxInventory, ProcessTable]:
+    """The tmux listing and the process scan, taken again while they catch a window mid-kill.
+
+    tmux lists a pane until it has reaped the pane's process and closed the window; caught in
+    between (another task's teardown killing its window), the pane's process is missing from
+    the scan and that task's endpoint would read `unreadable`, live, failing closed on a task
+    that is going away. So while some (not all: a tmux server whose pids this scan cannot see
+    is no transient) live panes' processes are missing, both are taken again, for at most
+    half a second; past that, the listing stands and the endpoint stays unreadable."""
+    deadline = time.monotonic() + SETTLE_SECS
+    while True:
+        inventory = tmux.list_panes(settings)
+        table = processes.scan()
+        if not _mid_kill(inventory, table) or time.monotonic() >= deadline:
+            return inventory, table
+        time.sleep(SETTLE_POLL_SECS)
+
+
+def _mid_kill(inventory: TmuxInventory, table: ProcessTable) -> bool:
+    if inventory.status != InventoryStatus.OK or table.error:
+        return False
+    live = [p for p in inventory.panes if not p.dead]
+    missing = sum(1 for p in live if p.pane_pid not in table.procs)
+    return 0 < missing < len(live)
+
+
+def assemble(
+    settings: Settings,
+    fleet: Fleet,
+    inventory: TmuxInventory,
+    table: ProcessTable,
+    remembered: Mapping[str, tuple[Proc, ...]] | None = None,
+) -> Observation:
+    """Everything but the two scans: split out so tests can feed scans of their own.
+
+    `remembered`: processes of a task's endpoint from a snapshot taken before its window was
+    killed (the re-check under the lock). Those still running with the same start time are
+    still that task's, not unattributed owners of its slot."""
+    # Records share projects and pool directories: resolve each directory once.
+    canon = Canonicalizer()
+
+    slot_of = {tid: canon(r.worktree) for tid, r in fleet.records.items()}
+    project_of = {tid: canon(r.project) for tid, r in fleet.records.items()}
+    invalid_slots = {
+        tid: (tuple(canon(p) for p in bad.claimed) if bad.claimed is not None else None)
+        for tid, bad in fleet.invalid.items()
+    }
+    index = panes_by_window(inventory)
+    # TASK's own endpoint processes from before its window was killed, still running.
+    exact: dict[int, str] = {}
+    for tid, procs_seen in (remembered or {}).items():
+        if tid not in fleet.records:
+            continue
+        for p in procs_seen:
+            now = table.procs.get(p.pid)
+            if now is not None and now.start_time == p.start_time and not now.zombie:
+                exact[p.pid] = tid
+
+    def endpoint(tid: str) -> Endpoint:
+        ep = endpoint_of(fleet.records[tid], inventory, table, index)
+        still = frozenset(pid for pid, t in exact.items() if t == tid)
+        return replace(ep, pids=ep.pids | still) if still else ep
+
+    roots: dict[int, str] = {}
+    if not table.error and inventory.status == InventoryStatus.OK:
+        for tid, r in fleet.records.items():
+            if r.backend == "tmux":
+                for pane in index.get((r.session, r.window_name), ()):
+                    if not pane.dead:
+                        roots[pane.pane_pid] = tid
+    in_slot = SlotProcs(table, slot_of.values())
+
+    def tmp_of(tid: str) -> TaskTmp:
+        tmp = task_tmp(fleet.records[tid].tasktmp or "")  # keys: records with a tasktmp
+        if not tmp.exists or tmp.problem:
+            return tmp
+        return replace(tmp, procs=in_slot.get(tmp_root_of(tmp)))
+
+    tasktmp = LazyMap((tid for tid, r in fleet.records.items() if r.tasktmp), tmp_of)
+    reader = PoolReader(canon)
+    commons: dict[str, str | None] = {}
+    first: dict[str, str] = {}  # canonical slot -> the first record naming it
+    for tid in fleet.records:
+        first.setdefault(slot_of[tid], tid)
+
+    def facts(slot: str) -> SlotFacts:
+        record = fleet.records[first[slot]]
+        procs = in_slot.get(slot)
+        exists = os.path.isdir(slot)
+        project = project_of[first[slot]]
+        if exists and project not in commons:
+            commons[project] = common_dir(project)
+        claim = read_claim(slot) if exists else None
+        if claim is not None and claim.task is not None and claim.task not in fleet.records:
+            claim = replace(
+                claim, foreign_endpoint=foreign_endpoint(settings, claim, inventory, table, index)
+            )
+        return SlotFacts(
+            canonical=slot,
+            exists=exists,
+            claim=claim,
+            pool=reader.view(record.worktree, slot),
+            agents=tuple(p for p in procs if classify(p.name, p.argv0) == ProcessClass.AGENT),
+            procs=procs,
+            git_problem=slot_git_problem(slot, record.project, commons[project])
+            if exists
+            else None,
+        )
+
+    slots = LazyMap(first, facts)
+
+    def pool_entries() -> tuple[PoolEntry, ...]:
+        for slot in slots:
+            slots[slot]  # every slot's pool view read, each state file once
+        return reader.entries()
+
+    return Observation(
+        inventory=inventory,
+        processes=table,
+        env=environment(settings, table),
+        slot_of=slot_of,
+        endpoints=LazyMap(fleet.records, endpoint),
+        slots=slots,
+        invalid_slots=invalid_slots,
+        project_of=project_of,
+        tasktmp=tasktmp,
+        endpoint_owners=EndpointOwners(roots, exact, table),
+        read_pool_entries=pool_entries,
+    )
+
+
+def foreign_endpoint(
+    settings: Settings,
+    claim: SlotClaim,
+    inventory: TmuxInventory,
+    table: ProcessTable,
+    index: dict[tuple[str, str], list[Pane]],
+) -> EndpointState | None:
+    """The endpoint state of a claim's task that has no record here: its record in the
+    claim's home (`<home>/state/<task>.meta`), if any. A record there that cannot be read is
+    `unreadable` (live: fail closed)."""
+    if claim.home is None or claim.task is None:
+        return None
+    state_dir = os.path.join(claim.home, "state")
+    if canonical(state_dir) == canonical(str(settings.state_dir)):
+        return None  # our own state dir: no record of that task here
+    meta = os.path.join(state_dir, f"{claim.task}.meta")
+    try:
+        text, mtime = read_meta(meta)
+        record = parse_record(claim.task, meta, text, mtime)
+    except FileNotFoundError:
+        return None
+    except (RecordProblem, OSError):
+        return EndpointState.UNREADABLE
+    return endpoint_of(record, inventory, table, index).state
+
+
+def _head(path: str) -> str:
+    """A canonical path's first component (`/tmp/x/y` → `/tmp`)."""
+    cut = path.find("/", 1)
+    return path if cut < 0 else path[:cut]
+
+
+class SlotProcs:
+    """The processes working inside a slot (their cwd in it), worked out per slot on demand.
+
+    Deciding one task asks for one or two slots: each is one pass over the processes with a
+    prefix test. The audit asks for every slot: past a few, one `procs_by_slot` pass for all
+    the fleet's slots is cheaper than a pass per slot, and the rest are read from it."""
+
+    FEW = 4
+
+    def __init__(self, table: ProcessTable, slots: Iterable[str]) -> None:
+        self._table = table
+        self._slots = set(slots)
+        self._done: dict[str, tuple[Proc, ...]] = {}
+        self._all: dict[str, list[Proc]] | None = None
+
+    def get(self, slot: str) -> tuple[Proc, ...]:
+        found = self._done.get(slot)
+        if found is not None:
+            return found
+        if self._all is None and len(self._done) >= self.FEW:
+            self._all = procs_by_slot(self._slots, self._table)
+        if self._all is not None and slot in self._slots:
+            found = tuple(self._all.get(slot, ()))
+        else:
+            under = slot.rstrip("/") + "/"
+            found = tuple(
+                p
+                for p in self._table.procs.values()
+                if p.cwd and not p.zombie and (p.cwd == slot or p.cwd.startswith(under))
+            )
+        self._done[slot] = found
+        return found
+
+
+def procs_by_slot(slots: set[str], table: ProcessTable) -> dict[str, list[Proc]]:
+    """Processes whose cwd lies inside each slot. A cwd is matched against its own ancestors
+    (processes x path depth, not processes x slots), and only when its first component is
+    one a slot starts with: most processes of a machine work nowhere near a slot."""
+    out: dict[str, list[Proc]] = {}
+    if not slots:
+        return out
+    heads = None if "/" in slots else {_head(s) for s in slots}
+    for proc in table.procs.values():
+        cwd = proc.cwd
+        if not cwd or proc.zombie or not cwd.startswith("/"):
+            continue
+        if heads is not None and _head(cwd) not in heads:
+            continue
+        for anc in ancestors(cwd):
+            if anc in slots:
+                out.setdefault(anc, []).append(proc)
+    return out
