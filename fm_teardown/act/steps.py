@@ -1,4 +1,4 @@
-"""Acting on a plan (spec §5 "Then act", §7a, §10): endpoint → processes → save → pool → record.
+"""Acting on a plan (spec §5 "Then act", §7a, §10): the steps, in the one order they run.
 
 `run` carries out a decided plan and returns an `Outcome`; it prints, journals and renders
 nothing. Each step records a typed result (`results`: what happened, and so its outcome:
@@ -9,19 +9,32 @@ lock is taken and the world is observed and decided again (through the `replan` 
 decision changed, nothing more is done and the new verdict is reported. Just before each
 destructive call the world is checked again (the window, the pool's lease).
 
-The order, and why:
+The order, and why (written here only; docs/architecture.md points here):
+0. intent: the journal gets the run's intent (task, plan token, steps) before anything is
+   destroyed; a journal that cannot take it refuses the run (unless --no-journal);
 1. endpoint: TASK's own window first, whatever the slot: its agent must stop writing before
-   the slot is judged again, and it is TASK's, so it never needs the slot lock;
-2. (lock, re-observe, re-decide): late writes count, new claimants are seen;
-3. processes: nothing may run in the slot when it is saved and reset;
+   the slot is judged again, and it is TASK's, so it never needs the slot lock. Its agent is
+   first asked to quit with its own harness's keys (`graceful`); then only the window ids
+   seen when deciding are killed, each confirmed right before;
+2. (lock, re-observe, re-decide): under the slot's flock, rule 5 included: late writes
+   count, new claimants are seen; a changed decision stops the run;
+3. processes: nothing may run in the slot when it is saved and reset; tmux, other endpoints
+   and fm's own ancestry are never signalled;
 4. save-discarded (--force): after the processes are ended, so nothing writes to it any more;
    before the pool's reset destroys it;
-5. hooks (spec §10): the fleet's hook files leave the slot before the return;
-6. pool: the return resets the tree and clears the lease, verified in the pool's state;
-7. branch, claim, auth, attribution (spec §10, duties.py): only after a verified return for the
-   branch and the claim; auth and attribution whenever the record goes;
-8. record: tasktmp, sidecars, the meta last, so that a crash anywhere before leaves the
-   record, and the same command re-checks ownership and finishes the job.
+5. hooks (spec §10): the fleet's hook files leave the slot before the return, so the next
+   task in it never fires turn-end signals for a dead one;
+6. pool: the pool's state is read again right before `treehouse return` (conditional on the
+   lease seen), then the return is verified in the state file; an unleased slot the pool
+   would reuse as it is is not returned at all (spec §13.7);
+7. branch, claim (spec §10, duties.py): only after a verified return (or a slot the pool
+   reuses as it is): TASK's branch by compare-and-swap, TASK's own slot claim;
+8. auth, attribution: the hook auth entries TASK's token files name, one cost row, whenever
+   the record goes;
+9. record: tasktmp, the sidecars, the meta last, so that a crash anywhere before leaves the
+   record, and the same command re-checks ownership from scratch and finishes the job.
+A stale slot runs intent, endpoint, auth, attribution and record only: the tree is someone
+else's.
 """
 
 from __future__ import annotations
