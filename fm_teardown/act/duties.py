@@ -43,6 +43,7 @@ from fm_teardown.model.results import (
 )
 from fm_teardown.model.scaffold import SCAFFOLD_PATHS
 from fm_teardown.observe.claim import still_names
+from fm_teardown.observe.gitdir import read_small
 
 __all__ = [
     "ATTRIBUTION",
@@ -199,16 +200,8 @@ def in_progress(common: str, branch: str) -> Iterator[tuple[str, BranchUse]]:
 
 
 def _small_text(path: str) -> str | None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return os.read(fd, 4096).decode("utf-8", "surrogateescape").strip()
-    finally:
-        os.close(fd)
+    text = read_small(path)
+    return None if text is None else text.strip()
 
 
 def _main_worktree(common: str) -> str:

@@ -15,14 +15,14 @@ import stat
 
 from fm_teardown.model.paths import canonical
 
-__all__ = ["common_dir", "slot_git_problem"]
+__all__ = ["common_dir", "read_small", "slot_git_problem"]
 
 _MAX = 4096
 
 
-def _read_small(path: str) -> str | None:
+def read_small(path: str) -> str | None:
     """The text of a small regular file, never through a symlink or a FIFO; None if it is not
-    one."""
+    one. Bytes that are not UTF-8 survive (surrogateescape): the text names paths and refs."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -30,7 +30,7 @@ def _read_small(path: str) -> str | None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        return os.read(fd, _MAX).decode("utf-8", "replace")
+        return os.read(fd, _MAX).decode("utf-8", "surrogateescape")
     except OSError:
         return None
     finally:
@@ -57,14 +57,14 @@ def common_dir(project: str) -> str | None:
     if stat.S_ISDIR(st.st_mode):
         gitdir = canonical(dotgit)
     elif stat.S_ISREG(st.st_mode):
-        text = _read_small(dotgit)
+        text = read_small(dotgit)
         found = _gitdir_line(text, project) if text is not None else None
         if found is None:
             return None
         gitdir = found
     else:
         return None
-    common = _read_small(os.path.join(gitdir, "commondir"))
+    common = read_small(os.path.join(gitdir, "commondir"))
     if common is not None and common.strip():
         return canonical(os.path.normpath(os.path.join(gitdir, common.strip())))
     return gitdir
@@ -89,7 +89,7 @@ def slot_git_problem(slot: str, project: str, project_common: str | None) -> str
             f"slot {slot}: .git is a directory, a repository of its own, not a linked "
             f"worktree of {project}"
         )
-    text = _read_small(dotgit)
+    text = read_small(dotgit)
     target = _gitdir_line(text, slot) if text is not None else None
     if target is None:
         return f"slot {slot}: .git does not name a git dir (no 'gitdir:' line)"
@@ -100,7 +100,7 @@ def slot_git_problem(slot: str, project: str, project_common: str | None) -> str
             f"slot {slot}: .git names {target}, which is not a worktree git dir of the "
             f"project's repository {project_common}"
         )
-    back = _read_small(os.path.join(target, "gitdir"))
+    back = read_small(os.path.join(target, "gitdir"))
     named = _gitdir_line("gitdir: " + back, target) if back is not None else None
     if named is None:
         return f"slot {slot}: its git dir {target} has no readable gitdir file"
