@@ -61,7 +61,7 @@ def run(args: list[str]) -> int:
         s = settings.load(None)
     except FmError as err:
         sys.stderr.write(f"error: {_bare(err.message)}\n")
-        return script_exit(int(err.exit_code), err.message)
+        return script_exit(int(err.exit_code), gate=err.gate)
     try:
         record = load_record(s.state_dir, task)
     except FmError:
@@ -77,10 +77,10 @@ def run(args: list[str]) -> int:
         sys.stderr.write(lead_line(outcome) + "\n")
         for hint in outcome.hints:
             sys.stderr.write(f"hint: {hint}\n")
-        return script_exit(outcome.exit_code, lead_line(outcome))
+        return script_exit(outcome.exit_code, gate=outcome.gate)
     if outcome.exit_code != 0:
         report.render_firstmate(outcome, lead=lead_line(outcome))
-        return script_exit(outcome.exit_code, lead_line(outcome))
+        return script_exit(outcome.exit_code, gate=outcome.gate)
     report.render_firstmate(outcome, lead=None)
     assert record is not None
     print(f"teardown {task} complete (window {record.window}, worktree {record.worktree})")
@@ -90,17 +90,13 @@ def run(args: list[str]) -> int:
     return 0
 
 
-def script_exit(code: int, lead: str) -> int:
+def script_exit(code: int, *, gate: bool = False) -> int:
     """The script's exit code for fm's, once the task id is valid: 0 done, 3 the gate refusal
     (the script's own code for it), 130 an interrupt, 1 for every other refusal and error
     (a missing record included: the script's `error: no meta for task`)."""
-    from fm_teardown.observe.gate import MESSAGE
-
     if code in (0, 130):
         return code
-    if lead.startswith(MESSAGE):
-        return 3
-    return 1
+    return 3 if gate else 1
 
 
 def operator_lines(outcome: object) -> list[str]:

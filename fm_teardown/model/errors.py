@@ -56,11 +56,15 @@ class FmError(Exception):
         hints: tuple[str, ...] = (),
         *,
         unchanged: bool = False,
+        gate: bool = False,
     ) -> None:
         super().__init__(message)
         self.verdict = verdict
         self.message = message
         self.hints = hints
+        # The no-mistakes gate's refusal: firstmate's drop-in exits 3 for it, as the script
+        # did (a fact carried with the error, never read back from its words).
+        self.gate = gate
         # A refusal made before anything was done: shown with what the run changed after it
         # (`messages.reasons`), never written into `message`.
         self.unchanged = unchanged

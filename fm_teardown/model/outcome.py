@@ -44,6 +44,7 @@ class Outcome:
     # A refusal: the first reason is followed, when shown, by what this run changed (nothing,
     # or the steps it had already done); `messages.reasons` writes that tail.
     tail: bool = False
+    gate: bool = False  # ended by the no-mistakes gate's refusal (FmError.gate)
 
     @property
     def refused(self) -> bool:
@@ -82,4 +83,5 @@ class Outcome:
             reasons=(err.message,),
             hints=err.hints,
             tail=err.unchanged,
+            gate=err.gate,
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from fm_teardown.model.errors import FmError, unsafe
+from fm_teardown.model.errors import FmError, Verdict
 from fm_teardown.model.paths import ancestors, canonical
 from fm_teardown.observe.gitdir import common_dir
 
@@ -37,7 +37,7 @@ def refusal(env: Mapping[str, str], cwd: str) -> FmError | None:
     if env.get("FM_GATE_REFUSE_BYPASS") == "1":
         return None
     if "NO_MISTAKES_GATE" in env:
-        return unsafe(f"{MESSAGE} (NO_MISTAKES_GATE set)")
+        return FmError(Verdict.UNSAFE, f"{MESSAGE} (NO_MISTAKES_GATE set)", gate=True)
     here = canonical(os.path.abspath(cwd))
     gate = _gate_repo(here)
     if gate is None:
@@ -48,5 +48,7 @@ def refusal(env: Mapping[str, str], cwd: str) -> FmError | None:
                 gate = _gate_repo(common) if common else None
                 break
     if gate is not None:
-        return unsafe(f"{MESSAGE} (inside a no-mistakes gate worktree: {gate})")
+        return FmError(
+            Verdict.UNSAFE, f"{MESSAGE} (inside a no-mistakes gate worktree: {gate})", gate=True
+        )
     return None
