@@ -359,6 +359,15 @@ class Fleet:
             raise AssertionError(f"not one JSON object: {r.stdout!r} / {r.stderr!r}") from exc
         return r.returncode, doc
 
+    def journal(self, *, intents: bool = False) -> list[dict[str, Any]]:
+        """The journal's lines: the result lines only, or with `intents` the intent lines a
+        real run writes before acting too."""
+        path = self.data / "teardown-log.jsonl"
+        if not path.exists():
+            return []
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        return lines if intents else [e for e in lines if e.get("phase") != "intent"]
+
     def fm_paused(self, boundary: str, *args: str) -> tuple[subprocess.Popen[str], Path]:
         """Start `fm teardown ... --json` paused at a step boundary (FM_TEST_FAULT): returns
         the process and the pause file; remove the file to let the run go on."""

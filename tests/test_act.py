@@ -37,12 +37,7 @@ def pool_entry(fleet: Fleet, slot: Path) -> dict[str, Any]:
 
 
 def journal(fleet: Fleet) -> list[dict[str, Any]]:
-    path = fleet.data / "teardown-log.jsonl"
-    if not path.exists():
-        return []
-    # The result lines (a real run's intent line before acting is not one).
-    lines = [json.loads(line) for line in path.read_text().splitlines()]
-    return [e for e in lines if e.get("phase") != "intent"]
+    return fleet.journal()
 
 
 def outcomes(doc: dict[str, Any]) -> list[tuple[str, str]]:

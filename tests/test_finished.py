@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -223,17 +221,7 @@ def test_an_interrupt_at_any_step_boundary_stops_the_batch(
         for suffix in ("note", "status"):
             (fleet.state / f"{t.id}.{suffix}").write_text("x\n")
     before = fleet.snapshot(y.slot)
-    pause = fleet.root / "pause"
-    pause.touch()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "fm_teardown", "teardown", x.id, y.id, "--json"],
-        cwd=fleet.fm_home,
-        env=fleet.env(FM_TEST_FAULT=f"pause:{boundary}:{pause}"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    wait_for(lambda: Path(f"{pause}.reached").exists(), what=f"the first task at {boundary}")
+    proc, pause = fleet.fm_paused(boundary, x.id, y.id)
     proc.send_signal(sig)
     time.sleep(0.1)  # let the handler run while still paused: the signal lands mid-step
     pause.unlink()

@@ -12,8 +12,7 @@ from tests.fleet import Fleet, Task, gone, tid
 
 
 def journal(fleet: Fleet) -> list[dict[str, Any]]:
-    path = fleet.data / "teardown-log.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return fleet.journal(intents=True)
 
 
 def task(fleet: Fleet, name: str) -> Task:

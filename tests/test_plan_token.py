@@ -6,7 +6,6 @@ nothing else does (two dry runs of an unchanged fleet give the same token).
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 from collections.abc import Callable
@@ -27,8 +26,7 @@ def token_of(fleet: Fleet, task: str, *extra: str) -> str:
 
 
 def journal(fleet: Fleet) -> list[dict[str, Any]]:
-    path = fleet.data / "teardown-log.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return fleet.journal(intents=True)
 
 
 def base(fleet: Fleet, name: str) -> Task:

@@ -109,12 +109,7 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 
 def journal(fleet: Fleet) -> list[dict[str, Any]]:
-    path = fleet.data / "teardown-log.jsonl"
-    if not path.exists():
-        return []
-    # The result lines (a real run's intent line before acting is not one).
-    lines = [json.loads(x) for x in path.read_text().splitlines()]
-    return [e for e in lines if e.get("phase") != "intent"]
+    return fleet.journal()
 
 
 def live_owner_ids(doc: dict[str, Any]) -> list[str]:

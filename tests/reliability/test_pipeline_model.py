@@ -402,12 +402,7 @@ def build(fleet: Fleet, world: World) -> Built:
 
 
 def journal(fleet: Fleet) -> list[dict[str, Any]]:
-    path = fleet.data / "teardown-log.jsonl"
-    if not path.exists():
-        return []
-    # The result lines (a real run's intent line before acting is not one).
-    lines = [json.loads(line) for line in path.read_text().splitlines()]
-    return [e for e in lines if e.get("phase") != "intent"]
+    return fleet.journal()
 
 
 def pool_entries(fleet: Fleet) -> dict[str, dict[str, Any]]:
