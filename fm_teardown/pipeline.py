@@ -24,8 +24,6 @@ __all__ = [
     "Guard",
     "NotSelected",
     "decide_with_landed",
-    "expected_plan_refusal",
-    "landed_facts",
     "load",
     "plan",
     "teardown",
@@ -64,7 +62,7 @@ def plan(
     return Planned(decision, fleet, obs, landed, inputs, fingerprint.token(inputs))
 
 
-def landed_facts(settings: Settings, record: Record, *, fetch: bool) -> LandedLike:
+def _landed_facts(settings: Settings, record: Record, *, fetch: bool) -> LandedLike:
     """Rule 5's facts for TASK's own slot (gathered only once rules 1-4 let TASK go on)."""
     from fm_teardown.observe.landed import check_landed
 
@@ -95,7 +93,7 @@ def decide_with_landed(
     fetching = (not flags.dry_run) if fetch is None else fetch
 
     def gather(records: Sequence[Record]) -> dict[str, LandedLike]:
-        return {r.task_id: landed_facts(settings, r, fetch=fetching) for r in records}
+        return {r.task_id: _landed_facts(settings, r, fetch=fetching) for r in records}
 
     decision, found = decide.decide_with_landed(task, fleet, obs, flags, gather)
     if facts is not None and found is not None:
@@ -103,7 +101,7 @@ def decide_with_landed(
     return decision
 
 
-def expected_plan_refusal(planned: Planned, expected: str, *, dry_run: bool) -> Outcome | None:
+def _expected_plan_refusal(planned: Planned, expected: str, *, dry_run: bool) -> Outcome | None:
     """`--expect-plan`: None when the first decision gives the approved token; else a refusal
     naming what changed (exit 4 when the owners did, else 5), and nothing is done."""
     d = planned.decision
@@ -124,12 +122,11 @@ def expected_plan_refusal(planned: Planned, expected: str, *, dry_run: bool) -> 
             f"the plan changed since it was approved (expected {expected}, now "
             f"{planned.plan_id}): {what}"
         )
-    reason = f"REFUSED: {say}"
     verdict = Verdict.LIVE_OWNER if "owners" in names else Verdict.UNSAFE
     refused = replace(
         d,
         verdict=verdict,
-        reasons=(reason,),
+        reasons=(say,),
         headline=say,
         hints=(
             f"review the new plan: fm teardown {d.task} --dry-run; then run it with "
@@ -174,7 +171,7 @@ def teardown(
         if why is not None:
             raise NotSelected(why)
     if flags.expect_plan is not None:
-        refused = expected_plan_refusal(planned, flags.expect_plan, dry_run=flags.dry_run)
+        refused = _expected_plan_refusal(planned, flags.expect_plan, dry_run=flags.dry_run)
         if refused is not None:
             return refused
     if flags.dry_run:
@@ -189,7 +186,7 @@ def teardown(
         return assemble(settings, fleet, inventory, table)
 
     def landed_now(record: Record) -> LandedLike:
-        return landed_facts(settings, record, fetch=False)
+        return _landed_facts(settings, record, fetch=False)
 
     def write_intent(d: Decision) -> str | None:
         return intent(d, planned.plan_id or "") if intent is not None else None

@@ -21,6 +21,7 @@ from unittest import mock
 import pytest
 
 from fm_teardown.decide.rules import Decision, Flags, Unfinished, decide
+from fm_teardown.model import messages
 from fm_teardown.model.errors import ExitCode, Verdict
 from fm_teardown.model.paths import is_within
 from fm_teardown.model.records import Fleet, InvalidRecord, Record, load_fleet
@@ -1056,7 +1057,7 @@ def test_decide_table(name: str) -> None:
         assert d.pool_return is None
         assert d.discarded_owner is None
         assert not d.end_processes
-        assert d.reasons[0].startswith("REFUSED")
+        assert messages.decision_reasons(d)[0].startswith("REFUSED")
     if d.verdict == Verdict.LIVE_OWNER:
         for owner in case.owners:
             assert owner in d.reasons[0]

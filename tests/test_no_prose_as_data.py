@@ -36,10 +36,9 @@ STRING_METHODS = {
 }
 # The words of a refusal's tail: only the renderer writes them.
 TAIL_WORDS = ("nothing was changed", "already done by this run", "nothing else was changed")
+# A refusal's lead: kept as a typed fact (`Lead`), its words written by the renderer alone.
+LEAD_WORDS = ("REFUSED: ",)
 RENDERER = "model/messages.py"
-# Known and left for later: whether an error's line is printed as it is (`REFUSED: …`,
-# `error: …`) or after `fm: `/`error: ` is still read from its first word.
-KNOWN = {("report/human.py", "render_error"), ("commands/firstmate.py", "_bare")}
 
 
 def _prose(node: ast.AST) -> bool:
@@ -69,8 +68,6 @@ class _Scan(ast.NodeVisitor):
         self.docstrings = _docstrings(tree)
 
     def _say(self, node: ast.AST, what: str) -> None:
-        if (self.name, self.function) in KNOWN:
-            return
         line = getattr(node, "lineno", 0)
         self.found.append(f"{self.name}:{line} ({self.function or 'module'}): {what}")
 
@@ -109,6 +106,13 @@ class _Scan(ast.NodeVisitor):
             and any(w in node.value for w in TAIL_WORDS)
         ):
             self._say(node, f"writes a refusal's tail: {node.value!r}")
+        if (
+            self.name != RENDERER
+            and isinstance(node.value, str)
+            and id(node) not in self.docstrings
+            and node.value.startswith(LEAD_WORDS)
+        ):
+            self._say(node, f"writes a refusal's lead: {node.value!r}")
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
         for part in node.values:
@@ -144,7 +148,8 @@ def test_the_scan_sees_each_kind_of_match(tmp_path: Path) -> None:
         "    g = f'{a}; nothing was changed'\n"
         "    detail = s.text\n"
         "    h = detail.startswith('removed')\n"
-        "    return a, b, c, d, e, g, h\n"
+        "    i = f'REFUSED: {h}'\n"
+        "    return a, b, c, d, e, g, h, i\n"
     )
     (tmp_path / "good.py").write_text(
         '"""Says: nothing was changed (a docstring only describes)."""\n'
@@ -161,4 +166,5 @@ def test_the_scan_sees_each_kind_of_match(tmp_path: Path) -> None:
         ["bad.py", "6 (f)"],
         ["bad.py", "7 (f)"],
         ["bad.py", "9 (f)"],
+        ["bad.py", "10 (f)"],
     ]

@@ -21,7 +21,7 @@ from fm_teardown.model.paths import canonical
 from fm_teardown.model.records import Record
 from fm_teardown.model.values import value
 
-__all__ = ["DiscardedRef", "restore_dir", "save_discarded"]
+__all__ = ["DiscardedRef", "save_discarded"]
 
 _git = runner.git
 _HEX_OID = runner.HEX_OID
@@ -51,7 +51,7 @@ def _utc_stamp(now: datetime) -> str:
     return _utc(now).strftime("%Y%m%dT%H%M%SZ")
 
 
-def restore_dir(record: Record, stamp: str, owner: str | None = None) -> str:
+def _restore_dir(record: Record, stamp: str, owner: str | None = None) -> str:
     """Where the restore command checks the saved work out: beside the project, never in
     the slot (which the pool may by then have handed to another task)."""
     project = os.path.normpath(record.project)
@@ -125,7 +125,7 @@ def save_discarded(record: Record, now: datetime, owner: str | None = None) -> D
             "--ref",
             ref,
             "--to",
-            restore_dir(record, stamp, owner),
+            _restore_dir(record, stamp, owner),
             owner,
         ]
     )

@@ -52,14 +52,10 @@ __all__ = [
     "SCHEMA_LINE",
     "DutyWarning",
     "append_attribution",
-    "attribution_row",
-    "auth_dirs",
     "delete_branch",
-    "in_progress",
     "remove_auth_entries",
     "remove_hooks",
     "remove_own_claim",
-    "unlink_inside",
 ]
 
 _TOKEN = re.compile(r"[A-Za-z0-9._-]+")
@@ -83,13 +79,13 @@ def remove_hooks(slot: str) -> HooksResult:
         if rel in kept:
             files.append(HookFile(rel, tracked=True))
             continue
-        outcome = unlink_inside(slot, rel)
+        outcome = _unlink_inside(slot, rel)
         if outcome.what != UnlinkWhat.ABSENT:
             files.append(HookFile(rel, tracked=False, unlinked=outcome))
     return HooksResult(HooksWhat.DONE if files else HooksWhat.NONE, tuple(files))
 
 
-def unlink_inside(root: str, rel: str, *, single: bool = False) -> Unlinked:
+def _unlink_inside(root: str, rel: str, *, single: bool = False) -> Unlinked:
     """Unlink `root/rel` without following a symlink anywhere on the way: removed, absent, or
     why it was left. `single`: a regular file is removed only when it has one link."""
     parts = rel.split("/")
@@ -154,7 +150,7 @@ def delete_branch(project: str, branch: str, commit: str, default: str | None) -
     common = runner.git(project, "rev-parse", "--path-format=absolute", "--git-common-dir")
     if not common.ok or not os.path.isabs(common.text):
         return replace(seen, what=BranchWhat.NO_GIT_DIR, error=common.why())
-    busy = next(in_progress(common.text, branch), None)
+    busy = next(_in_progress(common.text, branch), None)
     if busy is not None:
         return replace(seen, what=BranchWhat.KEPT_IN_USE, worktree=busy[0], use=busy[1])
     r = runner.git(project, "update-ref", "-d", ref, commit)
@@ -173,7 +169,7 @@ _OPERATIONS = (
 )
 
 
-def in_progress(common: str, branch: str) -> Iterator[tuple[str, BranchUse]]:
+def _in_progress(common: str, branch: str) -> Iterator[tuple[str, BranchUse]]:
     """(worktree, what it is doing) for every worktree of the repository whose git dir says
     an operation in progress works on `branch` (a rebase, a bisect), or has it checked out:
     `git worktree list` shows neither a rebased nor a bisected branch."""
@@ -238,7 +234,7 @@ def remove_own_claim(path: str, task: str) -> ClaimResult:
 # -- hook auth entries --------------------------------------------------------------------------
 
 
-def auth_dirs(home: str | None, grok_home: str | None) -> dict[str, str | None]:
+def _auth_dirs(home: str | None, grok_home: str | None) -> dict[str, str | None]:
     """token sidecar suffix -> the directory of the entries it names."""
     return {
         "grok-turnend-token": os.path.join(grok_home, "hooks", "fm-turn-end.d")
@@ -253,7 +249,7 @@ def remove_auth_entries(
 ) -> AuthResult:
     removed: list[str] = []
     warnings: list[str] = []
-    for suffix, directory in auth_dirs(home, grok_home).items():
+    for suffix, directory in _auth_dirs(home, grok_home).items():
         token_file = os.path.join(state_dir, f"{task}.{suffix}")
         try:
             text, _ = read_meta(token_file)
@@ -269,7 +265,7 @@ def remove_auth_entries(
         if directory is None:
             warnings.append(f"no home to find the entry of {token_file} in: not removed")
             continue
-        outcome = unlink_inside(directory, token, single=True)
+        outcome = _unlink_inside(directory, token, single=True)
         if outcome.removed:
             removed.append(os.path.join(directory, token))
         elif outcome.what != UnlinkWhat.ABSENT:
@@ -297,7 +293,7 @@ def _utc(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def attribution_row(record: Record, now: float) -> str:
+def _attribution_row(record: Record, now: float) -> str:
     """The row exactly as firstmate writes it: 9 tab-separated, escaped fields."""
     started = record.started_at or _utc(record.mtime_ns / 1e9)
     fields = (
@@ -355,7 +351,7 @@ def append_attribution(
             raise DutyWarning(f"{path}: {exc.strerror}; the row is not appended") from None
         try:
             existing = _read_all(fd)
-            row = attribution_row(record, now)
+            row = _attribution_row(record, now)
             same_run = row[: row.rindex("\t") + 1].encode()
             if any(line.startswith(same_run) for line in existing.splitlines()):
                 return AttributionResult(AttributionWhat.ALREADY_THERE, record.task_id, path)

@@ -26,9 +26,6 @@ __all__ = [
     "QUIT_KEYS",
     "Farewell",
     "ask_to_quit",
-    "foreground_agents",
-    "harness_of",
-    "shown_keys",
 ]
 
 ENTER = ("Enter", False)
@@ -54,11 +51,11 @@ QUIT_KEYS: tuple[tuple[str, tuple[tuple[str, bool], ...]], ...] = (
 )
 
 
-def shown_keys(keys: tuple[tuple[str, bool], ...]) -> str:
+def _shown_keys(keys: tuple[tuple[str, bool], ...]) -> str:
     return " ".join(text for text, _ in keys)
 
 
-def harness_of(proc: Proc) -> str | None:
+def _harness_of(proc: Proc) -> str | None:
     """The harness whose quit keys `proc` answers to, or None (an agent fm has no keys for)."""
     names = [os.path.basename(n).lstrip("-").lower() for n in (proc.name, proc.argv0) if n]
     for harness, _ in QUIT_KEYS:
@@ -84,7 +81,7 @@ def _groups(pid: int) -> tuple[int, int] | None:
         return None
 
 
-def foreground_agents(pane: Pane, table: ProcessTable) -> tuple[str | None, list[Proc]]:
+def _foreground_agents(pane: Pane, table: ProcessTable) -> tuple[str | None, list[Proc]]:
     """The harness and the agent processes of the pane's foreground process group, when that
     group holds agents of one harness and otherwise only shells; else (None, [])."""
     if pane.dead:
@@ -106,7 +103,7 @@ def foreground_agents(pane: Pane, table: ProcessTable) -> tuple[str | None, list
             return None, []  # something else has the keyboard
         if kind == ProcessClass.AGENT:
             agents.append(proc)
-            harnesses.add(harness_of(proc))
+            harnesses.add(_harness_of(proc))
     if not agents or len(harnesses) != 1 or None in harnesses:
         return None, []
     return harnesses.pop(), agents
@@ -128,14 +125,14 @@ def ask_to_quit(settings: Settings, panes: list[Pane], table: ProcessTable) -> F
     asked: list[str] = []
     waiting: list[Proc] = []
     for pane in panes:
-        harness, agents = foreground_agents(pane, table)
+        harness, agents = _foreground_agents(pane, table)
         if harness is None:
             continue
         keys = keys_of[harness]
         if not tmux.send_keys(settings, pane.pane_id, keys):
             continue
         for proc in agents:
-            asked.append(f"{proc.name} ({proc.pid}): {shown_keys(keys)}")
+            asked.append(f"{proc.name} ({proc.pid}): {_shown_keys(keys)}")
             waiting.append(proc)
     if not waiting:
         return Farewell()

@@ -51,10 +51,10 @@ from fm_teardown.act import faults, gitlock, graceful
 from fm_teardown.act.lock import slot_lock
 from fm_teardown.adapters import interrupts, pool, processes, tmux
 from fm_teardown.adapters.interrupts import Interrupted
-from fm_teardown.decide.ownership import lease_name, lease_task
 from fm_teardown.decide.sparing import never_signalled
 from fm_teardown.model import messages
-from fm_teardown.model.errors import ExitCode, FmError, Verdict
+from fm_teardown.model.errors import ExitCode, FmError, Lead, Verdict
+from fm_teardown.model.leases import lease_name, lease_task
 from fm_teardown.model.outcome import Outcome, Signal
 from fm_teardown.model.paths import canonical, is_within
 from fm_teardown.model.plan import Decision, Flags, LandedLike, Planned, Step, StepName, StepOutcome
@@ -94,9 +94,7 @@ __all__ = [
     "StepFailed",
     "boundary",
     "changed",
-    "check_pool_before_return",
     "outcome",
-    "recheck_landed",
     "run",
     "sidecars",
     "step_attribution",
@@ -185,9 +183,7 @@ def run(settings: Settings, planned: Planned, flags: Flags, seams: Seams) -> Out
     decided_windows = planned.observation.endpoints[d.task].window_ids
     unjournalled = seams.intent(d)
     if unjournalled is not None:
-        reason = (
-            f"REFUSED: {unjournalled}: a real run journals its intent before it changes anything"
-        )
+        reason = f"{unjournalled}: a real run journals its intent before it changes anything"
         refused = replace(
             d,
             verdict=Verdict.UNSAFE,
@@ -489,7 +485,7 @@ def step_save(run: Run, record: Record, owner: str) -> None:
     )
 
 
-def check_pool_before_return(run: Run, record: Record, d: Decision) -> None:
+def _check_pool_before_return(run: Run, record: Record, d: Decision) -> None:
     """Right before `treehouse return`: the pool's state file read again and the slot path
     resolved again (spec §7a). A lease that is not TASK's stops the run (4, naming it); a path that
     no longer resolves to the decided slot stops it too (1)."""
@@ -525,8 +521,9 @@ def check_pool_before_return(run: Run, record: Record, d: Decision) -> None:
 def _refused_at_pool(path: str, owner: str, what: str) -> None:
     raise FmError(
         Verdict.LIVE_OWNER,
-        f"REFUSED: {owner} {what}: slot {path} is owned by another live task: {owner}",
+        f"{owner} {what}: slot {path} is owned by another live task: {owner}",
         (f"let {owner} finish, then re-run",),
+        lead=Lead.REFUSED,
     )
 
 
@@ -543,7 +540,7 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
         if os.path.isdir(project) and not is_within(project, d.slot)
         else str(s.state_dir if s.state_dir.is_dir() else "/")
     )
-    check_pool_before_return(run, record, d)
+    _check_pool_before_return(run, record, d)
     if _pool_reuses_as_is(run, record, d):
         return
     result = pool.run_return(bin_, pr.argv, cwd, s.treehouse_timeout)
@@ -578,7 +575,7 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
                 ),
             )
         run.warnings.append(f"removed provably-stale git lock {lock} ({verdict.reason})")
-        recheck_landed(run, record)
+        _recheck_landed(run, record)
         result = pool.run_return(bin_, pr.argv, cwd, s.treehouse_timeout)
         break
     view = pool.fresh_view(record.worktree, d.slot)
@@ -630,7 +627,7 @@ def _pool_reuses_as_is(run: Run, record: Record, d: Decision) -> bool:
     return True
 
 
-def recheck_landed(run: Run, record: Record) -> None:
+def _recheck_landed(run: Run, record: Record) -> None:
     """After removing a stale lock, the safety checks run again before the return."""
     if run.flags.force or record.kind != "ship":
         return
@@ -860,4 +857,5 @@ def outcome(
         interrupted=interrupted,
         acted=True,
         tail=(verdict == d.verdict and d.refused) if tail is None else tail,
+        lead=Lead.REFUSED if verdict == d.verdict and d.refused else Lead.PLAIN,
     )

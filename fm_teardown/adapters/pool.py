@@ -24,14 +24,13 @@ __all__ = [
     "read_state",
     "reusable_as_is",
     "run_return",
-    "state_file_candidates",
 ]
 
 STATE_FILE = "treehouse-state.json"
 MAX_STATE_BYTES = 16 * 1024 * 1024
 
 
-def state_file_candidates(recorded: str, slot: str) -> list[str]:
+def _state_file_candidates(recorded: str, slot: str) -> list[str]:
     """Where the pool's state file for this slot may be: beside the canonical slot and beside
     the recorded spelling (a symlinked alias may live in another tree)."""
     out = []
@@ -112,7 +111,7 @@ class PoolReader:
 
     def view(self, recorded: str, slot: str) -> PoolView:
         first_file: str | None = None
-        for path in state_file_candidates(recorded, slot):
+        for path in _state_file_candidates(recorded, slot):
             entries, error = self._read(path)
             if error:
                 return PoolView(path, None, error)

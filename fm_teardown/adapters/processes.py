@@ -12,9 +12,16 @@ import time
 from dataclasses import dataclass, field
 
 from fm_teardown.adapters import interrupts
-from fm_teardown.model.world import Proc, ProcessTable, read_argv0
+from fm_teardown.model.world import Proc, ProcessTable
 
-__all__ = ["Signalled", "same_process", "scan", "send", "terminate"]
+__all__ = [
+    "Signalled",
+    "read_argv0",
+    "same_process",
+    "scan",
+    "send",
+    "terminate",
+]
 
 
 def scan() -> ProcessTable:
@@ -62,6 +69,21 @@ def _read(path: str) -> bytes | None:
         os.close(fd)
 
 
+def read_argv0(pid: int) -> str:
+    """argv[0] of `pid` from /proc ("" when it cannot be read)."""
+    try:
+        fd = os.open(f"/proc/{pid}/cmdline", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        raw = os.read(fd, 4096)
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+    return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+
+
 def _scan_proc() -> ProcessTable:
     boot, ticks = _clock() or (0.0, 100)
     procs: dict[int, Proc] = {}
@@ -92,8 +114,16 @@ def _scan_proc() -> ProcessTable:
             base = os.path.basename(argv0)
             if argv0 and base.startswith(comm):
                 name = base
+        start = (float(start_ticks) / ticks) + boot
         procs[pid] = Proc(
-            pid, ppid, name, argv0, cwd or None, (float(start_ticks) / ticks) + boot, state == b"Z"
+            pid,
+            ppid,
+            name,
+            argv0,
+            cwd or None,
+            start,
+            state == b"Z",
+            read_argv0=read_argv0,
         )
         children.setdefault(ppid, []).append(pid)
     return ProcessTable(procs, None, {k: tuple(v) for k, v in children.items()})

@@ -14,7 +14,7 @@ import errno
 import os
 import stat
 
-__all__ = ["LinkRefused", "append_line", "needs_newline", "open_single", "problem"]
+__all__ = ["LinkRefused", "append_line", "open_single", "problem"]
 
 
 class LinkRefused(OSError):
@@ -57,7 +57,7 @@ def open_single(path: str, flags: int, mode: int = 0o644) -> int:
     return fd
 
 
-def needs_newline(fd: int) -> bool:
+def _needs_newline(fd: int) -> bool:
     """Does the file's last byte lack a newline (a non-empty file whose last line is open)?"""
     size = os.fstat(fd).st_size
     return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
@@ -68,7 +68,7 @@ def append_line(path: str, line: bytes) -> None:
     Raises `LinkRefused` or another `OSError`; the caller warns and goes on."""
     fd = open_single(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     try:
-        payload = (b"\n" if needs_newline(fd) else b"") + line
+        payload = (b"\n" if _needs_newline(fd) else b"") + line
         os.write(fd, payload)  # one write: appends of several fm runs never interleave
     finally:
         os.close(fd)

@@ -29,9 +29,6 @@ __all__ = [
     "other_servers",
     "run",
     "send_keys",
-    "server_args",
-    "socket_dir",
-    "socket_problem",
 ]
 
 SEP = "\x1f"
@@ -64,7 +61,7 @@ class TmuxResult:
     timed_out: bool = False
 
 
-def server_args(settings: Settings) -> list[str]:
+def _server_args(settings: Settings) -> list[str]:
     args = ["-u"]
     if settings.tmux_socket_path:
         args.append(f"-S{settings.tmux_socket_path}")
@@ -77,7 +74,7 @@ def run(settings: Settings, *args: str) -> TmuxResult:
     from libtmux import exc
     from libtmux.common import tmux_cmd
 
-    argv = [*server_args(settings), *args]
+    argv = [*_server_args(settings), *args]
     box: dict[str, object] = {}
 
     def call() -> None:
@@ -126,12 +123,12 @@ def _absent(stderr: list[str]) -> bool:
     return any(marker in text for marker in _ABSENT)
 
 
-def socket_dir() -> str:
+def _socket_dir() -> str:
     """Where tmux keeps the sockets of `-L NAME` and the default server."""
     return os.path.join(os.environ.get("TMUX_TMPDIR") or "/tmp", f"tmux-{os.getuid()}")
 
 
-def socket_problem(settings: Settings) -> str | None:
+def _socket_problem(settings: Settings) -> str | None:
     """Why FM_TMUX_SOCKET or FM_TMUX_SOCKET_NAME cannot name a server, or None.
 
     A socket that does not exist, or is not a socket, is a wrong setting, not "no server":
@@ -141,7 +138,7 @@ def socket_problem(settings: Settings) -> str | None:
     path = settings.tmux_socket_path
     var = "FM_TMUX_SOCKET"
     if not path and settings.tmux_socket_name:
-        path = os.path.join(socket_dir(), settings.tmux_socket_name)
+        path = os.path.join(_socket_dir(), settings.tmux_socket_name)
         var = f"FM_TMUX_SOCKET_NAME={settings.tmux_socket_name}"
     if not path:
         return None
@@ -211,7 +208,7 @@ def _default_doubt() -> str | None:
     """No server answers on the default socket: authoritative only when no tmux server of
     this user runs at all; otherwise fm may simply be looking at the wrong server."""
     servers = other_servers()
-    default = os.environ.get("TMUX", "").split(",")[0] or os.path.join(socket_dir(), "default")
+    default = os.environ.get("TMUX", "").split(",")[0] or os.path.join(_socket_dir(), "default")
     if servers is None:
         return (
             f"no tmux server answers on the default socket {default}, and whether another "
@@ -231,7 +228,7 @@ def _default_doubt() -> str | None:
 
 def list_panes(settings: Settings) -> TmuxInventory:
     """Every pane of the server in one call (no subprocess per task)."""
-    problem = socket_problem(settings)
+    problem = _socket_problem(settings)
     if problem:
         return TmuxInventory(InventoryStatus.ERROR, error=problem)
     result = run(settings, "list-panes", "-a", "-F", PANE_FORMAT)

@@ -37,16 +37,11 @@ __all__ = [
     "Result",
     "Selection",
     "Skipped",
-    "batch_json",
     "exit_code",
     "interrupted_before_acting",
     "named",
-    "render_selection",
-    "render_summary",
-    "result_json",
     "run",
     "select_landed",
-    "what_was_done",
 ]
 
 
@@ -201,7 +196,7 @@ def run(
     results: list[Result] = []
     progress = not json_out and sys.stderr.isatty()
     if landed and not json_out:
-        render_selection(selection)
+        _render_selection(selection)
     returned: dict[str, str] = {}  # slot -> the task of this batch that returned it
     stopped = False
     with interrupts.while_batch():
@@ -242,7 +237,7 @@ def run(
                 break
         code = exit_code(results, interrupted=stopped)
         if json_out:
-            doc = batch_json(results, dry_run=flags.dry_run, code=code)
+            doc = _batch_json(results, dry_run=flags.dry_run, code=code)
             if landed:
                 doc["not_selected"] = [
                     {"task": n.task, "verdict": n.verdict, "reason": n.reason, "opt_in": n.opt_in}
@@ -250,11 +245,11 @@ def run(
                 ]
             report.emit_json(doc)
         else:
-            render_summary(results, code)
+            _render_summary(results, code)
     return code
 
 
-def render_selection(selection: Selection) -> None:
+def _render_selection(selection: Selection) -> None:
     p = report.Printer(sys.stdout)
     tasks = selection.tasks
     p.line(
@@ -282,23 +277,23 @@ def interrupted_before_acting(task: str, flags: Flags) -> Outcome:
     )
 
 
-def result_json(r: Result) -> dict[str, Any]:
+def _result_json(r: Result) -> dict[str, Any]:
     if isinstance(r, Skipped):
         return {"task": r.task, "verdict": "skipped", "exit_code": None, "reasons": [r.why]}
     return report.outcome_json(r)
 
 
-def batch_json(results: list[Result], *, dry_run: bool, code: int) -> dict[str, Any]:
+def _batch_json(results: list[Result], *, dry_run: bool, code: int) -> dict[str, Any]:
     return {
         "schema": report.SCHEMA,
         "batch": True,
         "dry_run": dry_run,
         "exit_code": code,
-        "results": [result_json(r) for r in results],
+        "results": [_result_json(r) for r in results],
     }
 
 
-def what_was_done(r: Result) -> str:
+def _what_was_done(r: Result) -> str:
     if isinstance(r, Skipped):
         return r.why
     d = r.decision
@@ -321,7 +316,7 @@ def what_was_done(r: Result) -> str:
     return "torn down" + ("; slot returned" if returned else "")
 
 
-def render_summary(results: list[Result], code: int) -> None:
+def _render_summary(results: list[Result], code: int) -> None:
     p = report.Printer(sys.stdout)
     p.line(f"summary ({len(results)} task{'s' if len(results) != 1 else ''}, exit {code}):", "bold")
     if not results:
@@ -333,6 +328,6 @@ def render_summary(results: list[Result], code: int) -> None:
         ec = "-" if isinstance(r, Skipped) else str(r.exit_code)
         task = r.task if isinstance(r, Skipped) else (r.task or "")
         p.line(
-            f"  {task:<{width}}  {verdict:<10}  {ec:>3}  {what_was_done(r)}",
+            f"  {task:<{width}}  {verdict:<10}  {ec:>3}  {_what_was_done(r)}",
             VERDICT_STYLE.get(verdict),
         )

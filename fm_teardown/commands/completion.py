@@ -31,7 +31,6 @@ __all__ = [
     "script",
     "script_path",
     "shell_of",
-    "target_of",
     "task_ids",
 ]
 
@@ -188,7 +187,7 @@ def _base(env: Mapping[str, str], var: str, default: Path) -> Path:
     return Path(value) if os.path.isabs(value) else default
 
 
-def target_of(shell: str, env: Mapping[str, str]) -> Path:
+def _target_of(shell: str, env: Mapping[str, str]) -> Path:
     """Where `--install-completion` puts the script of `shell` for this user."""
     home = Path(env.get("HOME") or os.path.expanduser("~"))
     if shell == "bash":
@@ -234,7 +233,7 @@ def install(name: str | None, env: Mapping[str, str] | None = None) -> list[str]
     env = os.environ if env is None else env
     shell = shell_of(name, env)
     text = script(shell)
-    target = target_of(shell, env)
+    target = _target_of(shell, env)
     try:
         _write(target, text)
         lines = [f"{shell} completion installed in {target}"]

@@ -50,7 +50,6 @@ __all__ = [
     "build",
     "cleanup",
     "demo",
-    "play",
     "tree_hash",
 ]
 
@@ -528,7 +527,7 @@ def _introduce(sb: Sandbox, tasks: dict[str, Task]) -> None:
     )
 
 
-def play(sb: Sandbox, tasks: dict[str, Task]) -> list[str]:
+def _play(sb: Sandbox, tasks: dict[str, Task]) -> list[str]:
     """The incident, replayed; returns what did not behave as expected."""
     p = Play(sb)
     bravo_tree = tree_hash(tasks["bravo"].slot)
@@ -752,7 +751,7 @@ def demo(*, keep: bool) -> int:
     try:
         with _handling(_TERMINATION, _interrupt):
             tasks = build(sb)
-            failures = play(sb, tasks)
+            failures = _play(sb, tasks)
             played = True
     except (KeyboardInterrupt, Interrupted):
         sys.stderr.write("\nfm demo: interrupted; cleaning up\n")

@@ -15,7 +15,7 @@ import os
 import shutil
 import sys
 
-__all__ = ["USAGE", "backlog_reminder", "lead_line", "main", "operator_lines", "run", "script_exit"]
+__all__ = ["USAGE", "main", "run"]
 
 USAGE = "usage: fm-teardown <task-id> [--force]"
 
@@ -60,8 +60,8 @@ def run(args: list[str]) -> int:
     try:
         s = settings.load(None)
     except FmError as err:
-        sys.stderr.write(f"error: {_bare(err.message)}\n")
-        return script_exit(int(err.exit_code), gate=err.gate)
+        sys.stderr.write(f"error: {err.message}\n")
+        return _script_exit(int(err.exit_code), gate=err.gate)
     try:
         record = load_record(s.state_dir, task)
     except FmError:
@@ -71,26 +71,27 @@ def run(args: list[str]) -> int:
     outcome = run_one(s, task, flags, journal_required=False)
     if journalled(outcome, task):
         journal.append(s.data_dir, journal.result_entry(outcome, flags))
-    for line in operator_lines(outcome):
+    for line in _operator_lines(outcome):
         sys.stderr.write(line + "\n")
+    lead, said_first = _lead_line(outcome)
     if outcome.decision is None:
-        sys.stderr.write(lead_line(outcome) + "\n")
+        sys.stderr.write(lead + "\n")
         for hint in outcome.hints:
             sys.stderr.write(f"hint: {hint}\n")
-        return script_exit(outcome.exit_code, gate=outcome.gate)
+        return _script_exit(outcome.exit_code, gate=outcome.gate)
     if outcome.exit_code != 0:
-        report.render_firstmate(outcome, lead=lead_line(outcome))
-        return script_exit(outcome.exit_code, gate=outcome.gate)
+        report.render_firstmate(outcome, lead=lead, lead_is_first_reason=said_first)
+        return _script_exit(outcome.exit_code, gate=outcome.gate)
     report.render_firstmate(outcome, lead=None)
     assert record is not None
     print(f"teardown {task} complete (window {record.window}, worktree {record.worktree})")
-    reminder = backlog_reminder(s, record)
+    reminder = _backlog_reminder(s, record)
     if reminder:
         print(reminder)
     return 0
 
 
-def script_exit(code: int, *, gate: bool = False) -> int:
+def _script_exit(code: int, *, gate: bool = False) -> int:
     """The script's exit code for fm's, once the task id is valid: 0 done, 3 the gate refusal
     (the script's own code for it), 130 an interrupt, 1 for every other refusal and error
     (a missing record included: the script's `error: no meta for task`)."""
@@ -99,7 +100,7 @@ def script_exit(code: int, *, gate: bool = False) -> int:
     return 3 if gate else 1
 
 
-def operator_lines(outcome: object) -> list[str]:
+def _operator_lines(outcome: object) -> list[str]:
     """The script's progress lines its callers read, said of what fm did: the processes it
     ended in the slot or the task's temp dir (`teardown: reaping leaked worktree process(es)
     for <id>: <pids>`)."""
@@ -112,36 +113,32 @@ def operator_lines(outcome: object) -> list[str]:
     return [f"teardown: reaping leaked worktree process(es) for {outcome.task}: {pids}"]
 
 
-def _bare(message: str) -> str:
-    for prefix in ("REFUSED: ", "error: ", "fm: "):
-        if message.startswith(prefix):
-            return message[len(prefix) :]
-    return message
-
-
-def lead_line(outcome: object) -> str:
-    """The first stderr line the script's callers read: `REFUSED: …` for a refusal (3, 4,
-    5), `error: …` for anything else; the gate refusal keeps the script's `error:` wording."""
+def _lead_line(outcome: object) -> tuple[str, bool]:
+    """The first stderr line the script's callers read, and whether it is the outcome's own
+    first reason (then fm's detail lines do not say it again): `REFUSED: …` for a refusal
+    (3, 4, 5), `error: …` for anything else; the gate refusal keeps the script's `error:`
+    wording."""
     from fm_teardown.model import messages
+    from fm_teardown.model.errors import Lead
     from fm_teardown.model.outcome import Outcome
 
     assert isinstance(outcome, Outcome)
-    reasons = messages.reasons(outcome)
-    first = reasons[0] if reasons else str(outcome.verdict)
-    if first.startswith("error: "):
-        return first
+    said = messages.bare_reasons(outcome)
+    first = said[0] if said else str(outcome.verdict)
+    if outcome.lead == Lead.ERROR:
+        return messages.led(Lead.ERROR, first), bool(said)
     if outcome.exit_code in (3, 4, 5):
-        return first if first.startswith("REFUSED: ") else f"REFUSED: {_bare(first)}"
+        return messages.refused(first), bool(said) and outcome.lead == Lead.REFUSED
     if outcome.exit_code == 1 or outcome.interrupted:
         failed = next((st for st in outcome.steps if st.outcome == "failed"), None)
-        cause = f"{failed.step}: {messages.detail(failed)}" if failed else _bare(first)
+        cause = f"{failed.step}: {messages.detail(failed)}" if failed else first
         if outcome.interrupted:
             cause = "interrupted" + (f" ({cause})" if failed else "")
-        return f"error: teardown {outcome.task} stopped: {cause}; the record is kept"
-    return f"error: {_bare(first)}"
+        return f"error: teardown {outcome.task} stopped: {cause}; the record is kept", False
+    return messages.led(Lead.ERROR, first), False
 
 
-def backlog_reminder(s: object, record: object) -> str | None:
+def _backlog_reminder(s: object, record: object) -> str | None:
     """The script's backlog reminder (spec §10): none for a secondmate; the tasks-axi
     form when `tasks-axi` is on PATH and the backlog backend is not `manual`; else manual."""
     from fm_teardown.model.records import Record

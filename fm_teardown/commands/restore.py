@@ -30,7 +30,7 @@ from typing import Any
 
 from fm_teardown.adapters import interrupts, runner
 from fm_teardown.adapters.interrupts import Interrupted
-from fm_teardown.model import settings
+from fm_teardown.model import messages, settings
 from fm_teardown.model.errors import ExitCode, FmError, Verdict, invalid, unsafe
 from fm_teardown.model.paths import canonical, is_within
 from fm_teardown.model.records import check_task_id, near_ids, shown
@@ -618,7 +618,7 @@ def _fail(task: str, err: FmError, json_out: bool, code: ExitCode | None = None)
                 task,
                 exit_code=int(code),
                 verdict=str(err.verdict),
-                reasons=[err.message],
+                reasons=[messages.error_reason(err)],
                 hints=list(err.hints),
             )
         )

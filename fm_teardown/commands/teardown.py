@@ -21,17 +21,15 @@ from fm_teardown.report import journal
 from fm_teardown.report import render as report
 
 if TYPE_CHECKING:
-    from fm_teardown.decide.audit import Orphan
     from fm_teardown.decide.finished import Options
+    from fm_teardown.observe.loose_ends import Orphan
     from fm_teardown.pipeline import Guard
 
 __all__ = [
     "USAGE",
-    "expected_plans",
     "journalled",
     "run_one",
     "teardown",
-    "unfinished_runs",
     "with_expected_plan",
 ]
 
@@ -67,7 +65,7 @@ def teardown(
     try:
         s = settings.load(state_dir)
         refused = _combination(tasks, flags, landed)
-        expected = expected_plans(expect_plan or [], tasks, landed)
+        expected = _expected_plans(expect_plan or [], tasks, landed)
         if age is None:
             refused = refused or invalid(
                 f"--min-age takes a duration such as 90s, 10m, 1h or 2d (or 0), not '{min_age}'",
@@ -216,7 +214,7 @@ def _intent_writer(
     return write
 
 
-def expected_plans(values: list[str], tasks: list[str], landed: bool) -> dict[str, str] | None:
+def _expected_plans(values: list[str], tasks: list[str], landed: bool) -> dict[str, str] | None:
     """`--expect-plan TOKEN` (one TASK) or `--expect-plan TASK=TOKEN` (any number of TASKs,
     repeated once per task) as {task: token}; None when not given. Bad ones: exit 2."""
     if not values:
@@ -260,9 +258,9 @@ def journalled(outcome: Outcome, task: str) -> bool:
     )
 
 
-def unfinished_runs(s: settings.Settings) -> tuple[Orphan, ...]:
+def _unfinished_runs(s: settings.Settings) -> tuple[Orphan, ...]:
     """Real runs that journalled their intent and no result: they died partway (a crash)."""
-    from fm_teardown.decide.audit import Orphan
+    from fm_teardown.observe.loose_ends import Orphan
 
     return tuple(
         Orphan("unfinished-teardown", task, None, journal.unfinished_line(intent))
@@ -282,7 +280,7 @@ def _audit(
 
         result = audit(s, opts)
         # The journal is the report stage's: the runs it shows unfinished join the orphans here.
-        result = replace(result, orphans=(*result.orphans, *unfinished_runs(s)))
+        result = replace(result, orphans=(*result.orphans, *_unfinished_runs(s)))
     except FmError as err:
         if json_out and dry_run:
             report.emit_json(report.audit_error_json(err))

@@ -5,7 +5,7 @@ decision, rule 5 included, from one observation of the whole fleet. Rules 1-4 co
 subprocess per row; rule 5 runs only for the rows that reach it, through the same batched
 landed-work check as the one-task dry run (one `git status` per slot, a few git calls per
 project). Then the slots claimed by more than one record, and the fleet's loose ends
-(`orphans`): windows, leases and agents that no record accounts for.
+(`observe.loose_ends`): windows, leases, agents and files that no record accounts for.
 """
 
 from __future__ import annotations
@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fm_teardown.decide import finished
-from fm_teardown.decide.ownership import lease_name, lease_task, live_of
+from fm_teardown.decide.ownership import live_of
 from fm_teardown.decide.rules import decide_all
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.messages import decision_reasons
-from fm_teardown.model.paths import ancestors
 from fm_teardown.model.plan import Flags
 from fm_teardown.model.records import (
     Fleet,
@@ -33,13 +32,13 @@ from fm_teardown.model.records import (
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.values import value
 from fm_teardown.model.world import Observation
-from fm_teardown.observe.endpoint import ProcessClass, classify
-from fm_teardown.observe.observation import observe, procs_by_slot, ready
+from fm_teardown.observe.loose_ends import Orphan, orphans
+from fm_teardown.observe.observation import observe, ready
 
 if TYPE_CHECKING:
     from fm_teardown.observe.landed import LandedFacts
 
-__all__ = ["Audit", "AuditRow", "Orphan", "audit", "load_fleet_for_audit", "orphans"]
+__all__ = ["Audit", "AuditRow", "audit"]
 
 
 @value
@@ -62,14 +61,6 @@ class AuditRow:
 
 
 @value
-class Orphan:
-    kind: str  # window | lease | process | unfinished-teardown
-    id: str
-    slot: str | None
-    detail: str
-
-
-@value
 class Audit:
     state_dir: Path
     rows: tuple[AuditRow, ...]
@@ -80,7 +71,7 @@ class Audit:
 
 def audit(settings: Settings, opts: finished.Options | None = None) -> Audit:
     opts = opts or finished.Options()
-    fleet = load_fleet_for_audit(settings)
+    fleet = _load_fleet_for_audit(settings)
     obs = observe(settings, fleet)
     flags = Flags(dry_run=True)
     rows: dict[str, AuditRow] = {}
@@ -131,7 +122,7 @@ def audit(settings: Settings, opts: finished.Options | None = None) -> Audit:
     )
 
 
-def load_fleet_for_audit(settings: Settings) -> Fleet:
+def _load_fleet_for_audit(settings: Settings) -> Fleet:
     from fm_teardown.model.records import load_fleet
 
     return load_fleet(settings.state_dir)
@@ -168,80 +159,3 @@ def _shared_slots(obs: Observation) -> tuple[tuple[str, tuple[str, ...]], ...]:
     return tuple(
         (slot, tuple(sorted(tasks))) for slot, tasks in sorted(claims.items()) if len(tasks) > 1
     )
-
-
-def orphans(fleet: Fleet, obs: Observation) -> tuple[Orphan, ...]:
-    """Windows `fm-<id>` with no record <id>; leases on pool slots no record claims; agent
-    processes working in such slots that no endpoint accounts for (spec §8); names in the state dir
-    that are no task's record or sidecar. They never change an exit code."""
-    out: list[Orphan] = []
-    known = set(fleet.records) | set(fleet.invalid)
-    seen: set[tuple[str, str]] = set()
-    for pane in obs.inventory.panes:
-        name = pane.window_name
-        if not name.startswith("fm-") or name[3:] in known:
-            continue
-        key = (pane.session, name)
-        if key in seen:
-            continue
-        seen.add(key)
-        tree = [
-            p
-            for q in obs.inventory.panes
-            if (q.session, q.window_name) == key and not q.dead
-            for p in obs.processes.tree(q.pane_pid)
-        ]
-        agents = [p for p in tree if classify(p.name, p.argv0) == ProcessClass.AGENT]
-        runs = (
-            "runs " + ", ".join(f"{p.name} ({p.pid})" for p in agents[:3])
-            if agents
-            else "runs no agent"
-        )
-        out.append(
-            Orphan(
-                "window",
-                name[3:],
-                None,
-                f"window {pane.session}:{name} ({pane.window_id}) has no record; it {runs}",
-            )
-        )
-    claimed = set(obs.claimants) | {s for slots in obs.invalid_slots.values() for s in slots or ()}
-    above = {a for slot in claimed for a in ancestors(slot)}
-
-    def unclaimed(slot: str) -> bool:
-        # Claimed when a record names it, a slot inside it, or a slot containing it.
-        return slot not in above and not any(a in claimed for a in ancestors(slot))
-
-    free = sorted({e.canonical for e in obs.pool_entries if unclaimed(e.canonical)})
-    for entry in sorted(obs.pool_entries, key=lambda e: e.canonical):
-        if not entry.leased or entry.canonical not in free:
-            continue
-        holder = lease_task(entry, "", fleet)
-        detail = f"leased (lease id {entry.lease_id or 'none'}, holder '{entry.lease_holder}')"
-        detail += " on a slot no record claims"
-        if holder is not None:
-            detail += f"; it is {holder}'s lease, whose record names {obs.slot_of[holder]}"
-        out.append(Orphan("lease", lease_name(entry), entry.canonical, detail))
-    in_free = procs_by_slot(set(free), obs.processes)
-    loose: dict[int, tuple[str, str]] = {}  # pid -> (its nearest free slot, its name)
-    for slot in sorted(free, key=len, reverse=True):
-        for proc in in_free.get(slot, ()):
-            if proc.pid in loose or proc.pid in obs.endpoint_owner:
-                continue
-            if classify(proc.name, proc.argv0) == ProcessClass.AGENT:
-                loose[proc.pid] = (slot, proc.name or proc.argv0)
-    for pid in sorted(loose):
-        slot, name = loose[pid]
-        out.append(
-            Orphan(
-                "process",
-                f"pid:{pid}",
-                slot,
-                f"agent {name} ({pid}) works in a slot no record claims and belongs to no "
-                "task's endpoint",
-            )
-        )
-    for name, why in fleet.strays:
-        detail = f"{why}; it owns no slot and fm leaves it alone"
-        out.append(Orphan("file", name, None, detail))
-    return tuple(out)

@@ -41,9 +41,7 @@ __all__ = [
     "Options",
     "classify",
     "identity",
-    "launched_at",
     "parse_duration",
-    "shown_duration",
 ]
 
 DEFAULT_MIN_AGE = 3600.0
@@ -77,7 +75,7 @@ def parse_duration(text: str) -> float | None:
     return float(int(m.group(1)) * _UNITS[m.group(2) or "s"])
 
 
-def shown_duration(seconds: float) -> str:
+def _shown_duration(seconds: float) -> str:
     s = max(0, int(seconds))
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if (s >= size and s % size == 0) or s >= 10 * size:
@@ -85,7 +83,7 @@ def shown_duration(seconds: float) -> str:
     return f"{s}s"
 
 
-def launched_at(record: Record) -> tuple[float, str]:
+def _launched_at(record: Record) -> tuple[float, str]:
     """When the task was launched (epoch seconds) and from what."""
     m = _SPAWN_GEN.match(record.spawn_gen or "")
     if m:
@@ -128,13 +126,13 @@ def classify(
         return Finished(
             False, f"still working: own endpoint is {endpoint}{detail}", "--include-live"
         )
-    when, source = launched_at(record)
+    when, source = _launched_at(record)
     age = (time.time() if now is None else now) - when
     if age < opts.min_age:
         return Finished(
             False,
-            f"launched {shown_duration(age)} ago ({source}), less than --min-age "
-            f"{shown_duration(opts.min_age)}",
+            f"launched {_shown_duration(age)} ago ({source}), less than --min-age "
+            f"{_shown_duration(opts.min_age)}",
             "--min-age 0",
         )
     if verdict == Verdict.STALE:

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar, overload
 
+from fm_teardown.model.leases import lease_name, lease_task
 from fm_teardown.model.plan import Owner, OwnerKind
 from fm_teardown.model.records import Fleet, Record
 from fm_teardown.model.values import value
@@ -30,13 +31,10 @@ __all__ = [
     "current_owner",
     "invalid_claimants",
     "lease_is_tasks",
-    "lease_name",
-    "lease_task",
     "live_of",
     "newer_launch",
     "other_claimants",
     "owners_of",
-    "slot_group",
 ]
 
 T = TypeVar("T")
@@ -51,27 +49,6 @@ def lease_is_tasks(entry: PoolEntry, record: Record) -> bool:
         record.lease_holder,
         record.task_id,
     )
-
-
-def lease_task(entry: PoolEntry, task_id: str, fleet: Fleet) -> str | None:
-    """The other task whose record the lease belongs to (its holder, or its lease id, is that
-    record's), or None: then the lease is an owner of its own, `lease:<holder>`."""
-    if not entry.leased:
-        return None
-    holder = entry.lease_holder
-    if holder and holder != task_id and holder in fleet.records:
-        return holder
-    by_id, by_holder = fleet.by_lease
-    found = set(by_id.get(entry.lease_id, ())) if entry.lease_id else set()
-    if holder:
-        found.update(by_holder.get(holder, ()))
-    matches = sorted(found - {task_id})
-    # Two records claiming one lease cannot both be its owner: leave it a lease owner.
-    return matches[0] if len(matches) == 1 else None
-
-
-def lease_name(entry: PoolEntry) -> str:
-    return f"lease:{entry.lease_holder}" if entry.lease_holder else f"lease:{entry.lease_id}"
 
 
 class Excluding(Sequence[T]):
@@ -198,7 +175,7 @@ class SlotGroup:
         return self._epochs is not None and epoch in set(self._epochs)
 
 
-def slot_group(slot: str, obs: Observation) -> SlotGroup:
+def _slot_group(slot: str, obs: Observation) -> SlotGroup:
     key = ("slot-group", slot)
     group = obs.memo.get(key)
     if group is None:
@@ -209,7 +186,7 @@ def slot_group(slot: str, obs: Observation) -> SlotGroup:
 
 def other_claimants(task_id: str, fleet: Fleet, obs: Observation) -> Claimants:
     """Other records claiming TASK's slot: the same canonical slot, or a nested one."""
-    return Claimants(slot_group(obs.slot_of[task_id], obs), task_id)
+    return Claimants(_slot_group(obs.slot_of[task_id], obs), task_id)
 
 
 class Owners(Excluding[Owner]):
@@ -244,7 +221,7 @@ def _pool_entry(task_id: str, obs: Observation) -> PoolEntry | None:
 def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> Owners:
     record = fleet.records[task_id]
     slot = obs.slot_of[task_id]
-    group = slot_group(slot, obs)
+    group = _slot_group(slot, obs)
     others = Claimants(group, task_id)
     # The records' owners are shared by the slot's group; `owners` holds only what differs
     # for TASK (a lease, a claim, a process adding to a record's owner, or a new owner).
@@ -516,7 +493,7 @@ def _newest_by_epoch(
     """The most recent launch among TASK and `others` without comparing every pair, when
     their spawn epochs are all known and distinct (then the pairwise comparison is that
     order); None when that cannot be told this way (the caller compares pair by pair)."""
-    group = slot_group(obs.slot_of[task_id], obs)
+    group = _slot_group(obs.slot_of[task_id], obs)
     top = group.newest_by_epoch(fleet, task_id)
     if top is None or task_id not in group.index:
         return None

@@ -29,7 +29,6 @@ from fm_teardown.decide.ownership import (
     current_owner,
     invalid_claimants,
     lease_is_tasks,
-    lease_task,
     live_of,
     other_claimants,
     owners_of,
@@ -42,6 +41,7 @@ from fm_teardown.decide.sparing import (
     to_signal,
 )
 from fm_teardown.model.errors import Verdict
+from fm_teardown.model.leases import lease_task
 from fm_teardown.model.messages import belongs_now
 from fm_teardown.model.paths import is_ancestor_or_same
 from fm_teardown.model.plan import (
@@ -345,7 +345,7 @@ def invalid_claimant(c: Case) -> Refusal | None:
         headline += f" (and {len(blockers) - 1} more invalid records)"
     return _refusal(
         Verdict.UNSAFE,
-        [f"REFUSED: {lines[0]}", *lines[1:]],
+        lines,
         [
             "fix that record with its task's owner (it may belong to a live task); an empty or "
             "half-written one: see `fm runbook unsafe` for how to tell it from a live task's"
@@ -362,7 +362,7 @@ def unreadable_claim(c: Case) -> Refusal | None:
         return None
     return _refusal(
         Verdict.UNSAFE,
-        [f"REFUSED: the slot claim {claim.path} {claim.problem}"],
+        [f"the slot claim {claim.path} {claim.problem}"],
         [
             f"the claim is written by spawn when the pool hands the slot on: look at it "
             f"(ls -l {claim.path}; cat {claim.path}), fix it only if you know whose slot it is, "
@@ -379,7 +379,7 @@ def unsafe_tasktmp(c: Case) -> Refusal | None:
         return None
     return _refusal(
         Verdict.UNSAFE,
-        [f"REFUSED: {tmp.problem}"],
+        [tmp.problem],
         [
             f"fm never follows or removes a tasktmp that is not its own directory: look "
             f"at it (ls -ld {tmp.path}), remove it if it is not needed, then re-run"
@@ -395,7 +395,7 @@ def unwritable_state_dir(c: Case) -> Refusal | None:
         return None
     return _refusal(
         Verdict.UNSAFE,
-        [f"REFUSED: {problem}"],
+        [problem],
         ["run fm as the user that owns the state dir"],
         problem,
     )
@@ -418,7 +418,7 @@ def protected_root(c: Case) -> Refusal | None:
             what = "is" if c.slot == root else "is an ancestor of"
             return _refusal(
                 Verdict.UNSAFE,
-                [f"REFUSED: slot {c.slot} {what} {label} ({root})"],
+                [f"slot {c.slot} {what} {label} ({root})"],
                 ["a slot must be a pool worktree; fix the record's worktree="],
                 f"the slot {what} {label} ({root}): it is not a pool worktree",
             )
@@ -431,7 +431,7 @@ def inside_own_window(c: Case) -> Refusal | None:
         return None
     return _refusal(
         Verdict.UNSAFE,
-        [f"REFUSED: fm is running inside {c.task}'s own window {c.record.window}"],
+        [f"fm is running inside {c.task}'s own window {c.record.window}"],
         ["run the teardown from another window"],
         f"fm is running inside {c.task}'s own window {c.record.window}",
     )
@@ -459,7 +459,7 @@ def live_owner(c: Case) -> Refusal | GoOn | None:
             )
         )
     names = ", ".join(o.id for o in live)
-    lines = [f"REFUSED: slot {c.slot} is owned by another live task: {names}"]
+    lines = [f"slot {c.slot} is owned by another live task: {names}"]
     lines += [f"{o.id} ({o.kind}, endpoint {o.endpoint}): {o.why}" for o in live]
     hints = []
     inventory = c.obs.inventory
@@ -578,7 +578,7 @@ def pool_not_ready(c: Case) -> Refusal | None:
         hint = "wait until the pool is done, then re-run"
     if problem is None:
         return None
-    return _refusal(Verdict.UNSAFE, [f"REFUSED: {problem}"], [hint], problem)
+    return _refusal(Verdict.UNSAFE, [problem], [hint], problem)
 
 
 def foreign_git_dir(c: Case) -> Refusal | None:
@@ -588,7 +588,7 @@ def foreign_git_dir(c: Case) -> Refusal | None:
         return None
     return _refusal(
         Verdict.UNSAFE,
-        [f"REFUSED: {c.facts.git_problem}"],
+        [c.facts.git_problem],
         [
             "see whose tree it is (git -C <slot> rev-parse --git-dir --show-toplevel); "
             "copy out what the task needs, then fix the record's worktree= or the slot with "
@@ -615,7 +615,7 @@ def never_signalled_in_slot(c: Case) -> Refusal | None:
     return _refusal(
         Verdict.UNSAFE,
         [
-            f"REFUSED: {_named(blocked)} work in slot {c.slot}, and the pool's return ends "
+            f"{_named(blocked)} work in slot {c.slot}, and the pool's return ends "
             "every process there; fm never ends them"
         ],
         _blocked_hints(blocked),
@@ -646,7 +646,7 @@ def unlanded(c: Case) -> Refusal | GoOn | NeedsLanded | None:
         return GoOn(
             warnings=(f"--force: discarding {c.task}'s own unlanded work ({landed.summary})",)
         )
-    lines = [f"REFUSED: {c.task}'s own work is not landed: {landed.summary}"]
+    lines = [f"{c.task}'s own work is not landed: {landed.summary}"]
     untracked = set(landed.untracked)
     lines += [f"{'untracked' if p in untracked else 'uncommitted'}: {p}" for p in landed.dirty]
     lines += [f"unpushed: {u}" for u in landed.unpushed]
@@ -692,7 +692,7 @@ def live_children(c: Case) -> Refusal | GoOn | None:
         return _refusal(
             Verdict.LIVE_OWNER,
             [
-                f"REFUSED: secondmate {c.task}'s home has a live task: {names}",
+                f"secondmate {c.task}'s home has a live task: {names}",
                 *(
                     f"{k}: endpoint {c.obs.endpoints[k].state}: {c.obs.endpoints[k].detail}"
                     for k in live

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import IntEnum, StrEnum
 
-__all__ = ["ExitCode", "FmError", "Verdict", "invalid", "unsafe"]
+__all__ = ["ExitCode", "FmError", "Lead", "Verdict", "invalid", "refused", "unsafe"]
 
 
 class ExitCode(IntEnum):
@@ -46,6 +46,16 @@ _VERDICT_EXIT: dict[Verdict, ExitCode] = {
 }
 
 
+class Lead(StrEnum):
+    """How an error's line starts, as a fact rather than as words: `REFUSED: …` for a
+    refusal, `error: …` for the no-mistakes gate (the script's own wording), and for anything
+    else `fm: …` (people) or the bare message (JSON). `model/messages.py` writes the words."""
+
+    REFUSED = "refused"
+    ERROR = "error"
+    PLAIN = "plain"
+
+
 class FmError(Exception):
     """A refusal or failure that ends the run with a one-line message and an exit code."""
 
@@ -57,6 +67,7 @@ class FmError(Exception):
         *,
         unchanged: bool = False,
         gate: bool = False,
+        lead: Lead = Lead.PLAIN,
     ) -> None:
         super().__init__(message)
         self.verdict = verdict
@@ -68,6 +79,8 @@ class FmError(Exception):
         # A refusal made before anything was done: shown with what the run changed after it
         # (`messages.reasons`), never written into `message`.
         self.unchanged = unchanged
+        # The message is kept without its lead; `messages.error_line` adds it.
+        self.lead = lead
 
     @property
     def exit_code(self) -> ExitCode:
@@ -76,6 +89,13 @@ class FmError(Exception):
 
 def invalid(message: str, *hints: str) -> FmError:
     return FmError(Verdict.INVALID, message, hints)
+
+
+def refused(
+    message: str, *hints: str, verdict: Verdict = Verdict.UNSAFE, unchanged: bool = False
+) -> FmError:
+    """A refusal before deciding (a record, the state dir): shown as `REFUSED: message`."""
+    return FmError(verdict, message, hints, unchanged=unchanged, lead=Lead.REFUSED)
 
 
 def unsafe(message: str, *hints: str, unchanged: bool = False) -> FmError:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from fm_teardown.model.errors import FmError, Lead
 from fm_teardown.model.plan import Decision, Step, StepOutcome
 from fm_teardown.model.results import (
     AttributionResult,
@@ -51,19 +52,24 @@ if TYPE_CHECKING:
 __all__ = [
     "NOTHING_CHANGED",
     "attribution_warning",
+    "bare_reasons",
     "belongs_now",
     "branch_warning",
     "claim_warning",
     "decision_reasons",
     "detail",
     "endpoint_warning",
+    "error_line",
+    "error_reason",
     "hooks_warning",
     "interrupted_line",
+    "led",
     "nothing_changed",
     "reasons",
+    "refused",
     "result_text",
+    "tail",
     "unlinked",
-    "what_ran",
 ]
 
 NOTHING_CHANGED = "nothing was changed"
@@ -72,6 +78,29 @@ NOTHING_CHANGED = "nothing was changed"
 def belongs_now(owner: str) -> str:
     """Whose a stale slot is now: the decision's headline and a real run's first line."""
     return f"the slot belongs to {owner} now"
+
+
+_LEADS = {Lead.REFUSED: "REFUSED: ", Lead.ERROR: "error: ", Lead.PLAIN: ""}
+
+
+def led(lead: Lead, text: str) -> str:
+    """A line with its lead written out: `REFUSED: …`, `error: …`, or as it is."""
+    return _LEADS[lead] + text
+
+
+def refused(text: str) -> str:
+    """A refusal's line: `REFUSED: …` (runbooks, scripts and firstmate's callers quote it)."""
+    return led(Lead.REFUSED, text)
+
+
+def error_reason(err: FmError) -> str:
+    """An error as the JSON output and the reasons give it: with its lead, if it has one."""
+    return led(err.lead, err.message)
+
+
+def error_line(err: FmError) -> str:
+    """An error's one line for people: a plain one is said by `fm: `."""
+    return f"fm: {err.message}" if err.lead == Lead.PLAIN else error_reason(err)
 
 
 def nothing_changed(reason: str) -> str:
@@ -368,31 +397,41 @@ def _record(r: RecordResult) -> str:
 # -- what a run did, and a refusal's tail -------------------------------------------------------
 
 
-def what_ran(steps: Iterable[Step]) -> str:
+def _what_ran(steps: Iterable[Step]) -> str:
     """The steps of a run that changed something, e.g. `endpoint (killed window @3)`."""
     return ", ".join(f"{s.step} ({detail(s)})" for s in steps if s.outcome == StepOutcome.DONE)
 
 
 def tail(o: Outcome) -> str:
     """What a refused run changed: nothing, or the steps it had already done."""
-    ran = what_ran(o.steps) if o.acted else ""
+    ran = _what_ran(o.steps) if o.acted else ""
     if ran:
         return f"already done by this run: {ran}; nothing else was changed"
     return NOTHING_CHANGED
 
 
-def reasons(o: Outcome) -> tuple[str, ...]:
-    """The reasons as shown: the first one followed by the refusal's tail when it has one."""
+def bare_reasons(o: Outcome) -> tuple[str, ...]:
+    """The reasons without the first one's lead: the first one followed by the refusal's
+    tail when it has one (firstmate's drop-in writes its own lead)."""
     if not o.reasons or not o.tail:
         return o.reasons
     return (f"{o.reasons[0]}; {tail(o)}", *o.reasons[1:])
 
 
+def reasons(o: Outcome) -> tuple[str, ...]:
+    """The reasons as shown: the first one with its lead (`REFUSED: …`) and tail."""
+    said = bare_reasons(o)
+    if not said:
+        return said
+    return (led(o.lead, said[0]), *said[1:])
+
+
 def decision_reasons(d: Decision) -> tuple[str, ...]:
-    """A decision's reasons as shown: a refusal's first one says that nothing was changed."""
+    """A decision's reasons as shown: a refusal's first one is `REFUSED: …` and says that
+    nothing was changed."""
     if not d.reasons or not d.refused:
         return d.reasons
-    return (nothing_changed(d.reasons[0]), *d.reasons[1:])
+    return (refused(nothing_changed(d.reasons[0])), *d.reasons[1:])
 
 
 def interrupted_line(o: Outcome) -> str:

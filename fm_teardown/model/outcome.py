@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from fm_teardown.model.errors import ExitCode, FmError, Verdict
+from fm_teardown.model.errors import ExitCode, FmError, Lead, Verdict
 from fm_teardown.model.plan import Decision, Step
 from fm_teardown.model.values import value
 
@@ -45,11 +45,14 @@ class Outcome:
     # or the steps it had already done); `messages.reasons` writes that tail.
     tail: bool = False
     gate: bool = False  # ended by the no-mistakes gate's refusal (FmError.gate)
+    # How the first reason's line starts (`REFUSED: …` for a refusal); the reasons are kept
+    # without it and `messages.reasons` writes it.
+    lead: Lead = Lead.PLAIN
 
     @property
     def refused(self) -> bool:
-        """A refusal (live owner, unsafe, unlanded): its first reason is the `REFUSED: …`
-        line, said again by the first line of the human output."""
+        """A refusal (live owner, unsafe, unlanded): its first reason is shown as the
+        `REFUSED: …` line, said again by the first line of the human output."""
         return self.verdict in (Verdict.LIVE_OWNER, Verdict.UNSAFE, Verdict.UNLANDED)
 
     @property
@@ -70,6 +73,7 @@ class Outcome:
             warnings=d.warnings,
             hints=d.hints,
             tail=d.refused,
+            lead=Lead.REFUSED if d.refused else Lead.PLAIN,
         )
 
     @staticmethod
@@ -84,4 +88,5 @@ class Outcome:
             hints=err.hints,
             tail=err.unchanged,
             gate=err.gate,
+            lead=err.lead,
         )

@@ -16,7 +16,7 @@ from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 
-from fm_teardown.model.errors import invalid, unsafe
+from fm_teardown.model.errors import invalid, refused
 from fm_teardown.model.values import value
 
 __all__ = [
@@ -32,8 +32,6 @@ __all__ = [
     "Record",
     "RecordProblem",
     "check_task_id",
-    "home_of",
-    "list_task_ids",
     "load_fleet",
     "load_record",
     "near_ids",
@@ -286,14 +284,14 @@ def own_record_problem(record: Record) -> str | None:
 
 
 def _refusal_of_record(meta_path: str, problem: str) -> str:
-    return f"REFUSED: record {meta_path} {problem}"
+    return f"record {meta_path} {problem}"
 
 
 def refused_record(meta_path: str, problem: str) -> str:
     """The one line that refuses TASK's own record, as shown (the audit's row says the same)."""
-    from fm_teardown.model.messages import nothing_changed
+    from fm_teardown.model.messages import nothing_changed, refused
 
-    return nothing_changed(_refusal_of_record(meta_path, problem))
+    return refused(nothing_changed(_refusal_of_record(meta_path, problem)))
 
 
 def load_record(state_dir: Path, task_id: str) -> Record:
@@ -312,14 +310,14 @@ def load_record(state_dir: Path, task_id: str) -> Record:
                 f"no such task '{task_id}': the state dir {state_dir} does not exist",
                 *STATE_DIR_HINTS,
             ) from None
-        close = near_ids(task_id, list_task_ids(state_dir))
+        close = near_ids(task_id, _list_task_ids(state_dir))
         raise invalid(
             f"no such task '{task_id}' in the state dir {state_dir} (no {meta_path})",
             *([f"did you mean: {', '.join(close)}?"] if close else []),
             "`fm teardown --dry-run` lists the fleet's tasks",
         ) from None
     except RecordProblem as exc:
-        raise unsafe(_refusal_of_record(meta_path, exc.problem), unchanged=True) from None
+        raise refused(_refusal_of_record(meta_path, exc.problem), unchanged=True) from None
 
 
 @value
@@ -378,7 +376,7 @@ def near_ids(given: str, ids: list[str]) -> list[str]:
     return list(dict.fromkeys(exact + [by_lower[c] for c in close if by_lower[c] != given]))[:3]
 
 
-def list_task_ids(state_dir: Path) -> list[str]:
+def _list_task_ids(state_dir: Path) -> list[str]:
     """Task ids with a `.meta` in the state dir (no content read): for completion."""
     try:
         names = os.listdir(state_dir)
@@ -393,11 +391,9 @@ def load_fleet(state_dir: Path) -> Fleet:
             every = sorted(e.name for e in it)
     except FileNotFoundError:
         # A state dir that does not exist is a wrong setting, not an empty fleet (spec §7a).
-        raise unsafe(
-            f"REFUSED: the state dir {state_dir} does not exist", *STATE_DIR_HINTS
-        ) from None
+        raise refused(f"the state dir {state_dir} does not exist", *STATE_DIR_HINTS) from None
     except OSError as exc:
-        raise unsafe(f"REFUSED: cannot read the state dir {state_dir}: {exc.strerror}") from None
+        raise refused(f"cannot read the state dir {state_dir}: {exc.strerror}") from None
     records: dict[str, Record] = {}
     bad: dict[str, InvalidRecord] = {}
     strays: list[tuple[str, str]] = []
@@ -447,7 +443,7 @@ def _sidecar(name: str, ids: set[str]) -> bool:
 MAX_HOME_DEPTH = 4
 
 
-def home_of(record: Record) -> str:
+def _home_of(record: Record) -> str:
     """A secondmate's home: `home=`, else its worktree (firstmate writes both the same)."""
     return record.home or record.worktree
 
@@ -464,7 +460,7 @@ def _load_children(
     todo = [(tid, r, 1) for tid, r in sorted(records.items()) if r.kind == "secondmate"]
     while todo:
         parent, record, depth = todo.pop(0)
-        sub = os.path.join(home_of(record), "state")
+        sub = os.path.join(_home_of(record), "state")
         real = os.path.realpath(sub)
         if real in seen:
             continue

@@ -2,21 +2,21 @@
 
 `observe` takes the scans once per run; `decide` reads these values and nothing else, which
 is what keeps the decision a pure function that the property tests can hammer. Some values
-are worked out on first read, each at most once per run (`LazyMap`: an endpoint, a slot's
-pool lease, claim and `.git`; `Proc.argv0`), so that one task's decision pays only for what
-it reads. They are worked out in `observe` (`observe.ready` asks for every value deciding a
-task reads) before `decide` runs, so that `decide` reads values only; tests that build
-observations by hand give every value up front.
+are worked out on first read, each at most once per run (`observe.lazy.LazyMap`: an
+endpoint, a slot's pool lease, claim and `.git`; `Proc.argv0`, through the scan's reader),
+so that one task's decision pays only for what it reads. They are worked out in `observe`
+(`observe.observation.ready` asks for every value deciding a task reads) before `decide`
+runs, so that `decide` reads values only; tests that build observations by hand give every
+value up front. This module holds the shapes and reads nothing.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import field
 from enum import StrEnum
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import Any
 
 from fm_teardown.model.values import value
 
@@ -26,7 +26,6 @@ __all__ = [
     "EndpointState",
     "Environment",
     "InventoryStatus",
-    "LazyMap",
     "Observation",
     "Pane",
     "PoolEntry",
@@ -39,11 +38,7 @@ __all__ = [
     "TaskTmp",
     "TmuxInventory",
     "Why",
-    "read_argv0",
 ]
-
-K = TypeVar("K")
-V = TypeVar("V")
 
 
 class EndpointState(StrEnum):
@@ -93,12 +88,23 @@ class TmuxInventory:
 class Proc:
     """One process as scanned: an immutable value (treat it so; `__slots__` keeps it small).
 
-    `argv0=None` means the scan left argv[0] out: it is read from `/proc/<pid>/cmdline` on
-    first use, as psutil does. A fleet's machine runs thousands of processes and fm only ever
-    classifies a few hundred (panes' trees, processes in slots), so reading every cmdline up
-    front was a third of the scan. A process gone by then reads as "" (classified by name)."""
+    `argv0=None` means the scan left argv[0] out: `read_argv0`, the scan's own reader, works
+    it out on first use, as psutil does. A fleet's machine runs thousands of processes and fm
+    only ever classifies a few hundred (panes' trees, processes in slots), so reading every
+    cmdline up front was a third of the scan. `observe` asks for every argv[0] that deciding
+    reads before `decide` runs (`observe.observation.ready`); a process gone by then reads as
+    "" (classified by name). This module reads nothing itself."""
 
-    __slots__ = ("_argv0", "cwd", "name", "pid", "ppid", "start_time", "zombie")
+    __slots__ = (
+        "_argv0",
+        "_read_argv0",
+        "cwd",
+        "name",
+        "pid",
+        "ppid",
+        "start_time",
+        "zombie",
+    )
 
     def __init__(
         self,
@@ -109,6 +115,7 @@ class Proc:
         cwd: str | None,
         start_time: float,
         zombie: bool = False,
+        read_argv0: Callable[[int], str] | None = None,
     ) -> None:
         self.pid = pid
         self.ppid = ppid
@@ -117,11 +124,13 @@ class Proc:
         self.cwd = cwd
         self.start_time = start_time
         self.zombie = zombie
+        self._read_argv0 = read_argv0
 
     @property
     def argv0(self) -> str:
         if self._argv0 is None:
-            self._argv0 = read_argv0(self.pid)
+            read = self._read_argv0
+            self._argv0 = read(self.pid) if read is not None else ""
         return self._argv0
 
     def _key(self) -> tuple[object, ...]:
@@ -138,21 +147,6 @@ class Proc:
             f"Proc(pid={self.pid}, ppid={self.ppid}, name={self.name!r}, argv0={self._argv0!r}, "
             f"cwd={self.cwd!r}, start_time={self.start_time}, zombie={self.zombie})"
         )
-
-
-def read_argv0(pid: int) -> str:
-    """argv[0] of `pid` from /proc ("" when it cannot be read)."""
-    try:
-        fd = os.open(f"/proc/{pid}/cmdline", os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return ""
-    try:
-        raw = os.read(fd, 4096)
-    except OSError:
-        return ""
-    finally:
-        os.close(fd)
-    return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
 
 
 @value
@@ -284,36 +278,6 @@ class Why:
 
     def __str__(self) -> str:
         return f"{self.task}'s endpoint" if self.task else str(self.kind)
-
-
-class LazyMap(Mapping[K, V]):
-    """A mapping whose keys are known up front and whose values are worked out on first use.
-
-    Deciding one task needs the endpoints of a few tasks and the facts of one slot; the fleet
-    audit needs them all. So an observation holds every key (every record, every slot) and
-    computes a value, from the scans already taken, only when it is asked for."""
-
-    def __init__(self, keys: Iterable[K], compute: Callable[[K], V]) -> None:
-        self._keys = dict.fromkeys(keys)
-        self._compute = compute
-        self._values: dict[K, V] = {}
-
-    def __getitem__(self, key: K) -> V:
-        if key in self._values:
-            return self._values[key]
-        if key not in self._keys:
-            raise KeyError(key)
-        value = self._values[key] = self._compute(key)
-        return value
-
-    def __iter__(self) -> Iterator[K]:
-        return iter(self._keys)
-
-    def __len__(self) -> int:
-        return len(self._keys)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._keys
 
 
 class EndpointOwners(Mapping[int, str]):

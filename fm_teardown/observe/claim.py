@@ -17,9 +17,7 @@ from fm_teardown.model.world import SlotClaim
 __all__ = [
     "CLAIM_FILE",
     "MAX_CLAIM_BYTES",
-    "claim_path",
     "read_claim",
-    "read_claim_at",
     "still_names",
 ]
 
@@ -27,16 +25,16 @@ CLAIM_FILE = ".fm-slot-owner"
 MAX_CLAIM_BYTES = 4096
 
 
-def claim_path(slot: str) -> str:
+def _claim_path(slot: str) -> str:
     return os.path.join(os.path.dirname(slot), CLAIM_FILE)
 
 
 def read_claim(slot: str) -> SlotClaim | None:
     """The claim of a canonical slot, or None when there is none."""
-    return read_claim_at(claim_path(slot))
+    return _read_claim_at(_claim_path(slot))
 
 
-def read_claim_at(path: str) -> SlotClaim | None:
+def _read_claim_at(path: str) -> SlotClaim | None:
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -70,5 +68,5 @@ def read_claim_at(path: str) -> SlotClaim | None:
 
 def still_names(path: str, task: str) -> bool:
     """Right before removing TASK's own claim: does it still name TASK?"""
-    claim = read_claim_at(path)
+    claim = _read_claim_at(path)
     return claim is not None and claim.problem is None and claim.task == task

@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from fm_teardown.model.errors import FmError, Verdict
+from fm_teardown.model.errors import FmError, Lead, Verdict
 from fm_teardown.model.paths import ancestors, canonical
 from fm_teardown.observe.gitdir import common_dir
 
 __all__ = ["MESSAGE", "refusal"]
 
-MESSAGE = "error: no-mistakes gate agent must not drive the fleet"
+MESSAGE = "no-mistakes gate agent must not drive the fleet"
 
 
 def _gate_repo(path: str) -> str | None:
@@ -37,7 +37,9 @@ def refusal(env: Mapping[str, str], cwd: str) -> FmError | None:
     if env.get("FM_GATE_REFUSE_BYPASS") == "1":
         return None
     if "NO_MISTAKES_GATE" in env:
-        return FmError(Verdict.UNSAFE, f"{MESSAGE} (NO_MISTAKES_GATE set)", gate=True)
+        return FmError(
+            Verdict.UNSAFE, f"{MESSAGE} (NO_MISTAKES_GATE set)", gate=True, lead=Lead.ERROR
+        )
     here = canonical(os.path.abspath(cwd))
     gate = _gate_repo(here)
     if gate is None:
@@ -49,6 +51,9 @@ def refusal(env: Mapping[str, str], cwd: str) -> FmError | None:
                 break
     if gate is not None:
         return FmError(
-            Verdict.UNSAFE, f"{MESSAGE} (inside a no-mistakes gate worktree: {gate})", gate=True
+            Verdict.UNSAFE,
+            f"{MESSAGE} (inside a no-mistakes gate worktree: {gate})",
+            gate=True,
+            lead=Lead.ERROR,
         )
     return None

@@ -60,7 +60,6 @@ __all__ = [
     "SlotStatus",
     "check_landed",
     "check_many",
-    "parse_status",
 ]
 
 # How many dirty paths, unlanded commits and child records a refusal names.
@@ -297,10 +296,10 @@ def _status(wt: str) -> SlotStatus | LandedFacts:
         return LandedFacts(
             False, "cannot inspect the slot for uncommitted changes", (), (), (note,)
         )
-    return parse_status(r.out)
+    return _parse_status(r.out)
 
 
-def parse_status(out: bytes) -> SlotStatus:
+def _parse_status(out: bytes) -> SlotStatus:
     """`git status --porcelain=v2 --branch -z`: the changed paths and HEAD."""
     entries = out.split(b"\0")
     head: str | None = None

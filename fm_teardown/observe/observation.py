@@ -23,7 +23,6 @@ from fm_teardown.model.world import (
     EndpointState,
     Environment,
     InventoryStatus,
-    LazyMap,
     Observation,
     Pane,
     PoolEntry,
@@ -37,6 +36,7 @@ from fm_teardown.model.world import (
 from fm_teardown.observe.claim import read_claim
 from fm_teardown.observe.endpoint import ProcessClass, classify, endpoint_of, panes_by_window
 from fm_teardown.observe.gitdir import common_dir, slot_git_problem
+from fm_teardown.observe.lazy import LazyMap
 from fm_teardown.observe.tasktmp import task_tmp, tmp_root_of
 
 __all__ = [
@@ -45,14 +45,11 @@ __all__ = [
     "SlotProcs",
     "assemble",
     "environment",
-    "executable_problem",
     "foreign_endpoint",
     "observe",
     "procs_by_slot",
     "ready",
-    "self_and_ancestors",
     "settled_scans",
-    "writable_problem",
 ]
 
 
@@ -61,13 +58,13 @@ def environment(settings: Settings, table: ProcessTable | None = None) -> Enviro
         home=canonical(settings.home) if settings.home and os.path.isabs(settings.home) else None,
         fm_home=canonical(str(settings.fm_home)),
         treehouse_bin=settings.treehouse_bin,
-        protected=self_and_ancestors(table) if table is not None else frozenset(),
-        treehouse_problem=executable_problem(settings.treehouse_bin),
-        state_dir_problem=writable_problem(str(settings.state_dir)),
+        protected=_self_and_ancestors(table) if table is not None else frozenset(),
+        treehouse_problem=_executable_problem(settings.treehouse_bin),
+        state_dir_problem=_writable_problem(str(settings.state_dir)),
     )
 
 
-def executable_problem(path: str | None) -> str | None:
+def _executable_problem(path: str | None) -> str | None:
     """Why the pool executable cannot be run; checked while deciding, so that a run never
     ends the endpoint and the processes only to fail at the return (issue 10)."""
     if path is None:
@@ -83,7 +80,7 @@ def executable_problem(path: str | None) -> str | None:
     return None
 
 
-def writable_problem(state_dir: str) -> str | None:
+def _writable_problem(state_dir: str) -> str | None:
     if os.path.isdir(state_dir) and not os.access(state_dir, os.W_OK | os.X_OK):
         return (
             f"the state dir {state_dir} is not writable: the slot lock cannot be taken and the "
@@ -92,7 +89,7 @@ def writable_problem(state_dir: str) -> str | None:
     return None
 
 
-def self_and_ancestors(table: ProcessTable) -> frozenset[int]:
+def _self_and_ancestors(table: ProcessTable) -> frozenset[int]:
     pids: set[int] = set()
     pid = os.getpid()
     while pid > 0 and pid not in pids:

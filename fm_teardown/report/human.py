@@ -35,8 +35,6 @@ __all__ = [
     "render_audit",
     "render_error",
     "render_outcome",
-    "runbook_hint",
-    "short_path",
 ]
 
 VERDICT_STYLE = {
@@ -171,7 +169,7 @@ def headline(o: Outcome) -> str:
     return f"REFUSED — {o.verdict}: {say}; {messages.tail(o)}"
 
 
-def runbook_hint(name: str | None) -> str | None:
+def _runbook_hint(name: str | None) -> str | None:
     return f"hint: runbook: fm runbook {name}" if name else None
 
 
@@ -182,11 +180,13 @@ def render_outcome(
     *,
     runbook: str | None,
     lead: str | None = None,
+    lead_is_first_reason: bool = False,
     completion_line: bool = True,
 ) -> None:
     """One task's outcome for people. `lead`: a first line that replaces fm's own (the
-    firstmate drop-in's `REFUSED:`/`error:` line); `completion_line`: end a finished run
-    with `teardown <id> complete`."""
+    firstmate drop-in's `REFUSED:`/`error:` line), which may be the first reason itself
+    (`lead_is_first_reason`); `completion_line`: end a finished run with `teardown <id>
+    complete`."""
     d = o.decision
     assert d is not None
     out_p, err_p = Printer(out), Printer(err)
@@ -208,15 +208,15 @@ def render_outcome(
         details = details[:1]
     if o.exit_code == ExitCode.FAILED:
         details = []  # the reasons to go ahead; the first line says what stopped it
-    if lead is not None and details and details[0] == lead:
+    if lead is not None and lead_is_first_reason:
         details = details[1:]
     elif lead is None and o.refused and details:
         # The first line said it already (`REFUSED — VERDICT: why`); the full slot path that
         # this reason adds is on the `task · slot` line. `--json` keeps it verbatim.
         details = details[1:]
-    for n in d.notes:
-        if not any(n in r for r in details):
-            details.append(f"could not tell: {n}")
+    if d.verdict != Verdict.UNLANDED:
+        # An unlanded refusal lists what fm could not tell among its reasons already.
+        details += [f"could not tell: {n}" for n in d.notes]
     for r in details:
         # A refusal's reasons go verbatim (runbooks and scripts quote them); a go-ahead's
         # are shortened like the rest of stdout.
@@ -258,7 +258,7 @@ def render_outcome(
         err_p.line(f"hint: {short(h)}")
     if o.exit_code == ExitCode.FAILED and not o.interrupted:
         err_p.line(f"hint: re-run `fm teardown {o.task}` to finish (it re-checks ownership first)")
-    hint = runbook_hint(runbook)
+    hint = _runbook_hint(runbook)
     if hint:
         err_p.line(hint)
     if o.completed and completion_line:
@@ -270,11 +270,10 @@ def render_outcome(
 def render_error(err: FmError, stream: TextIO | None = None, runbook: str | None = None) -> None:
     """One clear line (plus hints, the runbook last) for a run that ended before deciding."""
     p = Printer(stream or sys.stderr)
-    verbatim = err.message.startswith(("REFUSED", "error:"))
-    p.line(err.message if verbatim else f"fm: {err.message}", "bold red")
+    p.line(messages.error_line(err), "bold red")
     for h in err.hints:
         p.line(f"hint: {h}")
-    hint = runbook_hint(runbook)
+    hint = _runbook_hint(runbook)
     if hint:
         p.line(hint)
 
@@ -282,7 +281,7 @@ def render_error(err: FmError, stream: TextIO | None = None, runbook: str | None
 # -- the fleet audit ------------------------------------------------------------------------------
 
 
-def short_path(path: str | None, pools: tuple[str, ...]) -> str:
+def _short_path(path: str | None, pools: tuple[str, ...]) -> str:
     """A slot as `<pool name>/<N>/<repo>` when it lies in a pool the audit read: full paths
     of pooled slots all share a long prefix and wrap into unreadability."""
     if not path:
@@ -323,7 +322,7 @@ def render_audit(a: Audit, out: TextIO | None = None) -> None:
                 str(r.exit_code),
                 r.endpoint or "-",
                 "yes" if r.finished.finished else "no",
-                short_path(r.slot, a.pools),
+                _short_path(r.slot, a.pools),
                 _why(r),
             )
             for r in a.rows
@@ -333,9 +332,9 @@ def render_audit(a: Audit, out: TextIO | None = None) -> None:
     if a.shared_slots:
         p.line("slots claimed by more than one record:", "bold")
         for slot, tasks in a.shared_slots:
-            p.line(f"  {short_path(slot, a.pools)}: {', '.join(tasks)}")
+            p.line(f"  {_short_path(slot, a.pools)}: {', '.join(tasks)}")
     if a.orphans:
         p.line("loose ends (no record accounts for them; they change no exit code):", "bold")
         for o in a.orphans:
-            where = f" in {short_path(o.slot, a.pools)}" if o.slot else ""
+            where = f" in {_short_path(o.slot, a.pools)}" if o.slot else ""
             p.line(f"  {o.kind} {o.id}{where}: {o.detail}")

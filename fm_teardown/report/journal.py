@@ -30,7 +30,6 @@ __all__ = [
     "append",
     "bounded_lines",
     "entry",
-    "entry_of",
     "intent_entry",
     "result_entry",
     "unfinished",
@@ -66,7 +65,7 @@ def entry(
     }
 
 
-def entry_of(outcome: Outcome, flags: Flags) -> dict[str, Any]:
+def _entry_of(outcome: Outcome, flags: Flags) -> dict[str, Any]:
     """The journal line of one real run, from its Outcome."""
     from fm_teardown.model.messages import detail
 
@@ -173,8 +172,8 @@ def unfinished_line(intent: dict[str, Any]) -> str:
 
 
 def result_entry(outcome: Outcome, flags: Flags) -> dict[str, Any]:
-    """A real run's result line: `entry_of`, with the plan token it ran (or refused) on."""
-    line = entry_of(outcome, flags)
+    """A real run's result line: `_entry_of`, with the plan token it ran (or refused) on."""
+    line = _entry_of(outcome, flags)
     line["phase"] = "result"
     line["plan_id"] = outcome.plan_id
     return line

@@ -108,7 +108,7 @@ def audit_error_json(err: FmError) -> dict[str, Any]:
         "audit": True,
         "exit_code": int(err.exit_code),
         "verdict": str(err.verdict),
-        "reasons": [err.message],
+        "reasons": [messages.error_reason(err)],
         "hints": list(err.hints),
         "runbook": error_runbook(err),
         "tasks": [],
@@ -172,15 +172,20 @@ def render(
         emit_json(outcome_json(o), out)
         return
     if o.decision is None:
-        reasons = messages.reasons(o)
-        message = reasons[0] if reasons else str(o.verdict)
-        render_error(FmError(o.verdict, message, o.hints), err, runbook_for(o))
+        said = messages.bare_reasons(o)
+        message = said[0] if said else str(o.verdict)
+        render_error(FmError(o.verdict, message, o.hints, lead=o.lead), err, runbook_for(o))
         return
     render_outcome(o, out, err, runbook=runbook_for(o))
 
 
 def render_firstmate(
-    o: Outcome, *, lead: str | None, out: TextIO | None = None, err: TextIO | None = None
+    o: Outcome,
+    *,
+    lead: str | None,
+    lead_is_first_reason: bool = False,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
 ) -> None:
     """The drop-in's output (`fm-teardown`): fm's, with the script's first stderr line and
     without fm's own completion line (the caller prints the script's)."""
@@ -190,5 +195,6 @@ def render_firstmate(
         err or sys.stderr,
         runbook=runbook_for(o),
         lead=lead,
+        lead_is_first_reason=lead_is_first_reason,
         completion_line=False,
     )

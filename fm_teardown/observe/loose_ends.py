@@ -1,0 +1,103 @@
+"""The fleet's loose ends, as the audit lists them (spec §8): what no record accounts for.
+
+Windows `fm-<id>` with no record <id>, leases on pool slots no record claims, agent
+processes working in such slots that no endpoint holds, and names in the state dir that are
+no task's record or sidecar. Observed facts, never a verdict: they change no exit code.
+"""
+
+from __future__ import annotations
+
+from fm_teardown.model.leases import lease_name, lease_task
+from fm_teardown.model.paths import ancestors
+from fm_teardown.model.records import Fleet
+from fm_teardown.model.values import value
+from fm_teardown.model.world import Observation
+from fm_teardown.observe.endpoint import ProcessClass, classify
+from fm_teardown.observe.observation import procs_by_slot
+
+__all__ = ["Orphan", "orphans"]
+
+
+@value
+class Orphan:
+    kind: str  # window | lease | process | file | unfinished-teardown
+    id: str
+    slot: str | None
+    detail: str
+
+
+def orphans(fleet: Fleet, obs: Observation) -> tuple[Orphan, ...]:
+    """Windows `fm-<id>` with no record <id>; leases on pool slots no record claims; agent
+    processes working in such slots that no endpoint accounts for (spec §8); names in the state dir
+    that are no task's record or sidecar. They never change an exit code."""
+    out: list[Orphan] = []
+    known = set(fleet.records) | set(fleet.invalid)
+    seen: set[tuple[str, str]] = set()
+    for pane in obs.inventory.panes:
+        name = pane.window_name
+        if not name.startswith("fm-") or name[3:] in known:
+            continue
+        key = (pane.session, name)
+        if key in seen:
+            continue
+        seen.add(key)
+        tree = [
+            p
+            for q in obs.inventory.panes
+            if (q.session, q.window_name) == key and not q.dead
+            for p in obs.processes.tree(q.pane_pid)
+        ]
+        agents = [p for p in tree if classify(p.name, p.argv0) == ProcessClass.AGENT]
+        runs = (
+            "runs " + ", ".join(f"{p.name} ({p.pid})" for p in agents[:3])
+            if agents
+            else "runs no agent"
+        )
+        out.append(
+            Orphan(
+                "window",
+                name[3:],
+                None,
+                f"window {pane.session}:{name} ({pane.window_id}) has no record; it {runs}",
+            )
+        )
+    claimed = set(obs.claimants) | {s for slots in obs.invalid_slots.values() for s in slots or ()}
+    above = {a for slot in claimed for a in ancestors(slot)}
+
+    def unclaimed(slot: str) -> bool:
+        # Claimed when a record names it, a slot inside it, or a slot containing it.
+        return slot not in above and not any(a in claimed for a in ancestors(slot))
+
+    free = sorted({e.canonical for e in obs.pool_entries if unclaimed(e.canonical)})
+    for entry in sorted(obs.pool_entries, key=lambda e: e.canonical):
+        if not entry.leased or entry.canonical not in free:
+            continue
+        holder = lease_task(entry, "", fleet)
+        detail = f"leased (lease id {entry.lease_id or 'none'}, holder '{entry.lease_holder}')"
+        detail += " on a slot no record claims"
+        if holder is not None:
+            detail += f"; it is {holder}'s lease, whose record names {obs.slot_of[holder]}"
+        out.append(Orphan("lease", lease_name(entry), entry.canonical, detail))
+    in_free = procs_by_slot(set(free), obs.processes)
+    loose: dict[int, tuple[str, str]] = {}  # pid -> (its nearest free slot, its name)
+    for slot in sorted(free, key=len, reverse=True):
+        for proc in in_free.get(slot, ()):
+            if proc.pid in loose or proc.pid in obs.endpoint_owner:
+                continue
+            if classify(proc.name, proc.argv0) == ProcessClass.AGENT:
+                loose[proc.pid] = (slot, proc.name or proc.argv0)
+    for pid in sorted(loose):
+        slot, name = loose[pid]
+        out.append(
+            Orphan(
+                "process",
+                f"pid:{pid}",
+                slot,
+                f"agent {name} ({pid}) works in a slot no record claims and belongs to no "
+                "task's endpoint",
+            )
+        )
+    for name, why in fleet.strays:
+        detail = f"{why}; it owns no slot and fm leaves it alone"
+        out.append(Orphan("file", name, None, detail))
+    return tuple(out)
