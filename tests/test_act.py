@@ -521,3 +521,29 @@ def test_a_window_that_survives_its_kill_stops_the_run_unless_forced(fleet: Flee
     assert r.returncode == 0, r.stderr
     assert "tmux" in r.stderr and f"=firstmate:=fm-{ID_T1}" in r.stderr and "--force" in r.stderr
     assert not (fleet.state / f"{ID_T1}.meta").exists()
+
+
+def test_a_shell_in_another_window_is_named_by_its_terminal_before_and_after(
+    fleet: Fleet,
+) -> None:
+    """Someone's shell cd'd into the slot (a pane of a window no task owns) is ended with the
+    slot's processes, as documented; the dry run and the real run both say which terminal
+    it was, so its owner can be told."""
+    slot = fleet.slot(1, holder=ID_T1)
+    fleet.task(ID_T1, slot, "dead")
+    window = fleet.tmux.new_window("ops", "desk", slot, "bash --norc --noprofile")
+    shell = fleet.tmux.pane_pids(window)[0]
+    tty = os.readlink(f"/proc/{shell}/fd/0")
+    pane = (
+        f"ops:desk ({fleet.tmux.run('display', '-p', '-t', window, '#{pane_id}').stdout.strip()})"
+    )
+    where = f"bash ({shell}, a shell in tmux pane {pane} on {tty}, no task's"
+    code, plan = fleet.fm_json("teardown", ID_T1, "--dry-run")
+    assert code == 0, plan
+    planned = next(s for s in plan["steps"] if s["step"] == "processes")
+    assert where + ": cd out of the slot to keep it)" in planned["detail"], planned
+    code, doc = fleet.fm_json("teardown", ID_T1)
+    assert code == 0, doc
+    ran = next(s for s in doc["steps"] if s["step"] == "processes")
+    assert ran["outcome"] == "done" and where + ")" in ran["detail"], ran
+    wait_for(lambda: gone(shell), what="the shell in the slot ended")

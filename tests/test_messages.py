@@ -7,6 +7,7 @@ from enum import Enum
 
 import pytest
 
+from fm_teardown.adapters import processes
 from fm_teardown.model import messages
 from fm_teardown.model.plan import Step, StepName, StepOutcome
 from fm_teardown.model.results import (
@@ -37,6 +38,7 @@ from fm_teardown.model.results import (
     SaveResult,
     SaveWhat,
     StepResult,
+    Terminal,
     Unlinked,
     UnlinkWhat,
 )
@@ -397,3 +399,33 @@ def test_each_unlink_result_has_its_words(what: UnlinkWhat) -> None:
 
 def test_a_step_not_run_yet_shows_the_plan() -> None:
     assert messages.detail(Step(StepName.POOL, "t", "the plan's words")) == "the plan's words"
+
+
+@pytest.mark.parametrize(
+    ("terminal", "words"),
+    [
+        (Terminal(), "a shell in a terminal"),
+        (Terminal("/dev/pts/3"), "a shell in terminal /dev/pts/3"),
+        (Terminal("/dev/pts/3", "ops:2 (%5)"), "a shell in tmux pane ops:2 (%5) on /dev/pts/3"),
+    ],
+)
+def test_a_shell_no_task_holds_is_named_by_what_is_known_of_its_terminal(
+    terminal: Terminal, words: str
+) -> None:
+    assert messages.shell_where(terminal) == words
+    ended = ProcessesResult(ProcessesWhat.ENDED, (ProcRef("zsh", 7, terminal), ProcRef("sleep", 8)))
+    assert messages.result_text(ended) == f"ended 2: zsh (7, {words}, no task's), sleep (8)"
+
+
+@pytest.mark.parametrize(
+    ("tty_nr", "name"),
+    [
+        (0, None),
+        ((136 << 8) | 3, "/dev/pts/3"),
+        ((137 << 8) | 4, "/dev/pts/260"),
+        ((136 << 8) | (1 << 20), "/dev/pts/256"),  # a minor past 255, packed as the kernel does
+        ((4 << 8) | 1, "/dev/tty1"),
+    ],
+)
+def test_a_controlling_terminal_is_named_from_proc_tty_nr(tty_nr: int, name: str | None) -> None:
+    assert processes.tty_name(tty_nr) == name

@@ -42,7 +42,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -81,10 +81,12 @@ from fm_teardown.model.results import (
     SaveResult,
     SaveWhat,
     StepResult,
+    Terminal,
 )
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.values import value
 from fm_teardown.model.world import InventoryStatus, Observation, Proc, ProcessTable, TmuxInventory
+from fm_teardown.observe.endpoint import terminal_of
 from fm_teardown.observe.tasktmp import task_tmp, tmp_root_of
 
 __all__ = [
@@ -402,8 +404,12 @@ def step_processes(run: Run, record: Record, slot: str | None, discarded: str | 
     def inside(proc: Proc) -> bool:
         return bool(proc.cwd) and any(is_within(proc.cwd or "", r) for r in roots)
 
+    terminals: dict[int, Terminal] = {}
+
     def scan() -> tuple[list[Proc], set[tuple[int, float]]]:
-        """The processes to end now, and every live process seen inside (spared ones too)."""
+        """The processes to end now, and every live process seen inside (spared ones too).
+        The shells among them that no task's endpoint holds are someone's terminals: noted
+        (`terminals`) so that the result says which terminal each was."""
         table = processes.scan()
         if table.error:
             raise run.fail(
@@ -419,11 +425,15 @@ def step_processes(run: Run, record: Record, slot: str | None, discarded: str | 
                 target,
                 ProcessesResult(ProcessesWhat.TMUX_UNREADABLE, error=inventory.error),
             )
-        spared = never_signalled(
-            run.seams.observe(run.fleet, inventory, table), record.task_id, discarded
-        )
+        obs = run.seams.observe(run.fleet, inventory, table)
+        spared = never_signalled(obs, record.task_id, discarded)
         seen = [p for p in table.procs.values() if inside(p) and not p.zombie]
-        return [p for p in seen if p.pid not in spared], {(p.pid, p.start_time) for p in seen}
+        ending = [p for p in seen if p.pid not in spared]
+        for p in ending:
+            t = terminal_of(p, obs.endpoint_owner, inventory)
+            if t is not None:
+                terminals.setdefault(p.pid, t)
+        return ending, {(p.pid, p.start_time) for p in seen}
 
     targets, present = scan()
     if not targets:
@@ -457,11 +467,14 @@ def step_processes(run: Run, record: Record, slot: str | None, discarded: str | 
                 newcomers=_refs(p for p in left if p.pid not in signalled),
             ),
         )
-    run.note(StepName.PROCESSES, target, ProcessesResult(ProcessesWhat.ENDED, _refs(targets)))
+    ended = _refs(targets, terminals)
+    run.note(StepName.PROCESSES, target, ProcessesResult(ProcessesWhat.ENDED, ended))
 
 
-def _refs(procs: Iterable[Proc]) -> tuple[ProcRef, ...]:
-    return tuple(ProcRef(p.name, p.pid) for p in procs)
+def _refs(
+    procs: Iterable[Proc], terminals: Mapping[int, Terminal] | None = None
+) -> tuple[ProcRef, ...]:
+    return tuple(ProcRef(p.name, p.pid, (terminals or {}).get(p.pid)) for p in procs)
 
 
 def step_save(run: Run, record: Record, owner: str) -> None:

@@ -21,6 +21,7 @@ __all__ = [
     "scan",
     "send",
     "terminate",
+    "tty_name",
 ]
 
 
@@ -84,6 +85,20 @@ def read_argv0(pid: int) -> str:
     return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
 
 
+def tty_name(tty_nr: int) -> str | None:
+    """The device of a controlling terminal from /proc's `tty_nr` (major and minor packed
+    as the kernel does): pseudo-terminals are majors 136-143, virtual consoles major 4."""
+    if tty_nr <= 0:
+        return None
+    major = (tty_nr >> 8) & 0xFFF
+    minor = (tty_nr & 0xFF) | ((tty_nr >> 12) & 0xFFF00)
+    if 136 <= major <= 143:
+        return f"/dev/pts/{(major - 136) * 256 + minor}"
+    if major == 4 and minor < 64:
+        return f"/dev/tty{minor}"
+    return f"tty {major}:{minor}"
+
+
 def _scan_proc() -> ProcessTable:
     boot, ticks = _clock() or (0.0, 100)
     procs: dict[int, Proc] = {}
@@ -99,7 +114,12 @@ def _scan_proc() -> ProcessTable:
         lpar, rpar = stat.find(b"("), stat.rfind(b")")
         comm = stat[lpar + 1 : rpar].decode("utf-8", "replace")
         fields = stat[rpar + 2 :].split()
-        state, ppid, start_ticks = fields[0], int(fields[1]), int(fields[19])
+        state, ppid, tty_nr, start_ticks = (
+            fields[0],
+            int(fields[1]),
+            int(fields[4]),
+            int(fields[19]),
+        )
         try:
             cwd: str | None = os.readlink(f"/proc/{pid}/cwd")
         except OSError:
@@ -124,6 +144,7 @@ def _scan_proc() -> ProcessTable:
             start,
             state == b"Z",
             read_argv0=read_argv0,
+            tty=tty_name(tty_nr),
         )
         children.setdefault(ppid, []).append(pid)
     return ProcessTable(procs, None, {k: tuple(v) for k, v in children.items()})
@@ -136,7 +157,7 @@ def _scan_psutil() -> ProcessTable:
     children: dict[int, list[int]] = {}
     try:
         for p in psutil.process_iter(
-            ["pid", "ppid", "name", "cmdline", "cwd", "create_time", "status"]
+            ["pid", "ppid", "name", "cmdline", "cwd", "create_time", "status", "terminal"]
         ):
             info = p.info
             if info.get("create_time") is None:
@@ -152,6 +173,7 @@ def _scan_psutil() -> ProcessTable:
                 cwd=cwd,
                 start_time=float(info["create_time"]),
                 zombie=info.get("status") == psutil.STATUS_ZOMBIE,
+                tty=info.get("terminal") or None,
             )
             procs[proc.pid] = proc
             children.setdefault(proc.ppid, []).append(proc.pid)

@@ -42,7 +42,7 @@ from fm_teardown.decide.sparing import (
 )
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.leases import lease_task
-from fm_teardown.model.messages import belongs_now
+from fm_teardown.model.messages import belongs_now, shell_where
 from fm_teardown.model.paths import is_ancestor_or_same
 from fm_teardown.model.plan import (
     BranchDelete,
@@ -1024,13 +1024,14 @@ def _blocked_hints(blocked: list[Blocker]) -> list[str]:
 
 def _target(c: Case, p: Proc) -> str:
     """A process to be signalled, by name and pid; a shell that no task's endpoint holds is
-    someone's terminal cd'd into the slot (perhaps the operator's own): say so before it ends."""
-    from fm_teardown.observe.endpoint import ProcessClass, classify
+    someone's terminal cd'd into the slot (perhaps the operator's own): say so, and which
+    terminal, before it ends."""
+    from fm_teardown.observe.endpoint import terminal_of
 
-    if classify(p.name, p.argv0) == ProcessClass.SHELL and p.pid not in c.obs.endpoint_owner:
-        return (
-            f"{p.name} ({p.pid}, a shell in a terminal, no task's: cd out of the slot to keep it)"
-        )
+    t = terminal_of(p, c.obs.endpoint_owner, c.obs.inventory)
+    if t is not None:
+        where = shell_where(t)
+        return f"{p.name} ({p.pid}, {where}, no task's: cd out of the slot to keep it)"
     return f"{p.name} ({p.pid})"
 
 

@@ -42,6 +42,7 @@ from fm_teardown.model.results import (
     SaveResult,
     SaveWhat,
     StepResult,
+    Terminal,
     Unlinked,
     UnlinkWhat,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "reasons",
     "refused",
     "result_text",
+    "shell_where",
     "tail",
     "unlinked",
 ]
@@ -116,8 +118,21 @@ def detail(step: Step) -> str:
     return step.detail if step.result is None else result_text(step.result)
 
 
+def shell_where(t: Terminal) -> str:
+    """Where a shell no task's endpoint holds runs: `a shell in terminal /dev/pts/3`."""
+    if t.pane:
+        return f"a shell in tmux pane {t.pane}" + (f" on {t.tty}" if t.tty else "")
+    return f"a shell in terminal {t.tty}" if t.tty else "a shell in a terminal"
+
+
+def _proc(p: ProcRef) -> str:
+    if p.terminal is None:
+        return f"{p.name} ({p.pid})"
+    return f"{p.name} ({p.pid}, {shell_where(p.terminal)}, no task's)"
+
+
 def _procs(procs: Iterable[ProcRef]) -> str:
-    return ", ".join(f"{p.name} ({p.pid})" for p in procs)
+    return ", ".join(_proc(p) for p in procs)
 
 
 _NOT_RUN = {

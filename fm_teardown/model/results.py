@@ -41,6 +41,7 @@ __all__ = [
     "SaveResult",
     "SaveWhat",
     "StepResult",
+    "Terminal",
     "UnlinkWhat",
     "Unlinked",
 ]
@@ -90,9 +91,19 @@ class RecordGone:
 
 
 @value
+class Terminal:
+    """Where a shell that no task's endpoint holds runs: someone's terminal cd'd into the
+    slot, perhaps the operator's own. Either may be unknown."""
+
+    tty: str | None = None  # its controlling terminal, `/dev/pts/3`
+    pane: str | None = None  # the fleet's tmux pane it is, `ops:2 (%5)`
+
+
+@value
 class ProcRef:
     name: str
     pid: int
+    terminal: Terminal | None = None  # a shell in a terminal, no task's: ended all the same
 
 
 # -- endpoint -----------------------------------------------------------------------------------

@@ -103,6 +103,7 @@ class Proc:
         "pid",
         "ppid",
         "start_time",
+        "tty",
         "zombie",
     )
 
@@ -116,6 +117,7 @@ class Proc:
         start_time: float,
         zombie: bool = False,
         read_argv0: Callable[[int], str] | None = None,
+        tty: str | None = None,
     ) -> None:
         self.pid = pid
         self.ppid = ppid
@@ -125,6 +127,9 @@ class Proc:
         self.start_time = start_time
         self.zombie = zombie
         self._read_argv0 = read_argv0
+        # Its controlling terminal (`/dev/pts/3`), None when it has none or it is not known:
+        # names the terminal of a shell fm ends in a slot (perhaps an operator's own).
+        self.tty = tty
 
     @property
     def argv0(self) -> str:

@@ -9,14 +9,17 @@ else is `ambiguous`. Only `dead` and `missing` count as not live.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from enum import StrEnum
 
 from fm_teardown.model.records import Record
+from fm_teardown.model.results import Terminal
 from fm_teardown.model.world import (
     Endpoint,
     EndpointState,
     InventoryStatus,
     Pane,
+    Proc,
     ProcessTable,
     TmuxInventory,
 )
@@ -32,6 +35,7 @@ __all__ = [
     "endpoint_of",
     "is_tmux",
     "panes_by_window",
+    "terminal_of",
 ]
 
 SHELLS = frozenset({"zsh", "bash", "sh", "dash", "ash", "ksh", "mksh", "tcsh", "csh", "fish"})
@@ -163,3 +167,17 @@ def endpoint_of(
         window_ids,
         frozenset(pids),
     )
+
+
+def terminal_of(
+    proc: Proc, endpoint_owner: Mapping[int, str], inventory: TmuxInventory
+) -> Terminal | None:
+    """A shell that no task's endpoint holds is someone's terminal cd'd into the slot (perhaps
+    the operator's own): where it runs (its terminal, and the fleet's tmux pane when it is
+    one), so that the dry run and the real run can say whose shell fm ends. None for any
+    other process."""
+    if proc.pid in endpoint_owner or classify(proc.name, proc.argv0) != ProcessClass.SHELL:
+        return None
+    pane = next((p for p in inventory.panes if p.pane_pid == proc.pid and not p.dead), None)
+    where = f"{pane.session}:{pane.window_name} ({pane.pane_id})" if pane is not None else None
+    return Terminal(proc.tty, where)
