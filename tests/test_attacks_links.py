@@ -260,6 +260,13 @@ def test_an_unleased_clean_merged_slot_is_left_to_the_pool(fleet: Fleet) -> None
     t1 = tid("t1")
     slot = fleet.slot(1, leased=False)
     fleet.task(t1, slot, "dead")
+    # The dry run cannot promise either outcome (the real run looks again under the slot
+    # lock): its plan says both, so the real run never contradicts it.
+    code, dry = fleet.fm_json("teardown", t1, "--dry-run")
+    assert code == 0, dry
+    planned = steps(dry)["pool"][1]
+    assert planned.startswith(f"treehouse return --force {slot}"), planned
+    assert "or no call at all if the slot is still unleased, clean and its HEAD merged" in planned
     code, doc = fleet.fm_json("teardown", t1)
     assert (code, doc["verdict"]) == (0, "proceed"), doc
     outcome, detail = steps(doc)["pool"]

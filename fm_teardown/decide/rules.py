@@ -858,6 +858,16 @@ def _proceed(c: Case, reasons: list[str], warnings: list[str]) -> Decision:
     )
 
 
+def _may_be_reused_as_is(c: Case, pr: PoolReturn) -> bool:
+    """A record without lease facts on a slot the pool shows unleased: the real run does not
+    call an unconditional return when the pool would reuse the slot as it is (act/steps.py,
+    `_pool_reuses_as_is`)."""
+    if c.record.lease_id or c.record.lease_holder or pr.lease_id or pr.lease_holder is not None:
+        return False
+    entry = c.facts.pool.entry
+    return entry is not None and not entry.leased and not entry.destroying
+
+
 def _plan(
     c: Case,
     spared: NeverSignalled,
@@ -895,13 +905,15 @@ def _plan(
             )
         )
     if pool_return is not None:
-        plan.append(
-            Step(
-                StepName.POOL,
-                pool_return.path,
-                "treehouse " + " ".join(pool_return.argv) + "; verified in the pool's state",
+        say = "treehouse " + " ".join(pool_return.argv) + "; verified in the pool's state"
+        if _may_be_reused_as_is(c, pool_return):
+            # The real run decides this under the slot lock, from a fresh look at the pool
+            # and the slot: the plan says both outcomes rather than one that may not happen.
+            say += (
+                "; or no call at all if the slot is still unleased, clean and its HEAD merged "
+                "then (the pool's next get reuses it as it is)"
             )
-        )
+        plan.append(Step(StepName.POOL, pool_return.path, say))
     if branch is not None:
         plan.append(
             Step(
