@@ -238,3 +238,29 @@ def test_the_audit_pays_one_status_per_slot_and_a_few_calls_per_project(fleet: F
     assert len(per_project) <= 4, per_project
     per_slot = [c for c in calls if c not in status and c not in per_project]
     assert all(f"-C {ahead} " in c for c in per_slot), per_slot  # only the unpushed slot
+
+
+def test_a_task_branch_left_by_a_stale_teardown_is_a_loose_end(fleet: Fleet) -> None:
+    """A stale teardown (the slot is a finished task's now) leaves the tree, and so TASK's
+    branch, alone: the audit then lists `fm/<id>` branches whose task has no record and that
+    no worktree has checked out, deletes nothing, and changes no exit code."""
+    old, new, gone = tid("old"), tid("new"), tid("gone")
+    slot = fleet.slot(1, holder=new)
+    git(fleet.project, "branch", f"fm/{old}", "main")  # the old task's, no longer checked out
+    git(slot, "switch", "-q", "-c", f"fm/{new}")  # the pool handed the slot on
+    fleet.task(old, slot, "dead")
+    fleet.task(new, slot, "dead", extra={"treehouse_lease_holder": new})
+    other = fleet.slot(2, holder="ci-bot")
+    git(other, "switch", "-q", "-c", f"fm/{gone}")  # checked out: someone works there
+    code, doc = fleet.fm_json("teardown", old)
+    assert code == 0 and doc["verdict"] == "stale", doc
+    doc = audit(fleet)
+    branches = {o["id"]: o for o in doc["orphans"] if o["kind"] == "branch"}
+    assert set(branches) == {f"fm/{old}"}, doc["orphans"]
+    assert str(fleet.project) in branches[f"fm/{old}"]["detail"]
+    assert f"branch -D fm/{old}" in branches[f"fm/{old}"]["detail"]
+    r = fleet.fm("teardown", "--dry-run")
+    assert r.returncode == 0
+    assert f"branch fm/{old}" in r.stdout.split("loose ends", 1)[1]
+    refs = git(fleet.project, "for-each-ref", "--format=%(refname:short)", "refs/heads/fm/")
+    assert sorted(refs.split()) == sorted([f"fm/{old}", f"fm/{new}", f"fm/{gone}"])

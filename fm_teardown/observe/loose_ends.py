@@ -1,12 +1,23 @@
 """The fleet's loose ends, as the audit lists them (spec §8): what no record accounts for.
 
 Windows `fm-<id>` with no record <id>, leases on pool slots no record claims, agent
-processes working in such slots that no endpoint holds, and names in the state dir that are
-no task's record or sidecar. Observed facts, never a verdict: they change no exit code.
+processes working in such slots that no endpoint holds, names in the state dir that are
+no task's record or sidecar, and task branches `fm/<id>` left in a project with no record
+<id> and no worktree that has them checked out. Observed facts, never a verdict: they change
+no exit code.
+
+A task's branch is known by firstmate's spawn convention, `fm/<id>`: records do not name
+branches. A teardown deletes TASK's branch after returning its slot; a stale teardown (the
+slot is someone else's now) and a discarded live owner leave theirs, and so does work done
+by hand. fm never deletes such a branch from the audit: it may hold the only copy of work.
 """
 
 from __future__ import annotations
 
+import os
+import shlex
+
+from fm_teardown.adapters import runner
 from fm_teardown.model.leases import lease_name, lease_task
 from fm_teardown.model.paths import ancestors
 from fm_teardown.model.records import Fleet
@@ -20,7 +31,7 @@ __all__ = ["Orphan", "orphans"]
 
 @value
 class Orphan:
-    kind: str  # window | lease | process | file | unfinished-teardown
+    kind: str  # window | lease | process | file | branch | unfinished-teardown
     id: str
     slot: str | None
     detail: str
@@ -97,7 +108,47 @@ def orphans(fleet: Fleet, obs: Observation) -> tuple[Orphan, ...]:
                 "task's endpoint",
             )
         )
+    out += _dead_branches(fleet, obs)
     for name, why in fleet.strays:
         detail = f"{why}; it owns no slot and fm leaves it alone"
         out.append(Orphan("file", name, None, detail))
     return tuple(out)
+
+
+# firstmate's spawn names a task's branch `fm/<id>`.
+TASK_BRANCH = "fm/"
+
+
+def _dead_branches(fleet: Fleet, obs: Observation) -> list[Orphan]:
+    """`fm/<id>` branches of the fleet's projects whose task has no record and which no
+    worktree has checked out: one git call per project."""
+    known = {tid.rsplit("/", 1)[-1] for tid in (*fleet.records, *fleet.invalid)}
+    out: list[Orphan] = []
+    for project in sorted(set(obs.project_of.values())):
+        if not os.path.isdir(project):
+            continue
+        r = runner.git(
+            project,
+            "for-each-ref",
+            "--format=%(refname:short)%00%(worktreepath)",
+            f"refs/heads/{TASK_BRANCH}",
+        )
+        if not r.ok:
+            continue  # a project git cannot read: its records' rows say so already
+        for line in r.text.splitlines():
+            branch, _, worktree = line.partition("\0")
+            task = branch[len(TASK_BRANCH) :]
+            if worktree or not task or task in known:
+                continue
+            out.append(
+                Orphan(
+                    "branch",
+                    branch,
+                    None,
+                    f"branch {branch} in {project}: task {task} has no record and no worktree "
+                    "has it checked out (a stale or discarded teardown leaves its branch); fm "
+                    f"never deletes it: land or save its work, then "
+                    f"git -C {shlex.quote(project)} branch -D {shlex.quote(branch)}",
+                )
+            )
+    return out
