@@ -20,10 +20,11 @@ from unittest import mock
 
 import pytest
 
-from fm_teardown.decide.rules import Decision, Flags, Unfinished, decide
+from fm_teardown.decide.rules import Unfinished, decide
 from fm_teardown.model import messages
 from fm_teardown.model.errors import ExitCode, Verdict
 from fm_teardown.model.paths import is_within
+from fm_teardown.model.plan import Decision, Flags
 from fm_teardown.model.records import Fleet, InvalidRecord, Record, load_fleet
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.world import (

@@ -18,8 +18,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fm_teardown.decide.rules import Decision, Flags, decide
+from fm_teardown.decide.rules import decide
 from fm_teardown.model.errors import Verdict
+from fm_teardown.model.plan import Decision, Flags
 from fm_teardown.model.world import EndpointState
 from tests.reliability.figures import count, soak
 from tests.test_decide import (

@@ -95,3 +95,47 @@ def test_the_scan_sees_imports_inside_functions_and_every_module_has_a_stage() -
     assert "fm_teardown.commands.teardown" in imports_of(PACKAGE / "cli.py")
     for path in PACKAGE.rglob("*.py"):
         stage_of(module_name(path))
+
+
+def _exports(tree: ast.Module) -> list[str] | None:
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            assert isinstance(node.value, ast.List | ast.Tuple)
+            return [str(e.value) for e in node.value.elts if isinstance(e, ast.Constant)]
+    return None
+
+
+def test_every_module_says_what_it_exports_and_names_its_helpers_private() -> None:
+    """`__all__` in every module (the empty `__init__.py` files and `__main__` aside); every
+    function and class defined at module level is either in it or `_`-named, so a reader
+    tells a module's surface from its helpers by the name alone."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = str(path.relative_to(PACKAGE))
+        if path.name in ("__init__.py", "__main__.py"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), name)
+        exported = _exports(tree)
+        if exported is None:
+            found.append(f"{name}: no __all__")
+            continue
+        for node in tree.body:
+            if not isinstance(node, ast.FunctionDef | ast.ClassDef) or node.name[0] == "_":
+                continue
+            if node.name not in exported:
+                found.append(f"{name}: {node.name} is neither in __all__ nor _-named")
+        defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)} | {
+            t.id
+            for n in tree.body
+            if isinstance(n, ast.Assign | ast.AnnAssign)
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+            if isinstance(t, ast.Name)
+        }
+        found += [
+            f"{name}: __all__ names {x}, which it does not define"
+            for x in exported
+            if x not in defined
+        ]
+    assert found == []

@@ -21,7 +21,7 @@ from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.plan import Flags
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.values import value
-from fm_teardown.report import journal
+from fm_teardown.report import human, journal
 from fm_teardown.report import render as report
 from fm_teardown.report.human import VERDICT_STYLE
 
@@ -250,7 +250,7 @@ def run(
 
 
 def _render_selection(selection: Selection) -> None:
-    p = report.Printer(sys.stdout)
+    p = human.Printer(sys.stdout)
     tasks = selection.tasks
     p.line(
         f"--landed selected {len(tasks)} task{'s' if len(tasks) != 1 else ''}: "
@@ -317,7 +317,7 @@ def _what_was_done(r: Result) -> str:
 
 
 def _render_summary(results: list[Result], code: int) -> None:
-    p = report.Printer(sys.stdout)
+    p = human.Printer(sys.stdout)
     p.line(f"summary ({len(results)} task{'s' if len(results) != 1 else ''}, exit {code}):", "bold")
     if not results:
         p.line("  nothing to do")

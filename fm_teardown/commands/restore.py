@@ -35,8 +35,9 @@ from fm_teardown.model.errors import ExitCode, FmError, Verdict, invalid, unsafe
 from fm_teardown.model.paths import canonical, is_within
 from fm_teardown.model.records import check_task_id, near_ids, shown
 from fm_teardown.model.values import value
+from fm_teardown.report.human import Printer, render_error
 from fm_teardown.report.journal import JOURNAL, bounded_lines
-from fm_teardown.report.render import SCHEMA, Printer, emit_json, render_error
+from fm_teardown.report.render import SCHEMA, emit_json
 
 __all__ = ["PREFIX", "USAGE", "Found", "Project", "Restored", "Save", "restore"]
 

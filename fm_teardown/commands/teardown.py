@@ -17,7 +17,7 @@ from fm_teardown.model.errors import ExitCode, FmError, Verdict, invalid
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.plan import Decision, Flags
 from fm_teardown.model.records import task_id_problem
-from fm_teardown.report import journal
+from fm_teardown.report import human, journal
 from fm_teardown.report import render as report
 
 if TYPE_CHECKING:
@@ -287,10 +287,10 @@ def _audit(
         elif json_out:
             report.emit_json(report.usage_error_json(None, err, dry_run=dry_run))
         else:
-            report.render_error(err, runbook=report.error_runbook(err))
+            human.render_error(err, runbook=report.error_runbook(err))
         return int(err.exit_code)
     if json_out:
         report.emit_json(report.audit_json(result))
     else:
-        report.render_audit(result)
+        human.render_audit(result)
     return int(ExitCode.OK)

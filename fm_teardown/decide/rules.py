@@ -72,20 +72,33 @@ from fm_teardown.model.world import (
 __all__ = [
     "RULES",
     "Case",
-    "Decision",
-    "Flags",
     "GoOn",
-    "LandedLike",
     "NeedsLanded",
-    "PoolReturn",
     "Refusal",
     "Ruling",
     "Stale",
-    "Step",
     "Unfinished",
     "decide",
     "decide_all",
     "decide_with_landed",
+    "discarded_record_kept",
+    "foreign_git_dir",
+    "inside_own_window",
+    "invalid_claimant",
+    "live_children",
+    "live_owner",
+    "never_signalled_in_slot",
+    "own_endpoint_alive",
+    "pool_not_ready",
+    "protected_root",
+    "slot_not_returned",
+    "stale_slot",
+    "stray_records",
+    "unlanded",
+    "unreadable_claim",
+    "unsafe_tasktmp",
+    "unsupported_duty",
+    "unwritable_state_dir",
 ]
 
 
@@ -259,7 +272,7 @@ def decide(
     for number, rule in RULES:
         ruling = rule(c)
         if isinstance(ruling, Refusal):
-            return refuse(c, ruling, c.owners if number >= 3 else ())
+            return _refuse(c, ruling, c.owners if number >= 3 else ())
         if isinstance(ruling, NeedsLanded):
             return Unfinished(task)
         if isinstance(ruling, Stale):
@@ -787,7 +800,7 @@ def _pool_dir(c: Case) -> str | None:
     return os.path.dirname(state_file) if state_file else None
 
 
-def refuse(c: Case, refusal: Refusal, owners: Sequence[Owner] = ()) -> Decision:
+def _refuse(c: Case, refusal: Refusal, owners: Sequence[Owner] = ()) -> Decision:
     """A refusal: its verdict and reasons, an empty plan."""
     return Decision(
         c.task,

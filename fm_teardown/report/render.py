@@ -14,12 +14,24 @@ from fm_teardown.model.errors import ExitCode, FmError, Verdict
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.plan import Step, StepOutcome
 from fm_teardown.model.results import PoolResult, PoolWhat
-from fm_teardown.report.human import Printer, render_audit, render_error, render_outcome
+from fm_teardown.report.human import Printer, render_error, render_outcome
 
 if TYPE_CHECKING:  # the audit's module only when an audit is rendered
     from fm_teardown.decide.audit import Audit
 
-__all__ = ["Printer", "render", "render_audit", "render_error"]
+__all__ = [
+    "SCHEMA",
+    "audit_error_json",
+    "audit_json",
+    "emit_json",
+    "error_runbook",
+    "outcome_json",
+    "render",
+    "render_firstmate",
+    "runbook_for",
+    "step_json",
+    "usage_error_json",
+]
 
 SCHEMA = "fm-teardown/1"
 
