@@ -280,6 +280,28 @@ def test_an_unleased_clean_merged_slot_is_left_to_the_pool(fleet: Fleet) -> None
     assert json.loads(got.stdout)["path"] == str(slot)
 
 
+def test_a_branch_left_checked_out_in_a_slot_the_pool_reuses_is_said_to_be_there(
+    fleet: Fleet,
+) -> None:
+    """The pool reuses the slot as it is, so TASK's branch stays checked out in TASK's own
+    slot: kept, and said so (not "in another worktree"); the pool's next get resets it."""
+    t1 = tid("t1")
+    slot = fleet.slot(1, leased=False)
+    git(slot, "switch", "-q", "-c", f"fm/{t1}")  # on main's commit: clean and merged
+    fleet.task(t1, slot, "dead")
+    code, doc = fleet.fm_json("teardown", t1)
+    assert (code, doc["verdict"]) == (0, "proceed"), doc
+    assert steps(doc)["pool"][0] == "skipped"
+    outcome, detail = steps(doc)["branch"]
+    assert outcome == "skipped", doc["steps"]
+    assert detail == (
+        f"kept fm/{t1}: the slot, left to the pool as it is, still has it checked out "
+        "(the pool's next get resets it)"
+    )
+    assert "another worktree" not in json.dumps(doc)
+    assert git(slot, "rev-parse", "--abbrev-ref", "HEAD") == f"fm/{t1}"
+
+
 def test_an_unleased_slot_whose_head_is_not_merged_is_still_returned(fleet: Fleet) -> None:
     """The pool would not hand it out (HEAD only on a pushed branch): the return goes on."""
     t1 = tid("t1")

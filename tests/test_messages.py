@@ -183,6 +183,17 @@ CASES: list[tuple[StepResult, StepOutcome, str]] = [
         "kept b: it is checked out in another worktree",
     ),
     (
+        BranchResult(BranchWhat.KEPT_CHECKED_OUT, "b", SHA, worktree="/pool/2/proj"),
+        S,
+        "kept b: it is checked out in another worktree (/pool/2/proj)",
+    ),
+    (
+        BranchResult(BranchWhat.KEPT_IN_SLOT, "b", SHA, worktree="/pool/1/proj"),
+        S,
+        "kept b: the slot, left to the pool as it is, still has it checked out (the pool's "
+        "next get resets it)",
+    ),
+    (
         BranchResult(BranchWhat.UNLISTED, "b", SHA, "/src/proj", "git exited 128"),
         S,
         "cannot list the worktrees of /src/proj: git exited 128; branch kept",

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 
 from fm_teardown.adapters import runner, safefile
 from fm_teardown.model.messages import unlinked
+from fm_teardown.model.paths import canonical
 from fm_teardown.model.records import Record, RecordProblem, read_meta
 from fm_teardown.model.results import (
     AttributionResult,
@@ -130,23 +131,31 @@ def _unlink_inside(root: str, rel: str, *, single: bool = False) -> Unlinked:
 # -- branch -------------------------------------------------------------------------------------
 
 
-def delete_branch(project: str, branch: str, commit: str, default: str | None) -> BranchResult:
+def delete_branch(
+    project: str, branch: str, commit: str, default: str | None, slot: str | None = None
+) -> BranchResult:
     """Delete `refs/heads/<branch>` only if it still names `commit` (the one seen when
-    deciding), never the default branch, never one checked out in another worktree."""
+    deciding), never the default branch, never one checked out in any worktree (`slot`,
+    TASK's own canonical slot, still has it when the pool reuses the slot as it is)."""
     seen = BranchResult(BranchWhat.DELETED, branch, commit, project)
     if default is not None and branch == default:
         return replace(seen, what=BranchWhat.KEPT_DEFAULT)
     listed = runner.git(project, "worktree", "list", "--porcelain")
     if not listed.ok:
         return replace(seen, what=BranchWhat.UNLISTED, error=listed.why())
-    checked_out = {
-        line[len("branch ") :]
-        for line in listed.out.decode("utf-8", "surrogateescape").splitlines()
-        if line.startswith("branch ")
-    }
+    checked_out: dict[str, str] = {}  # ref -> the worktree that has it checked out
+    worktree = ""
+    for line in listed.out.decode("utf-8", "surrogateescape").splitlines():
+        if line.startswith("worktree "):
+            worktree = line[len("worktree ") :]
+        elif line.startswith("branch "):
+            checked_out[line[len("branch ") :]] = worktree
     ref = f"refs/heads/{branch}"
     if ref in checked_out:
-        return replace(seen, what=BranchWhat.KEPT_CHECKED_OUT)
+        where = checked_out[ref]
+        if slot is not None and where and canonical(where) == slot:
+            return replace(seen, what=BranchWhat.KEPT_IN_SLOT, worktree=where)
+        return replace(seen, what=BranchWhat.KEPT_CHECKED_OUT, worktree=where)
     common = runner.git(project, "rev-parse", "--path-format=absolute", "--git-common-dir")
     if not common.ok or not os.path.isabs(common.text):
         return replace(seen, what=BranchWhat.NO_GIT_DIR, error=common.why())

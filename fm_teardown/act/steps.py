@@ -713,7 +713,7 @@ def step_branch(run: Run, record: Record, d: Decision) -> None:
     ):
         run.note(StepName.BRANCH, target, BranchResult(BranchWhat.NOT_RETURNED, b.name, b.commit))
         return
-    result = delete_branch(record.project, b.name, b.commit, b.default)
+    result = delete_branch(record.project, b.name, b.commit, b.default, d.slot)
     if result.warns:
         run.warnings.append(messages.branch_warning(result))
     run.note(StepName.BRANCH, target, result)

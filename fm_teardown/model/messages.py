@@ -320,7 +320,13 @@ def _branch(r: BranchResult) -> str:
         case BranchWhat.KEPT_DEFAULT:
             return f"kept {r.branch}: it is the project's default branch"
         case BranchWhat.KEPT_CHECKED_OUT:
-            return f"kept {r.branch}: it is checked out in another worktree"
+            where = f" ({r.worktree})" if r.worktree else ""
+            return f"kept {r.branch}: it is checked out in another worktree{where}"
+        case BranchWhat.KEPT_IN_SLOT:
+            return (
+                f"kept {r.branch}: the slot, left to the pool as it is, still has it checked "
+                "out (the pool's next get resets it)"
+            )
         case (
             BranchWhat.UNLISTED
             | BranchWhat.NO_GIT_DIR

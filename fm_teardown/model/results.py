@@ -261,6 +261,7 @@ class BranchWhat(Enum):
     NOT_RETURNED = auto()  # the slot was not returned: the branch is not touched
     KEPT_DEFAULT = auto()
     KEPT_CHECKED_OUT = auto()  # checked out in another worktree
+    KEPT_IN_SLOT = auto()  # still checked out in TASK's slot, which the pool reuses as it is
     UNLISTED = auto()  # the worktrees cannot be listed
     NO_GIT_DIR = auto()  # the project's git dir cannot be found
     KEPT_IN_USE = auto()  # another worktree is rebasing or bisecting from it, or is on it
