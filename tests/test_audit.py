@@ -39,8 +39,9 @@ def rows(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def same_as_dry_run(fleet: Fleet, doc: dict[str, Any]) -> None:
     for task, row in rows(doc).items():
         code, one = fleet.fm_json("teardown", task, "--dry-run")
-        got = (row["verdict"], row["exit_code"], row["reasons"])
-        assert got == (one["verdict"], code, one["reasons"]), (task, row, one)
+        got = (row["verdict"], row["exit_code"], row["reasons"], row["plan_id"])
+        want = (one["verdict"], code, one["reasons"], one.get("plan_id"))
+        assert got == want, (task, row, one)
 
 
 def test_a_dirty_task_is_unlanded_in_the_audit_as_in_its_dry_run(fleet: Fleet) -> None:

@@ -209,3 +209,23 @@ def test_runbooks_show_the_two_step_habit() -> None:
         ["fm", "runbook", "mass-cleanup"], capture_output=True, text=True, check=True
     ).stdout
     assert "--expect-plan" in out
+
+
+def test_the_audit_gives_each_row_the_token_a_batch_can_be_bound_to(fleet: Fleet) -> None:
+    """An operator reviews the fleet once (`--dry-run --json`) and approves exactly those
+    plans: the rows' tokens bind a batch run; a row whose world changed since is refused."""
+    a, b = base(fleet, "a"), tid("b")
+    fleet.task(b, fleet.slot(2, holder=b), "dead", extra={"treehouse_lease_holder": b})
+    code, doc = fleet.fm_json("teardown", "--dry-run")
+    assert code == 0, doc
+    tokens = {r["task"]: r["plan_id"] for r in doc["tasks"]}
+    assert tokens == {a.id: token_of(fleet, a.id), b: token_of(fleet, b)}
+    (fleet.pool / "2" / "project" / "late.txt").write_text("written after the review\n")
+    code, done = fleet.fm_json(
+        "teardown", a.id, b, "--expect-plan", f"{a.id}={tokens[a.id]}",
+        "--expect-plan", f"{b}={tokens[b]}",
+    )  # fmt: skip
+    verdicts = {r["task"]: r["verdict"] for r in done["results"]}
+    assert verdicts == {a.id: "proceed", b: "unsafe"}, done
+    assert not (fleet.state / f"{a.id}.meta").exists()
+    assert (fleet.state / f"{b}.meta").exists()

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fm_teardown.decide import finished
+from fm_teardown.decide import fingerprint, finished
 from fm_teardown.decide.ownership import live_of
 from fm_teardown.decide.rules import decide_all
 from fm_teardown.model.errors import Verdict
@@ -54,6 +54,9 @@ class AuditRow:
     finished: finished.Finished = finished.Finished(False, "")
     # The launch the row describes: a batch skips a task relaunched since its selection.
     identity: tuple[object, ...] | None = None
+    # The plan token the one-task dry run prints (`--expect-plan TASK=TOKEN` approves it);
+    # None for a row refused before deciding.
+    plan_id: str | None = None
 
     @property
     def exit_code(self) -> int:
@@ -112,6 +115,7 @@ def audit(settings: Settings, opts: finished.Options | None = None) -> Audit:
                 d.verdict, d.headline, str(ep.state), ep.detail, record, facts.get(task), opts
             ),
             finished.identity(record, ep.window_ids),
+            fingerprint.token(fingerprint.inputs(d, obs, facts.get(task))),
         )
     return Audit(
         settings.state_dir,

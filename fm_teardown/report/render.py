@@ -148,6 +148,7 @@ def audit_json(a: Audit) -> dict[str, Any]:
                 "exit_code": r.exit_code,
                 "reasons": list(r.reasons),
                 "headline": r.headline,
+                "plan_id": r.plan_id,
                 "owners": list(r.owners),
                 "finished": {
                     "finished": r.finished.finished,
