@@ -310,3 +310,41 @@ def test_telling_merged_from_pushed_costs_no_git_call_per_slot(fleet: Fleet) -> 
     status = [c for c in calls if " status " in f" {c} "]
     others = [c for c in calls if c not in status and c not in per_project]
     assert others == [], others  # pushed, squash-merged and merged slots: git status only
+
+
+def _gh(fleet: Fleet, state: str, head: str) -> str:
+    """A stand-in `gh` that answers `pr view ... -q` as gh does: `STATE<TAB>HEAD`."""
+    gh = fleet.root / f"gh-{state.lower()}"
+    gh.write_text(
+        '#!/bin/sh\ncase "$*" in\n'
+        f"  'pr view '*' -q '*) printf '%s\\t%s\\n' {state} {head} ;;\n"
+        "  *) echo 'unexpected call' >&2; exit 1 ;;\nesac\n"
+    )
+    gh.chmod(0o755)
+    return str(gh)
+
+
+def test_landed_selects_work_whose_recorded_pr_is_merged(fleet: Fleet) -> None:
+    """Work pushed to a branch is finished once its recorded PR is merged (gh says so, and
+    its head contains the slot's HEAD), though no commit of it is on main yet: `--landed`
+    selects it then, and only then."""
+    task = tid("viapr")
+    slot = fleet.slot(1, holder=task)
+    pr = "https://github.com/acme/project/pull/7"
+    fleet.task(task, slot, "dead", extra={**OLD, "pr": pr})
+    head = commit(slot, "pr.txt", "reviewed\n")
+    git(slot, "push", "-q", "origin", f"HEAD:refs/heads/{task}")
+    before = fleet.snapshot(slot)
+    code, doc = fleet.fm_json(
+        "teardown", "--landed", "--dry-run", env=fleet.env(FM_GH_BIN=_gh(fleet, "OPEN", head))
+    )
+    assert code == 0 and doc["results"] == [], doc
+    assert not_selected(doc)[task][2] == "--include-pushed", doc
+    env = fleet.env(FM_GH_BIN=_gh(fleet, "MERGED", head))
+    code, doc = fleet.fm_json("teardown", "--landed", "--dry-run", env=env)
+    assert code == 0, doc
+    assert [r["task"] for r in doc["results"]] == [task], doc
+    assert fleet.snapshot(slot) == before
+    code, doc = fleet.fm_json("teardown", "--landed", env=env)
+    assert code == 0 and [r["verdict"] for r in doc["results"]] == ["proceed"], doc
+    assert not (fleet.state / f"{task}.meta").exists()
