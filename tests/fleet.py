@@ -29,6 +29,19 @@ REPO = Path(__file__).resolve().parent.parent
 SESSION = "firstmate"
 
 
+def gh_answering(bin_dir: Path, state: str, head: str) -> str:
+    """A stand-in `gh` in `bin_dir` that answers `pr view ... -q` as gh's filter does,
+    `STATE<TAB>HEAD`, and fails any other call."""
+    gh = bin_dir / f"gh-{state.lower()}"
+    gh.write_text(
+        '#!/bin/sh\ncase "$*" in\n'
+        f"  *'-q '*) printf '%s\\t%s\\n' {state} {head} ;;\n"
+        "  *) echo 'unexpected call' >&2; exit 1 ;;\nesac\n"
+    )
+    gh.chmod(0o755)
+    return str(gh)
+
+
 def git(cwd: Path | str, *args: str, check: bool = True) -> str:
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
     r = subprocess.run(

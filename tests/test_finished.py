@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.fleet import Fleet, Task, git, gone, tid, tree_hash, wait_for
+from tests.fleet import Fleet, Task, gh_answering, git, gone, tid, tree_hash, wait_for
 
 OLD = {"spawn_gen": "s1000.1.a"}  # launched long ago (epoch 1000)
 
@@ -312,18 +312,6 @@ def test_telling_merged_from_pushed_costs_no_git_call_per_slot(fleet: Fleet) -> 
     assert others == [], others  # pushed, squash-merged and merged slots: git status only
 
 
-def _gh(fleet: Fleet, state: str, head: str) -> str:
-    """A stand-in `gh` that answers `pr view ... -q` as gh does: `STATE<TAB>HEAD`."""
-    gh = fleet.root / f"gh-{state.lower()}"
-    gh.write_text(
-        '#!/bin/sh\ncase "$*" in\n'
-        f"  'pr view '*' -q '*) printf '%s\\t%s\\n' {state} {head} ;;\n"
-        "  *) echo 'unexpected call' >&2; exit 1 ;;\nesac\n"
-    )
-    gh.chmod(0o755)
-    return str(gh)
-
-
 def test_landed_selects_work_whose_recorded_pr_is_merged(fleet: Fleet) -> None:
     """Work pushed to a branch is finished once its recorded PR is merged (gh says so, and
     its head contains the slot's HEAD), though no commit of it is on main yet: `--landed`
@@ -335,12 +323,11 @@ def test_landed_selects_work_whose_recorded_pr_is_merged(fleet: Fleet) -> None:
     head = commit(slot, "pr.txt", "reviewed\n")
     git(slot, "push", "-q", "origin", f"HEAD:refs/heads/{task}")
     before = fleet.snapshot(slot)
-    code, doc = fleet.fm_json(
-        "teardown", "--landed", "--dry-run", env=fleet.env(FM_GH_BIN=_gh(fleet, "OPEN", head))
-    )
+    open_pr = fleet.env(FM_GH_BIN=gh_answering(fleet.root, "OPEN", head))
+    code, doc = fleet.fm_json("teardown", "--landed", "--dry-run", env=open_pr)
     assert code == 0 and doc["results"] == [], doc
     assert not_selected(doc)[task][2] == "--include-pushed", doc
-    env = fleet.env(FM_GH_BIN=_gh(fleet, "MERGED", head))
+    env = fleet.env(FM_GH_BIN=gh_answering(fleet.root, "MERGED", head))
     code, doc = fleet.fm_json("teardown", "--landed", "--dry-run", env=env)
     assert code == 0, doc
     assert [r["task"] for r in doc["results"]] == [task], doc

@@ -25,7 +25,7 @@ from fm_teardown.model.errors import FmError, Verdict
 from fm_teardown.model.records import Record
 from fm_teardown.model.scaffold import SCAFFOLD_PATHS
 from fm_teardown.observe.landed import LandedFacts, check_landed
-from tests.fleet import files_of
+from tests.fleet import files_of, gh_answering
 
 TID = "task-x1"
 
@@ -339,17 +339,9 @@ def test_merged_pr_containing_head_is_landed(repos: Repos) -> None:
 
 
 def fake_gh_tab(repos: Repos, state: str, head: str) -> str:
-    """A stand-in `gh` that answers as gh's `-q` filter does: `STATE<TAB>HEAD`, nothing else."""
     bin_dir = repos.root / "fakebin"
     bin_dir.mkdir(exist_ok=True)
-    gh = bin_dir / "gh"
-    gh.write_text(
-        '#!/bin/sh\ncase "$*" in\n'
-        f"  *'-q '*) printf '%s\\t%s\\n' {state} {head} ;;\n"
-        "  *) echo 'unexpected call' >&2; exit 1 ;;\nesac\n"
-    )
-    gh.chmod(0o755)
-    return str(gh)
+    return gh_answering(bin_dir, state, head)
 
 
 def test_merged_pr_answered_as_state_tab_head_is_read(repos: Repos) -> None:
