@@ -130,13 +130,14 @@ def _dead_branches(fleet: Fleet, obs: Observation) -> list[Orphan]:
         r = runner.git(
             project,
             "for-each-ref",
-            "--format=%(refname:short)%00%(worktreepath)",
+            "--format=%(refname)%00%(worktreepath)",
             f"refs/heads/{TASK_BRANCH}",
         )
         if not r.ok:
             continue  # a project git cannot read: its records' rows say so already
         for line in r.text.splitlines():
-            branch, _, worktree = line.partition("\0")
+            ref, _, worktree = line.partition("\0")
+            branch = ref.removeprefix("refs/heads/")  # in full: `:short` may add `heads/`
             task = branch[len(TASK_BRANCH) :]
             if worktree or not task or task in known:
                 continue
