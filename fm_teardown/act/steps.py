@@ -54,7 +54,7 @@ from fm_teardown.adapters.interrupts import Interrupted
 from fm_teardown.decide.sparing import never_signalled
 from fm_teardown.model import messages
 from fm_teardown.model.errors import ExitCode, FmError, Lead, Verdict
-from fm_teardown.model.leases import lease_name, lease_task
+from fm_teardown.model.leases import lease_name, lease_task, unconditional_only
 from fm_teardown.model.outcome import Outcome, Signal
 from fm_teardown.model.paths import canonical, is_within
 from fm_teardown.model.plan import Decision, Flags, LandedLike, Planned, Step, StepName, StepOutcome
@@ -627,12 +627,10 @@ def _pool_reuses_as_is(run: Run, record: Record, d: Decision) -> bool:
     `get` resets and hands it out by itself, so fm does not call the return at all."""
     pr = d.pool_return
     assert pr is not None and d.slot is not None
-    if record.lease_id or record.lease_holder or pr.lease_id or pr.lease_holder is not None:
+    slot = d.slot
+    if not unconditional_only(record, pr, lambda: pool.fresh_view(record.worktree, slot).entry):
         return False
-    entry = pool.fresh_view(record.worktree, d.slot).entry
-    if entry is None or entry.leased or entry.destroying:
-        return False
-    why_not = pool.reusable_as_is(d.slot)
+    why_not = pool.reusable_as_is(slot)
     if why_not is not None:
         return False
     run.pool_reuses = True

@@ -41,7 +41,7 @@ from fm_teardown.decide.sparing import (
     to_signal,
 )
 from fm_teardown.model.errors import Verdict
-from fm_teardown.model.leases import lease_task
+from fm_teardown.model.leases import lease_task, unconditional_only
 from fm_teardown.model.messages import belongs_now, shell_where
 from fm_teardown.model.paths import is_ancestor_or_same
 from fm_teardown.model.plan import (
@@ -871,16 +871,6 @@ def _proceed(c: Case, reasons: list[str], warnings: list[str]) -> Decision:
     )
 
 
-def _may_be_reused_as_is(c: Case, pr: PoolReturn) -> bool:
-    """A record without lease facts on a slot the pool shows unleased: the real run does not
-    call an unconditional return when the pool would reuse the slot as it is (act/steps.py,
-    `_pool_reuses_as_is`)."""
-    if c.record.lease_id or c.record.lease_holder or pr.lease_id or pr.lease_holder is not None:
-        return False
-    entry = c.facts.pool.entry
-    return entry is not None and not entry.leased and not entry.destroying
-
-
 def _plan(
     c: Case,
     spared: NeverSignalled,
@@ -919,7 +909,7 @@ def _plan(
         )
     if pool_return is not None:
         say = "treehouse " + " ".join(pool_return.argv) + "; verified in the pool's state"
-        if _may_be_reused_as_is(c, pool_return):
+        if unconditional_only(c.record, pool_return, lambda: c.facts.pool.entry):
             # The real run decides this under the slot lock, from a fresh look at the pool
             # and the slot: the plan says both outcomes rather than one that may not happen.
             say += (

@@ -4,10 +4,13 @@ decision's owners, the acting re-check at the pool and the audit's loose ends re
 
 from __future__ import annotations
 
-from fm_teardown.model.records import Fleet
+from collections.abc import Callable
+
+from fm_teardown.model.plan import PoolReturn
+from fm_teardown.model.records import Fleet, Record
 from fm_teardown.model.world import PoolEntry
 
-__all__ = ["lease_name", "lease_task"]
+__all__ = ["lease_name", "lease_task", "unconditional_only"]
 
 
 def lease_task(entry: PoolEntry, task_id: str, fleet: Fleet) -> str | None:
@@ -29,3 +32,17 @@ def lease_task(entry: PoolEntry, task_id: str, fleet: Fleet) -> str | None:
 
 def lease_name(entry: PoolEntry) -> str:
     return f"lease:{entry.lease_holder}" if entry.lease_holder else f"lease:{entry.lease_id}"
+
+
+def unconditional_only(
+    record: Record, pr: PoolReturn, entry_of: Callable[[], PoolEntry | None]
+) -> bool:
+    """A record without lease facts on a slot the pool shows unleased: a return could only
+    be unconditional, and would clear a lease granted meanwhile. Such a slot, when clean and
+    merged, is left to the pool (the plan says so; the real run decides it afresh). The
+    pool's entry is asked for only when the record has no lease facts (the real run reads
+    the pool's state file again for it)."""
+    if record.lease_id or record.lease_holder or pr.lease_id or pr.lease_holder is not None:
+        return False
+    entry = entry_of()
+    return entry is not None and not entry.leased and not entry.destroying
