@@ -128,7 +128,7 @@ def _lead_line(outcome: object) -> tuple[str, bool]:
     if outcome.lead == Lead.ERROR:
         return messages.led(Lead.ERROR, first), bool(said)
     if outcome.exit_code in (3, 4, 5):
-        return messages.refused(first), bool(said) and outcome.lead == Lead.REFUSED
+        return messages.refusal_line(first), bool(said) and outcome.lead == Lead.REFUSED
     if outcome.exit_code == 1 or outcome.interrupted:
         failed = next((st for st in outcome.steps if st.outcome == "failed"), None)
         cause = f"{failed.step}: {messages.detail(failed)}" if failed else first

@@ -67,7 +67,7 @@ __all__ = [
     "led",
     "nothing_changed",
     "reasons",
-    "refused",
+    "refusal_line",
     "result_text",
     "shell_where",
     "tail",
@@ -90,7 +90,7 @@ def led(lead: Lead, text: str) -> str:
     return _LEADS[lead] + text
 
 
-def refused(text: str) -> str:
+def refusal_line(text: str) -> str:
     """A refusal's line: `REFUSED: …` (runbooks, scripts and firstmate's callers quote it)."""
     return led(Lead.REFUSED, text)
 
@@ -452,7 +452,7 @@ def decision_reasons(d: Decision) -> tuple[str, ...]:
     nothing was changed."""
     if not d.reasons or not d.refused:
         return d.reasons
-    return (refused(nothing_changed(d.reasons[0])), *d.reasons[1:])
+    return (refusal_line(nothing_changed(d.reasons[0])), *d.reasons[1:])
 
 
 def interrupted_line(o: Outcome) -> str:

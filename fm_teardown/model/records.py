@@ -289,9 +289,9 @@ def _refusal_of_record(meta_path: str, problem: str) -> str:
 
 def refused_record(meta_path: str, problem: str) -> str:
     """The one line that refuses TASK's own record, as shown (the audit's row says the same)."""
-    from fm_teardown.model.messages import nothing_changed, refused
+    from fm_teardown.model.messages import nothing_changed, refusal_line
 
-    return refused(nothing_changed(_refusal_of_record(meta_path, problem)))
+    return refusal_line(nothing_changed(_refusal_of_record(meta_path, problem)))
 
 
 def load_record(state_dir: Path, task_id: str) -> Record:
