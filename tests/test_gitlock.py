@@ -13,11 +13,11 @@ import psutil
 import pytest
 
 from fm_teardown.act.gitlock import (
-    LOCK_ERROR,
     assess,
     index_lock_path,
     remove_if_provably_stale,
 )
+from fm_teardown.adapters.pool import ReturnResult
 
 MIN_AGE = 30.0
 # A long-lived child: prints "ready" once it holds what it must hold, then waits to be killed.
@@ -88,16 +88,18 @@ def start(children: list[subprocess.Popen[bytes]], code: str, *args: str, cwd: P
     return proc.pid
 
 
-def test_lock_error_matches_treehouse_output() -> None:
+def test_a_held_git_lock_is_read_from_treehouse_output_by_the_pool_adapter() -> None:
     text = (
         "failed to return worktree: git read-tree --reset -u 0123abc: fatal: Unable to create "
         "'/h/project/.git/worktrees/project/index.lock': File exists.\n\nAnother git process..."
     )
-    m = LOCK_ERROR.search(text)
-    assert m is not None
-    assert m.group("path") == "/h/project/.git/worktrees/project/index.lock"
-    assert LOCK_ERROR.search('Unable to create "/x/.git/index.lock": File exists')
-    assert not LOCK_ERROR.search("fatal: not a git repository")
+    assert ReturnResult(1, text).git_lock_held
+    assert ReturnResult(128, 'Unable to create "/x/.git/index.lock": File exists').git_lock_held
+    assert not ReturnResult(1, "fatal: not a git repository").git_lock_held
+    # A return that succeeded is not a failure on a lock, whatever treehouse printed.
+    assert not ReturnResult(0, text).git_lock_held
+    assert ReturnResult(1, "worktree /p/1/r is not leased").not_leased
+    assert ReturnResult(1, "one\ntwo\n").last_line == "two"
 
 
 def test_index_lock_path_of_a_linked_worktree(slot: Path, tmp_path: Path) -> None:

@@ -5,6 +5,12 @@ their words are written once, in `fm_teardown/model/messages.py`. This scan of t
 fails when a module matches on message text again: a comparison, a membership test or a
 string method (`startswith`, `split`, ...) applied to a `.detail`, `.reasons`, `.headline` or
 `.message`, or the words of a refusal's tail written outside the renderer.
+
+Other programs' words count too: what git, tmux or treehouse print for people (`.output`,
+`.stdout`, `.stderr`, `.err` of a subprocess's result) is read only inside `adapters/`, which
+turn it into typed facts (`pool.ReturnResult.not_leased`); elsewhere a subprocess's output is
+parsed only as the data a porcelain command prints (split into lines, fields, NUL-separated
+names), never searched for words.
 """
 
 from __future__ import annotations
@@ -39,6 +45,11 @@ TAIL_WORDS = ("nothing was changed", "already done by this run", "nothing else w
 # A refusal's lead: kept as a typed fact (`Lead`), its words written by the renderer alone.
 LEAD_WORDS = ("REFUSED: ",)
 RENDERER = "model/messages.py"
+# What a subprocess printed, on the result objects of the one subprocess door and the pool's
+# return; only the adapters may search it for words.
+SUBPROCESS = {"output", "stdout", "stderr", "err"}
+ADAPTERS = "adapters/"
+WORD_MATCHERS = {"startswith", "endswith", "find", "rfind", "index", "count"}
 
 
 def _prose(node: ast.AST) -> bool:
@@ -48,6 +59,17 @@ def _prose(node: ast.AST) -> bool:
     if isinstance(node, ast.Name):
         return node.id in PROSE
     return isinstance(node, ast.Attribute) and node.attr in PROSE
+
+
+def _subprocess_output(node: ast.AST) -> bool:
+    """`r.stderr`, `result.output`, `r.err.strip()`: what a subprocess printed."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        node = node.func.value  # `.strip()`, `.decode()`, `.lower()` keep it the output
+    return isinstance(node, ast.Attribute) and node.attr in SUBPROCESS
+
+
+def _words(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str | bytes)
 
 
 def _docstrings(tree: ast.Module) -> set[int]:
@@ -82,6 +104,13 @@ class _Scan(ast.NodeVisitor):
             _prose(x) for x in (node.left, *node.comparators)
         ):
             self._say(node, f"compares message text: {ast.unparse(node)}")
+        elif (
+            not self.name.startswith(ADAPTERS)
+            and any(isinstance(op, text_ops) for op in node.ops)
+            and any(_subprocess_output(x) for x in (node.left, *node.comparators))
+            and any(_words(x) for x in (node.left, *node.comparators))
+        ):
+            self._say(node, f"matches a program's words: {ast.unparse(node)}")
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -96,6 +125,13 @@ class _Scan(ast.NodeVisitor):
             and not reflow
         ):
             self._say(node, f"parses message text: {ast.unparse(node)}")
+        elif not self.name.startswith(ADAPTERS) and isinstance(f, ast.Attribute):
+            searched = (f.attr in WORD_MATCHERS and _subprocess_output(f.value) and node.args) or (
+                f.attr in ("search", "match", "fullmatch", "findall")
+                and any(_subprocess_output(a) for a in node.args)
+            )
+            if searched:
+                self._say(node, f"searches a program's words: {ast.unparse(node)}")
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
@@ -151,6 +187,19 @@ def test_the_scan_sees_each_kind_of_match(tmp_path: Path) -> None:
         "    i = f'REFUSED: {h}'\n"
         "    return a, b, c, d, e, g, h, i\n"
     )
+    (tmp_path / "act").mkdir()
+    (tmp_path / "act" / "tool.py").write_text(
+        "def f(result, r, LOCK):\n"
+        "    a = 'is not leased' in result.output\n"
+        "    b = r.stderr.strip().startswith('fatal:')\n"
+        "    c = LOCK.search(result.output)\n"
+        "    d = r.err == 'no server running'\n"
+        "    return a, b, c, d, r.out.split(b'\\0'), r.stdout.splitlines()\n"
+    )
+    (tmp_path / "adapters").mkdir()
+    (tmp_path / "adapters" / "pool.py").write_text(
+        "def f(result):\n    return 'is not leased' in result.output\n"
+    )
     (tmp_path / "good.py").write_text(
         '"""Says: nothing was changed (a docstring only describes)."""\n'
         "def f(s, o):\n"
@@ -158,6 +207,10 @@ def test_the_scan_sees_each_kind_of_match(tmp_path: Path) -> None:
     )
     found = violations(tmp_path)
     assert [f.split(":", 2)[:2] for f in found] == [
+        ["act/tool.py", "2 (f)"],
+        ["act/tool.py", "3 (f)"],
+        ["act/tool.py", "4 (f)"],
+        ["act/tool.py", "5 (f)"],
         ["bad.py", "2 (f)"],
         ["bad.py", "3 (f)"],
         ["bad.py", "4 (f)"],

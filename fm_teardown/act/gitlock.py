@@ -19,7 +19,6 @@ hold a half-written state.
 from __future__ import annotations
 
 import os
-import re
 import stat
 import time
 from collections.abc import Iterator
@@ -30,12 +29,8 @@ from fm_teardown.adapters import runner
 from fm_teardown.model.paths import canonical, is_within
 from fm_teardown.model.values import value
 
-__all__ = ["LOCK_ERROR", "LockVerdict", "assess", "index_lock_path", "remove_if_provably_stale"]
+__all__ = ["LockVerdict", "assess", "index_lock_path", "remove_if_provably_stale"]
 
-# The message git (and treehouse, which passes git's text on) prints for a held index lock.
-LOCK_ERROR: re.Pattern[str] = re.compile(
-    r"""Unable to create ['"](?P<path>.*?index\.lock)['"]: File exists"""
-)
 # `rev-parse` is local and instant; the bound only guards against a hung filesystem.
 _GIT_TIMEOUT = 30.0
 _PROC = "/proc"

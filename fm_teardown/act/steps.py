@@ -558,7 +558,7 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
         return
     result = pool.run_return(bin_, pr.argv, cwd, s.treehouse_timeout)
     retries = 0
-    while result.returncode != 0 and gitlock.LOCK_ERROR.search(result.output):
+    while result.git_lock_held:
         if retries < s.lock_retries:
             retries += 1
             # The script's words, which firstmate's operators (and its tests) look for.
@@ -592,7 +592,7 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
         result = pool.run_return(bin_, pr.argv, cwd, s.treehouse_timeout)
         break
     view = pool.fresh_view(record.worktree, d.slot)
-    last = result.output.splitlines()[-1] if result.output else ""
+    last = result.last_line
     entry = view.entry
     said = PoolResult(PoolWhat.RETURNED, command="treehouse " + " ".join(pr.argv))
     if entry is None:
@@ -611,7 +611,7 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
     ):
         run.note(StepName.POOL, pr.path, replace(said, what=PoolWhat.RETURNED_RELEASED))
         return
-    if "is not leased" in result.output and (pr.lease_id or pr.lease_holder is not None):
+    if result.not_leased and (pr.lease_id or pr.lease_holder is not None):
         run.note(StepName.POOL, pr.path, replace(said, what=PoolWhat.ALREADY_RETURNED))
         return
     # treehouse's own words: its exit 0 after "Aborted." (it would have prompted), or its

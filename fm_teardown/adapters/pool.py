@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 
 from fm_teardown.adapters import runner
@@ -126,6 +127,10 @@ class PoolReader:
         return PoolView(first_file, None)
 
 
+# The message git (and treehouse, which passes git's text on) prints for a held index lock.
+_LOCK_ERROR = re.compile(r"""Unable to create ['"](?P<path>.*?index\.lock)['"]: File exists""")
+
+
 @value
 class ReturnResult:
     returncode: int | None  # None: it did not finish in time (or could not be started)
@@ -135,6 +140,22 @@ class ReturnResult:
     def aborted(self) -> bool:
         # treehouse exits 0 after "Aborted." when it would have prompted: not a return.
         return "Aborted." in self.output
+
+    @property
+    def git_lock_held(self) -> bool:
+        """The return failed on a held git index lock (git's words, passed on by treehouse)."""
+        return self.returncode != 0 and _LOCK_ERROR.search(self.output) is not None
+
+    @property
+    def not_leased(self) -> bool:
+        # treehouse refuses a conditional return of a slot no one leases: someone (an earlier
+        # run of this task, or the pool itself) already returned it.
+        return "is not leased" in self.output
+
+    @property
+    def last_line(self) -> str:
+        """treehouse's last line, what a failed return shows the operator."""
+        return self.output.splitlines()[-1] if self.output else ""
 
 
 def run_return(treehouse_bin: str, argv: list[str], cwd: str, timeout: float) -> ReturnResult:
