@@ -31,8 +31,8 @@ from fm_teardown.model.errors import Verdict
 from fm_teardown.model.values import value
 
 if TYPE_CHECKING:
+    from fm_teardown.model.landing import LandedFacts
     from fm_teardown.model.records import Record
-    from fm_teardown.observe.landed import LandedFacts
 
 __all__ = [
     "DEFAULT_MIN_AGE",
