@@ -267,3 +267,72 @@ def test_fresh_lock_that_clears_on_retry(fleet: Fleet, slot: Path) -> None:
     assert "waiting 1s and retrying (1/3)" in err
     assert len(fleet.treehouse_calls()) == 2
     assert "removed provably-stale" not in err
+
+
+def _steps(doc: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {s["step"]: (s["outcome"], s["detail"]) for s in doc["steps"]}
+
+
+def _other_clone(fleet: Fleet) -> Path:
+    other = fleet.root / "other"
+    git(fleet.root, "clone", "-q", str(fleet.origin), str(other))
+    git(other, "config", "user.name", "O")
+    git(other, "config", "user.email", "o@example.invalid")
+    return other
+
+
+def test_a_squash_merge_then_a_later_edit_proceeds_naming_the_squash_rung(
+    fleet: Fleet, slot: Path
+) -> None:
+    commit(slot, "feature.txt", "part 1\n", "feature part 1")
+    commit(slot, "feature.txt", "part 1\npart 2\n", "feature part 2")
+    other = _other_clone(fleet)
+    commit(other, "feature.txt", "part 1\npart 2\n", "feature (#7) squashed")
+    commit(other, "feature.txt", "part 1\npart 2, revised\n", "revise the feature")
+    git(other, "push", "-q", "origin", "main")
+    code, doc = teardown(fleet, ID_T1)
+    assert (code, doc["verdict"]) == (0, "proceed"), doc
+    assert any(r.startswith("own work: squash: ") for r in doc["reasons"]), doc["reasons"]
+
+
+@pytest.mark.parametrize("with_pr", [False, True])
+def test_a_whitespace_only_difference_refuses_and_touches_nothing(
+    fleet: Fleet, slot: Path, with_pr: bool
+) -> None:
+    """PR #7 squash-merged as P; the task's unpushed commit differs from P only in a Makefile
+    recipe's TAB turned to spaces: exit 3, and slot, branch and pool stay as they were."""
+    other = _other_clone(fleet)
+    landed = commit(other, "Makefile", "all:\n\techo build\n", "PR #7 (squashed)")
+    git(other, "push", "-q", "origin", "main")
+    git(slot, "switch", "-q", "-c", f"fm/{ID_T1}")
+    commit(slot, "Makefile", "all:\n        echo build\n", "the task's Makefile")
+    extra = {"pr": "https://example.invalid/o/r/pull/7"} if with_pr else {}
+    fleet.record(ID_T1, slot, extra=extra)
+    gh = fleet.root / "gh"
+    head = git(other, "rev-parse", landed)
+    gh.write_text(f"#!/bin/sh\necho '{json.dumps({'state': 'MERGED', 'headRefOid': head})}'\n")
+    gh.chmod(0o755)
+    before = fleet.snapshot(slot)
+    branch = git(fleet.project, "rev-parse", f"refs/heads/fm/{ID_T1}")
+    code, doc = teardown(fleet, ID_T1, FM_GH_BIN=str(gh))
+    assert (code, doc["verdict"]) == (3, "unlanded"), doc
+    assert fleet.snapshot(slot) == before
+    assert git(fleet.project, "rev-parse", f"refs/heads/fm/{ID_T1}") == branch
+    assert fleet.treehouse_calls() == []
+
+
+def test_an_unleased_slot_merged_into_origin_but_not_a_stale_local_main_is_left_to_the_pool(
+    fleet: Fleet,
+) -> None:
+    """The pool resets to whichever of local and origin's main is ahead: origin's here, so
+    a slot whose HEAD origin/main has is reused as it is, though local main is stale."""
+    task = tid("reuse")
+    s = fleet.slot(2, leased=False)
+    fleet.task(task, s, "dead")
+    commit(s, "feature.txt", "landed\n", "feature, pushed to main")
+    git(s, "push", "-q", "origin", "HEAD:main")
+    assert git(fleet.project, "rev-parse", "main") != git(s, "rev-parse", "HEAD")
+    code, doc = teardown(fleet, task)
+    assert (code, doc["verdict"]) == (0, "proceed"), doc
+    assert _steps(doc)["pool"][0] == "skipped", doc["steps"]
+    assert [c for c in fleet.treehouse_calls() if c["argv"][0] == "return"] == []
