@@ -336,3 +336,74 @@ def test_an_unleased_slot_merged_into_origin_but_not_a_stale_local_main_is_left_
     assert (code, doc["verdict"]) == (0, "proceed"), doc
     assert _steps(doc)["pool"][0] == "skipped", doc["steps"]
     assert [c for c in fleet.treehouse_calls() if c["argv"][0] == "return"] == []
+
+
+def test_a_branch_held_by_a_rebase_update_refs_elsewhere_is_kept(fleet: Fleet) -> None:
+    """Another worktree runs `git rebase -i --update-refs` over a branch stacked on
+    fm/<task>, stopped at its first commit: git will move fm/<task> when it finishes, so the
+    branch step keeps it, with a warning, and that rebase still completes."""
+    from tests.test_attacks_links import branch_task, run_paused_at_pool, steps
+
+    task, _, branch = branch_task(fleet, commits=2)
+    who = ["-c", "user.name=O", "-c", "user.email=o@example.invalid"]
+    doc = run_paused_at_pool(
+        fleet,
+        task,
+        [
+            ["switch", "-q", "-c", "stacked", branch],
+            [*who, "commit", "-q", "--allow-empty", "-m", "stacked on the task"],
+            [*who, "-c", "sequence.editor=sed -i s/^pick/edit/", "rebase", "-q", "-i",
+             "--update-refs", "main"],
+        ],
+    )  # fmt: skip
+    other = fleet.root / "other-wt"
+    gitdir = Path(git(other, "rev-parse", "--absolute-git-dir"))
+    held = (gitdir / "rebase-merge" / "update-refs").read_text().splitlines()
+    assert held[0] == f"refs/heads/{branch}", held
+    outcome, detail = steps(doc)["branch"]
+    assert outcome == "skipped" and str(other) in detail and "--update-refs" in detail, detail
+    assert any(branch in w and "--update-refs" in w for w in doc["warnings"])  # type: ignore[attr-defined]
+    assert git(fleet.project, "branch", "--list", branch).strip().endswith(branch)
+    r = subprocess.run(
+        ["git", "-C", str(other), *who, "-c", "core.editor=true", "rebase", "--continue"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+
+
+def test_loose_end_branches_advise_saving_unmerged_work_and_skip_branches_in_use(
+    fleet: Fleet, slot: Path
+) -> None:
+    """The audit's loose task branches: a branch at main may be deleted; one holding commits
+    of its own is to be saved or landed first, and no `branch -D` is offered; branches that
+    another worktree rebases, bisects from or will move for a `rebase --update-refs` are in
+    use, not loose."""
+    merged, mine, rebased, bisected, stacked = (
+        f"fm/{tid(n)}" for n in ("merged", "mine", "rebased", "bisected", "stacked")
+    )
+    edit = ["-c", "sequence.editor=sed -i s/^pick/edit/"]
+    git(fleet.project, "branch", merged, "main")
+
+    def worktree(name: str, branch: str) -> Path:
+        path = fleet.root / name
+        git(fleet.project, "worktree", "add", "-q", "-b", branch, str(path), "main")
+        commit(path, f"{name}.txt", f"{name}\n", f"work of {name}")
+        return path
+
+    git(worktree("wt-mine", mine), "switch", "-q", "--detach")
+    git(worktree("wt-rebased", rebased), *edit, "rebase", "-q", "-i", "HEAD~1")
+    git(worktree("wt-bisected", bisected), "bisect", "start", bisected, "main")
+    wt = worktree("wt-stacked", stacked)
+    git(wt, "switch", "-q", "-c", "on-top")
+    commit(wt, "top.txt", "top\n", "on top")
+    git(wt, *edit, "rebase", "-q", "-i", "--update-refs", "main")
+    held = Path(git(wt, "rev-parse", "--absolute-git-dir")) / "rebase-merge" / "update-refs"
+    assert held.read_text().splitlines()[0] == f"refs/heads/{stacked}"
+
+    code, doc = fleet.fm_json("teardown", "--dry-run")
+    assert code == 0, doc
+    branches = {o["id"]: o["detail"] for o in doc["orphans"] if o["kind"] == "branch"}
+    assert set(branches) == {merged, mine}, doc["orphans"]
+    assert f"branch -D {merged}" in branches[merged]
+    assert "save or land it first" in branches[mine]
+    assert "-D" not in branches[mine]

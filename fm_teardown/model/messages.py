@@ -316,6 +316,7 @@ _USE = {
     BranchUse.REBASING: "rebasing",
     BranchUse.BISECTING: "bisecting from",
     BranchUse.ON: "on",
+    BranchUse.UPDATE_REFS: "rebasing with --update-refs, which will move",
     None: "using",
 }
 
