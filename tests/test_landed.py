@@ -774,3 +774,22 @@ def test_a_failed_for_each_ref_is_reported_as_such(
         "git for-each-ref failed" in n and "bad object refs/heads/broken" in n for n in facts.notes
     ), facts.notes
     assert not any("cannot determine the default branch" in n for n in facts.notes)
+
+
+def test_too_many_commits_to_compare_fail_closed_and_say_why(
+    repos: Repos, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The squash of the test above, with the comparison bounded below what it needs: not
+    landed, and the note says the patches were not compared."""
+    monkeypatch.setattr("fm_teardown.observe.landed.MAX_COMPARED", 2)
+    commit(repos.slot, {"feature.txt": "part 1\n"}, "feature part 1")
+    commit(repos.slot, {"feature.txt": "part 1\npart 2\n"}, "feature part 2")
+    other = repos.other_clone()
+    commit(other, {"feature.txt": "part 1\npart 2\n"}, "feature (#7) squashed")
+    git(other, "push", "-q", "origin", "main")
+    git(repos.project, "fetch", "-q", "origin")
+    facts = repos.check()
+    assert not facts.landed and facts.rung is None, facts
+    assert any("more than 2 commits" in n for n in facts.notes), facts.notes
+    monkeypatch.setattr("fm_teardown.observe.landed.MAX_COMPARED", 3)
+    assert repos.check().rung is LandedRung.SQUASH

@@ -16,8 +16,8 @@ home; a ship task's, its slot:
   origin is there;
 - for a HEAD in no default branch, against each default branch ref (origin's, fetched once
   for the project on a real run; a dry run never fetches; the local one): the merge base,
-  the commits on both sides since it (at most `MAX_COMPARED`: beyond that the patches are not
-  compared, and the note says so), their `git patch-id --verbatim` and that of the branch's
+  the commits on both sides since it (at most `MAX_COMPARED`: beyond that no content rung is
+  proven, and the note says so), their `git patch-id --verbatim` and that of the branch's
   whole diff, and one `git merge-tree --write-tree`; its commits on no remote; the recorded
   PR's state and head (`gh`, and a fetch of the PR head on a real run when it is missing).
 
@@ -64,8 +64,8 @@ __all__ = [
 
 # How many dirty paths and unlanded commits a refusal names.
 MAX_LISTED = 10
-# Commits compared patch by patch, both sides of the merge base together: beyond this the
-# patch rungs are not tried (fail closed: not proven), and a note says why.
+# Commits compared patch by patch, both sides of the merge base together: beyond this no
+# content rung holds (fail closed: its commits are not told apart), and a note says why.
 MAX_COMPARED = 2000
 # Slots inspected at once: git is mostly I/O, and a 2-core machine must stay usable.
 WORKERS = 4
@@ -601,7 +601,7 @@ def _content(
     if len(rows) > MAX_COMPARED:
         notes.append(
             f"more than {MAX_COMPARED} commits of HEAD and {label} since their merge base: "
-            "their patches were not compared"
+            "their patches were not compared (nor the branch's whole diff and merge)"
         )
         return out
     ours: list[str] = []
