@@ -64,14 +64,17 @@ def plan(
 
 def _landed_facts(settings: Settings, record: Record, *, fetch: bool) -> LandedLike:
     """Rule 5's facts for TASK's own slot (gathered only once rules 1-4 let TASK go on)."""
-    from fm_teardown.observe.landed import check_landed
+    from fm_teardown.decide.landed import judge
+    from fm_teardown.observe.landed import gather
 
-    return check_landed(
-        record,
-        settings.data_dir,
-        fetch=fetch,
-        fetch_timeout=settings.fetch_timeout,
-        gh_bin=settings.gh_bin,
+    return judge(
+        gather(
+            record,
+            settings.data_dir,
+            fetch=fetch,
+            fetch_timeout=settings.fetch_timeout,
+            gh_bin=settings.gh_bin,
+        )
     )
 
 

@@ -21,10 +21,12 @@ import psutil
 import pytest
 
 from fm_teardown.act.discard import save_discarded
+from fm_teardown.decide.landed import judge
 from fm_teardown.model.errors import FmError, Verdict
+from fm_teardown.model.landing import LandedFacts, LandedRung
 from fm_teardown.model.records import Record
 from fm_teardown.model.scaffold import SCAFFOLD_PATHS
-from fm_teardown.observe.landed import LandedFacts, check_landed
+from fm_teardown.observe.landed import gather
 from tests.fleet import files_of, gh_answering
 
 TID = "task-x1"
@@ -81,7 +83,7 @@ class Repos:
     def check(self, record: Record | None = None, **kw: object) -> LandedFacts:
         kw.setdefault("fetch", False)
         kw.setdefault("fetch_timeout", 30.0)
-        return check_landed(record or self.record(), self.data, **kw)  # type: ignore[arg-type]
+        return judge(gather(record or self.record(), self.data, **kw))  # type: ignore[arg-type]
 
     def other_clone(self, name: str = "other") -> Path:
         path = self.root / name
@@ -127,7 +129,8 @@ def snapshot(repo: Path) -> tuple[str, bytes]:
 def test_clean_slot_at_origin_main_is_landed(repos: Repos) -> None:
     facts = repos.check()
     assert facts.landed, facts
-    assert "remote-tracking" in facts.summary
+    assert facts.rung is LandedRung.REACHABLE and facts.merged
+    assert facts.summary == "reachable: HEAD is in origin/main"
     assert facts.dirty == () and facts.unpushed == ()
 
 
@@ -348,14 +351,15 @@ def test_merged_pr_answered_as_state_tab_head_is_read(repos: Repos) -> None:
     head = commit(repos.slot, {"feature.txt": "x\n"}, "feature")
     facts = repos.check(repos.record(pr=PR), gh_bin=fake_gh_tab(repos, "MERGED", head))
     assert facts.landed, facts
-    assert "its head contains HEAD" in facts.summary
+    assert facts.rung is LandedRung.PR_HEAD, facts
+    assert facts.summary.startswith(f"pr-head: PR {PR} is merged")
     assert not repos.check(repos.record(pr=PR), gh_bin=fake_gh_tab(repos, "OPEN", head)).landed
 
 
-def test_unpushed_commit_replayed_onto_the_merged_pr_head_is_landed(repos: Repos) -> None:
-    """The PR branch got the same patch as a different commit (a rebase, a cherry-pick): the
-    local commit is in no remote, not an ancestor of the PR head, and origin/main does not
-    have it; its patch is in the PR head's history."""
+def test_a_patch_replayed_only_onto_the_merged_pr_head_is_not_landed(repos: Repos) -> None:
+    """The PR branch got the same patch as a different commit (a rebase, a cherry-pick) and
+    the PR is reported merged, but the default branch does not have it and the PR's head does
+    not have HEAD: no rung holds (the PR rung takes HEAD itself, or a descendant of it)."""
     parent = commit(repos.slot, {"base.txt": "b\n"}, "local parent")
     git(repos.slot, "push", "-q", "origin", f"{parent}:refs/heads/topic")
     git(repos.project, "fetch", "-q", "origin")
@@ -366,13 +370,8 @@ def test_unpushed_commit_replayed_onto_the_merged_pr_head_is_landed(repos: Repos
     git(repos.project, "fetch", "-q", "origin")
     gh = fake_gh(repos, {"state": "MERGED", "headRefOid": replayed})
     facts = repos.check(repos.record(pr=PR), gh_bin=gh)
-    assert facts.landed, facts
-    assert "patches of HEAD's unpushed commits" in facts.summary
-    # A later local commit whose patch is nowhere in the PR head is not landed.
-    commit(repos.slot, {"later.txt": "y\n"}, "later local work")
-    facts = repos.check(repos.record(pr=PR), gh_bin=gh)
-    assert not facts.landed
-    assert facts.unpushed[0].endswith("later local work")
+    assert not facts.landed, facts
+    assert facts.unpushed[0].endswith("feature")
 
 
 def test_a_commit_that_changes_nothing_is_landed_only_when_reachable(repos: Repos) -> None:
@@ -454,9 +453,13 @@ def test_pr_head_missing_locally_is_fetched_only_on_a_real_run(repos: Repos) -> 
 def test_local_only_merged_into_local_main_is_landed(repos: Repos) -> None:
     sha = commit(repos.slot, {"feature.txt": "x\n"}, "feature")
     git(repos.project, "merge", "-q", "--no-ff", "-m", "merge feature", sha)
-    assert repos.check(repos.record(mode="local-only")).landed
-    # The same merge does not count in the other modes: origin does not have it.
-    assert not repos.check(repos.record(mode="no-mistakes")).landed
+    facts = repos.check(repos.record(mode="local-only"))
+    assert facts.landed and facts.merged, facts
+    # In the other modes it is landed (local main holds it: nothing would be lost), but not
+    # merged: origin does not have it.
+    other = repos.check(repos.record(mode="no-mistakes"))
+    assert other.landed and not other.merged, other
+    assert other.summary == "reachable: HEAD is in local main"
 
 
 def test_local_only_squash_merged_without_any_remote_is_landed(repos: Repos) -> None:
@@ -647,3 +650,146 @@ def test_hanging_fetch_is_bounded_and_its_processes_ended(
     while not ended() and time.monotonic() < deadline:
         time.sleep(0.02)
     assert ended()
+
+
+# --------------------------------------------------------------------------- the ladder (§14.6)
+
+
+def test_a_squash_merge_then_a_later_edit_of_the_same_file_is_landed_by_the_squash_rung(
+    repos: Repos,
+) -> None:
+    """Two commits squashed into one commit of origin/main, then a later commit of main edits
+    the same lines again: HEAD is in no branch, no single commit's patch is there, a merge
+    would conflict; the branch's whole diff is the squash commit's patch."""
+    commit(repos.slot, {"feature.txt": "part 1\n"}, "feature part 1")
+    commit(repos.slot, {"feature.txt": "part 1\npart 2\n"}, "feature part 2")
+    other = repos.other_clone()
+    squash = commit(other, {"feature.txt": "part 1\npart 2\n"}, "feature (#7) squashed")
+    commit(other, {"feature.txt": "part 1\npart 2, revised\n"}, "revise the feature")
+    git(other, "push", "-q", "origin", "main")
+    git(repos.project, "fetch", "-q", "origin")
+    facts = repos.check(fetch=True)
+    assert facts.landed and facts.merged, facts
+    assert facts.rung is LandedRung.SQUASH
+    assert facts.summary == (
+        "squash: the branch's whole diff is the patch of one commit of "
+        f"origin/main (commit {squash[:12]})"
+    )
+
+
+def test_every_commits_patch_on_main_is_landed_by_the_patches_rung(repos: Repos) -> None:
+    commit(repos.slot, {"a.txt": "a\n"}, "a")
+    commit(repos.slot, {"b.txt": "b\n"}, "b")
+    other = repos.other_clone()
+    commit(other, {"b.txt": "b\n"}, "b, cherry-picked")
+    commit(other, {"a.txt": "a\n"}, "a, cherry-picked")
+    commit(other, {"a.txt": "a, then changed\n"}, "a changed again")
+    git(other, "push", "-q", "origin", "main")
+    git(repos.project, "fetch", "-q", "origin")
+    facts = repos.check()
+    assert facts.landed and facts.rung is LandedRung.PATCHES, facts
+    assert facts.summary.startswith("patches: every commit's patch is in origin/main")
+
+
+def test_content_merged_under_other_commits_is_landed_by_the_merge_tree_rung(
+    repos: Repos,
+) -> None:
+    """The change reached main split differently (one commit holding it with other work):
+    no patch matches, a merge changes nothing."""
+    commit(repos.slot, {"feature.txt": "x\n"}, "feature")
+    other = repos.other_clone()
+    commit(other, {"feature.txt": "x\n", "other.txt": "o\n"}, "feature and more")
+    git(other, "push", "-q", "origin", "main")
+    git(repos.project, "fetch", "-q", "origin")
+    facts = repos.check()
+    assert facts.landed and facts.rung is LandedRung.MERGE_TREE, facts
+    assert facts.summary == "merge-tree: merging HEAD into origin/main changes nothing"
+
+
+PY_LANDED = "def f(x):\n    if x:\n        return 1\n    return 2\n"
+PY_LOCAL = "def f(x):\n    if x:\n        return 1\n        return 2\n"  # moved inside the if
+MK_LANDED = "all:\n\techo build\n"
+MK_LOCAL = "all:\n        echo build\n"  # the recipe's TAB turned to spaces: make fails
+
+
+@pytest.mark.parametrize(
+    ("name", "landed_text", "local_text"),
+    [("app.py", PY_LANDED, PY_LOCAL), ("Makefile", MK_LANDED, MK_LOCAL)],
+)
+@pytest.mark.parametrize("with_pr", [False, True])
+def test_a_whitespace_only_difference_is_not_landed(
+    repos: Repos, name: str, landed_text: str, local_text: str, with_pr: bool
+) -> None:
+    """PR #7 squash-merged as P; the task's unpushed commit T differs from P only in
+    whitespace. Whitespace is content: T is not landed, with or without the merged PR."""
+    base = commit(repos.slot, {name: "# to do\n"}, "before")
+    git(repos.slot, "push", "-q", "origin", "HEAD:main")
+    git(repos.project, "fetch", "-q", "origin")
+    other = repos.other_clone()
+    git(other, "pull", "-q", "--ff-only")
+    pr_head = commit(other, {name: landed_text}, "PR #7 (squashed)")
+    git(other, "push", "-q", "origin", "main")
+    git(repos.project, "fetch", "-q", "origin")
+    assert git(repos.slot, "rev-parse", "HEAD") == base
+    mine = commit(repos.slot, {name: local_text}, "the task's version")
+    record = repos.record(pr=PR) if with_pr else repos.record()
+    gh = fake_gh(repos, {"state": "MERGED", "headRefOid": pr_head}) if with_pr else None
+    facts = repos.check(record, gh_bin=gh, fetch=True)
+    assert not facts.landed, facts
+    assert facts.rung is None and not facts.merged
+    assert facts.unpushed == (f"{mine[:7]} the task's version",)
+
+
+def test_a_pr_merged_at_an_older_head_does_not_land_newer_commits(repos: Repos) -> None:
+    older = commit(repos.slot, {"feature.txt": "x\n"}, "feature")
+    git(repos.slot, "push", "-q", "origin", "HEAD:refs/heads/pr-7")
+    git(repos.project, "fetch", "-q", "origin")
+    gh = fake_gh(repos, {"state": "MERGED", "headRefOid": older})
+    at_older = repos.check(repos.record(pr=PR), gh_bin=gh)
+    assert at_older.landed and at_older.merged, at_older
+    assert at_older.rung is LandedRung.REACHABLE and at_older.merge_rung is LandedRung.PR_HEAD
+    commit(repos.slot, {"later.txt": "y\n"}, "after the merge")
+    newer = repos.check(repos.record(pr=PR), gh_bin=gh)
+    assert not newer.landed and newer.rung is None, newer
+    assert [u.split(" ", 1)[1] for u in newer.unpushed] == ["after the merge"]
+
+
+def test_a_failed_for_each_ref_is_reported_as_such(
+    repos: Repos, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fm_teardown.adapters import runner
+
+    real = runner.git
+
+    def failing(repo: str, *args: str, **kw: object) -> runner.Result:
+        if args[:1] == ("for-each-ref",):
+            return runner.Result(128, b"", "fatal: bad object refs/heads/broken")
+        return real(repo, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("fm_teardown.observe.landed._git", failing)
+    commit(repos.slot, {"feature.txt": "x\n"}, "feature")
+    facts = repos.check()
+    assert not facts.landed
+    assert any(
+        "git for-each-ref failed" in n and "bad object refs/heads/broken" in n for n in facts.notes
+    ), facts.notes
+    assert not any("cannot determine the default branch" in n for n in facts.notes)
+
+
+def test_too_many_commits_to_compare_fail_closed_and_say_why(
+    repos: Repos, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The squash of the test above, with the comparison bounded below what it needs: not
+    landed, and the note says the patches were not compared."""
+    monkeypatch.setattr("fm_teardown.observe.landed.MAX_COMPARED", 2)
+    commit(repos.slot, {"feature.txt": "part 1\n"}, "feature part 1")
+    commit(repos.slot, {"feature.txt": "part 1\npart 2\n"}, "feature part 2")
+    other = repos.other_clone()
+    commit(other, {"feature.txt": "part 1\npart 2\n"}, "feature (#7) squashed")
+    git(other, "push", "-q", "origin", "main")
+    git(repos.project, "fetch", "-q", "origin")
+    facts = repos.check()
+    assert not facts.landed and facts.rung is None, facts
+    assert any("more than 2 commits" in n for n in facts.notes), facts.notes
+    monkeypatch.setattr("fm_teardown.observe.landed.MAX_COMPARED", 3)
+    assert repos.check().rung is LandedRung.SQUASH

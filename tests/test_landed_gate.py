@@ -267,3 +267,143 @@ def test_fresh_lock_that_clears_on_retry(fleet: Fleet, slot: Path) -> None:
     assert "waiting 1s and retrying (1/3)" in err
     assert len(fleet.treehouse_calls()) == 2
     assert "removed provably-stale" not in err
+
+
+def _steps(doc: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {s["step"]: (s["outcome"], s["detail"]) for s in doc["steps"]}
+
+
+def _other_clone(fleet: Fleet) -> Path:
+    other = fleet.root / "other"
+    git(fleet.root, "clone", "-q", str(fleet.origin), str(other))
+    git(other, "config", "user.name", "O")
+    git(other, "config", "user.email", "o@example.invalid")
+    return other
+
+
+def test_a_squash_merge_then_a_later_edit_proceeds_naming_the_squash_rung(
+    fleet: Fleet, slot: Path
+) -> None:
+    commit(slot, "feature.txt", "part 1\n", "feature part 1")
+    commit(slot, "feature.txt", "part 1\npart 2\n", "feature part 2")
+    other = _other_clone(fleet)
+    commit(other, "feature.txt", "part 1\npart 2\n", "feature (#7) squashed")
+    commit(other, "feature.txt", "part 1\npart 2, revised\n", "revise the feature")
+    git(other, "push", "-q", "origin", "main")
+    code, doc = teardown(fleet, ID_T1)
+    assert (code, doc["verdict"]) == (0, "proceed"), doc
+    assert any(r.startswith("own work: squash: ") for r in doc["reasons"]), doc["reasons"]
+
+
+@pytest.mark.parametrize("with_pr", [False, True])
+def test_a_whitespace_only_difference_refuses_and_touches_nothing(
+    fleet: Fleet, slot: Path, with_pr: bool
+) -> None:
+    """PR #7 squash-merged as P; the task's unpushed commit differs from P only in a Makefile
+    recipe's TAB turned to spaces: exit 3, and slot, branch and pool stay as they were."""
+    other = _other_clone(fleet)
+    landed = commit(other, "Makefile", "all:\n\techo build\n", "PR #7 (squashed)")
+    git(other, "push", "-q", "origin", "main")
+    git(slot, "switch", "-q", "-c", f"fm/{ID_T1}")
+    commit(slot, "Makefile", "all:\n        echo build\n", "the task's Makefile")
+    extra = {"pr": "https://example.invalid/o/r/pull/7"} if with_pr else {}
+    fleet.record(ID_T1, slot, extra=extra)
+    gh = fleet.root / "gh"
+    head = git(other, "rev-parse", landed)
+    gh.write_text(f"#!/bin/sh\necho '{json.dumps({'state': 'MERGED', 'headRefOid': head})}'\n")
+    gh.chmod(0o755)
+    before = fleet.snapshot(slot)
+    branch = git(fleet.project, "rev-parse", f"refs/heads/fm/{ID_T1}")
+    code, doc = teardown(fleet, ID_T1, FM_GH_BIN=str(gh))
+    assert (code, doc["verdict"]) == (3, "unlanded"), doc
+    assert fleet.snapshot(slot) == before
+    assert git(fleet.project, "rev-parse", f"refs/heads/fm/{ID_T1}") == branch
+    assert fleet.treehouse_calls() == []
+
+
+def test_an_unleased_slot_merged_into_origin_but_not_a_stale_local_main_is_left_to_the_pool(
+    fleet: Fleet,
+) -> None:
+    """The pool resets to whichever of local and origin's main is ahead: origin's here, so
+    a slot whose HEAD origin/main has is reused as it is, though local main is stale."""
+    task = tid("reuse")
+    s = fleet.slot(2, leased=False)
+    fleet.task(task, s, "dead")
+    commit(s, "feature.txt", "landed\n", "feature, pushed to main")
+    git(s, "push", "-q", "origin", "HEAD:main")
+    assert git(fleet.project, "rev-parse", "main") != git(s, "rev-parse", "HEAD")
+    code, doc = teardown(fleet, task)
+    assert (code, doc["verdict"]) == (0, "proceed"), doc
+    assert _steps(doc)["pool"][0] == "skipped", doc["steps"]
+    assert [c for c in fleet.treehouse_calls() if c["argv"][0] == "return"] == []
+
+
+def test_a_branch_held_by_a_rebase_update_refs_elsewhere_is_kept(fleet: Fleet) -> None:
+    """Another worktree runs `git rebase -i --update-refs` over a branch stacked on
+    fm/<task>, stopped at its first commit: git will move fm/<task> when it finishes, so the
+    branch step keeps it, with a warning, and that rebase still completes."""
+    from tests.test_attacks_links import branch_task, run_paused_at_pool, steps
+
+    task, _, branch = branch_task(fleet, commits=2)
+    who = ["-c", "user.name=O", "-c", "user.email=o@example.invalid"]
+    doc = run_paused_at_pool(
+        fleet,
+        task,
+        [
+            ["switch", "-q", "-c", "stacked", branch],
+            [*who, "commit", "-q", "--allow-empty", "-m", "stacked on the task"],
+            [*who, "-c", "sequence.editor=sed -i s/^pick/edit/", "rebase", "-q", "-i",
+             "--update-refs", "main"],
+        ],
+    )  # fmt: skip
+    other = fleet.root / "other-wt"
+    gitdir = Path(git(other, "rev-parse", "--absolute-git-dir"))
+    held = (gitdir / "rebase-merge" / "update-refs").read_text().splitlines()
+    assert held[0] == f"refs/heads/{branch}", held
+    outcome, detail = steps(doc)["branch"]
+    assert outcome == "skipped" and str(other) in detail and "--update-refs" in detail, detail
+    assert any(branch in w and "--update-refs" in w for w in doc["warnings"])  # type: ignore[attr-defined]
+    assert git(fleet.project, "branch", "--list", branch).strip().endswith(branch)
+    r = subprocess.run(
+        ["git", "-C", str(other), *who, "-c", "core.editor=true", "rebase", "--continue"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+
+
+def test_loose_end_branches_advise_saving_unmerged_work_and_skip_branches_in_use(
+    fleet: Fleet, slot: Path
+) -> None:
+    """The audit's loose task branches: a branch at main may be deleted; one holding commits
+    of its own is to be saved or landed first, and no `branch -D` is offered; branches that
+    another worktree rebases, bisects from or will move for a `rebase --update-refs` are in
+    use, not loose."""
+    merged, mine, rebased, bisected, stacked = (
+        f"fm/{tid(n)}" for n in ("merged", "mine", "rebased", "bisected", "stacked")
+    )
+    edit = ["-c", "sequence.editor=sed -i s/^pick/edit/"]
+    git(fleet.project, "branch", merged, "main")
+
+    def worktree(name: str, branch: str) -> Path:
+        path = fleet.root / name
+        git(fleet.project, "worktree", "add", "-q", "-b", branch, str(path), "main")
+        commit(path, f"{name}.txt", f"{name}\n", f"work of {name}")
+        return path
+
+    git(worktree("wt-mine", mine), "switch", "-q", "--detach")
+    git(worktree("wt-rebased", rebased), *edit, "rebase", "-q", "-i", "HEAD~1")
+    git(worktree("wt-bisected", bisected), "bisect", "start", bisected, "main")
+    wt = worktree("wt-stacked", stacked)
+    git(wt, "switch", "-q", "-c", "on-top")
+    commit(wt, "top.txt", "top\n", "on top")
+    git(wt, *edit, "rebase", "-q", "-i", "--update-refs", "main")
+    held = Path(git(wt, "rev-parse", "--absolute-git-dir")) / "rebase-merge" / "update-refs"
+    assert held.read_text().splitlines()[0] == f"refs/heads/{stacked}"
+
+    code, doc = fleet.fm_json("teardown", "--dry-run")
+    assert code == 0, doc
+    branches = {o["id"]: o["detail"] for o in doc["orphans"] if o["kind"] == "branch"}
+    assert set(branches) == {merged, mine}, doc["orphans"]
+    assert f"branch -D {merged}" in branches[merged]
+    assert "save or land it first" in branches[mine]
+    assert "-D" not in branches[mine]

@@ -32,7 +32,6 @@ from fm_teardown.model.results import (
     AttributionWhat,
     AuthResult,
     BranchResult,
-    BranchUse,
     BranchWhat,
     ClaimResult,
     ClaimWhat,
@@ -43,8 +42,8 @@ from fm_teardown.model.results import (
     UnlinkWhat,
 )
 from fm_teardown.model.scaffold import SCAFFOLD_PATHS
+from fm_teardown.observe.branch_use import ANY_BRANCH, branches_in_use
 from fm_teardown.observe.claim import still_names
-from fm_teardown.observe.gitdir import read_small
 
 __all__ = [
     "ATTRIBUTION",
@@ -159,66 +158,14 @@ def delete_branch(
     common = runner.git(project, "rev-parse", "--path-format=absolute", "--git-common-dir")
     if not common.ok or not os.path.isabs(common.text):
         return replace(seen, what=BranchWhat.NO_GIT_DIR, error=common.why())
-    busy = next(_in_progress(common.text, branch), None)
+    in_use = branches_in_use(common.text)
+    busy = in_use.get(ref) or in_use.get(ANY_BRANCH)
     if busy is not None:
         return replace(seen, what=BranchWhat.KEPT_IN_USE, worktree=busy[0], use=busy[1])
     r = runner.git(project, "update-ref", "-d", ref, commit)
     if not r.ok:
         return replace(seen, what=BranchWhat.KEPT_MOVED, error=r.why())
     return seen
-
-
-# Where git records the branch an operation in progress works on, per worktree git dir:
-# the file, and whether it holds the full ref name (else the short branch name).
-_OPERATIONS = (
-    ("rebase-merge/head-name", True, BranchUse.REBASING),
-    ("rebase-apply/head-name", True, BranchUse.REBASING),
-    ("BISECT_START", False, BranchUse.BISECTING),
-    ("HEAD", True, BranchUse.ON),
-)
-
-
-def _in_progress(common: str, branch: str) -> Iterator[tuple[str, BranchUse]]:
-    """(worktree, what it is doing) for every worktree of the repository whose git dir says
-    an operation in progress works on `branch` (a rebase, a bisect), or has it checked out:
-    `git worktree list` shows neither a rebased nor a bisected branch."""
-    ref = f"refs/heads/{branch}"
-    gitdirs = [(common, _main_worktree(common))]
-    try:
-        names = sorted(os.listdir(os.path.join(common, "worktrees")))
-    except OSError:
-        names = []
-    for name in names:
-        gitdir = os.path.join(common, "worktrees", name)
-        gitdirs.append((gitdir, _linked_worktree(gitdir)))
-    for gitdir, worktree in gitdirs:
-        for rel, full, what in _OPERATIONS:
-            text = _small_text(os.path.join(gitdir, rel))
-            if text is None:
-                continue
-            if rel == "HEAD":
-                if not text.startswith("ref: "):
-                    continue
-                text = text[len("ref: ") :]
-            if text == (ref if full else branch) or (not full and text == ref):
-                yield worktree, what
-
-
-def _small_text(path: str) -> str | None:
-    text = read_small(path)
-    return None if text is None else text.strip()
-
-
-def _main_worktree(common: str) -> str:
-    return os.path.dirname(common) if os.path.basename(common) == ".git" else common
-
-
-def _linked_worktree(gitdir: str) -> str:
-    """The worktree of a linked git dir (its `gitdir` file names the worktree's `.git`)."""
-    text = _small_text(os.path.join(gitdir, "gitdir"))
-    if text and os.path.isabs(text):
-        return os.path.dirname(text)
-    return f"the worktree of {gitdir}"
 
 
 # -- claim --------------------------------------------------------------------------------------

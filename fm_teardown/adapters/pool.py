@@ -218,8 +218,25 @@ def reusable_as_is(slot: str) -> str | None:
     targets = _reset_targets(slot)
     if targets is None:
         return "its default branch cannot be told"
-    for ref in targets:
-        # Merged into every candidate, so into whichever the pool picks.
-        if not runner.git(slot, "merge-base", "--is-ancestor", "HEAD", ref).ok:
-            return f"its HEAD is not merged into {ref}"
+    ref = _reset_target(slot, targets)
+    if not runner.git(slot, "merge-base", "--is-ancestor", "HEAD", ref).ok:
+        return f"its HEAD is not merged into {ref}"
     return None
+
+
+def _reset_target(slot: str, targets: list[str]) -> str:
+    """The one the pool resets to (`leases.reset_target`): whichever is ahead of the other."""
+    from fm_teardown.model.leases import ResetRef, reset_target
+
+    local = next((t for t in targets if t.startswith("refs/heads/")), None)
+    origin = next((t for t in targets if t.startswith("refs/remotes/")), None)
+
+    def behind(a: str | None, b: str | None) -> bool:
+        if a is None or b is None:
+            return False
+        return runner.git(slot, "merge-base", "--is-ancestor", a, b).ok
+
+    which = reset_target(bool(local), bool(origin), behind(local, origin), behind(origin, local))
+    picked = local if which is ResetRef.LOCAL else origin
+    assert picked is not None  # _reset_targets lists at least one
+    return picked

@@ -36,7 +36,7 @@ from fm_teardown.observe.loose_ends import Orphan, orphans
 from fm_teardown.observe.observation import observe, ready
 
 if TYPE_CHECKING:
-    from fm_teardown.observe.landed import LandedFacts
+    from fm_teardown.model.landing import LandedFacts
 
 __all__ = ["Audit", "AuditRow", "audit"]
 
@@ -89,15 +89,17 @@ def audit(settings: Settings, opts: finished.Options | None = None) -> Audit:
     ready(obs, fleet, usable)
 
     def gather(records: Sequence[Record]) -> Mapping[str, LandedFacts]:
-        from fm_teardown.observe.landed import check_many
+        from fm_teardown.decide.landed import judge
+        from fm_teardown.observe.landed import gather_many
 
-        return check_many(
+        found = gather_many(
             list(records),
             settings.data_dir,
             fetch=False,
             fetch_timeout=settings.fetch_timeout,
             gh_bin=settings.gh_bin,
         )
+        return {task: judge(facts) for task, facts in found.items()}
 
     decisions, facts = decide_all(usable, fleet, obs, flags, gather)
     for task, d in decisions.items():

@@ -9,10 +9,10 @@ A task is finished when all of these hold:
    is a task still working;
 3. it was launched at least `min_age` ago (spawn_gen's epoch, else started_at, else the
    meta's modification time);
-4. for `proceed`, its work is merged: in the default branch (squash and replayed patches
-   count), in local main for local-only, or its recorded PR merged; a scout's report or an
-   empty secondmate home counts. A task with no commits of its own and a clean tree is
-   finished only when its endpoint is gone.
+4. for `proceed`, its work is merged: in the default branch (any rung of the proof of
+   landing against it, decide/landed.py), in local main for local-only, or its recorded PR
+   merged; a scout's report or an empty secondmate home counts. A task with no commits of
+   its own and a clean tree is finished only when its endpoint is gone.
 
 Each opt-in lifts exactly one condition: `--include-live` (2), `--min-age` (3),
 `--include-pushed` (4: landed is enough). The audit and `--landed` both call `classify`, so
@@ -31,8 +31,8 @@ from fm_teardown.model.errors import Verdict
 from fm_teardown.model.values import value
 
 if TYPE_CHECKING:
+    from fm_teardown.model.landing import LandedFacts
     from fm_teardown.model.records import Record
-    from fm_teardown.observe.landed import LandedFacts
 
 __all__ = [
     "DEFAULT_MIN_AGE",

@@ -5,12 +5,13 @@ decision's owners, the acting re-check at the pool and the audit's loose ends re
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import Enum
 
 from fm_teardown.model.plan import PoolReturn
 from fm_teardown.model.records import Fleet, Record
 from fm_teardown.model.world import PoolEntry
 
-__all__ = ["lease_name", "lease_task", "unconditional_only"]
+__all__ = ["ResetRef", "lease_name", "lease_task", "reset_target", "unconditional_only"]
 
 
 def lease_task(entry: PoolEntry, task_id: str, fleet: Fleet) -> str | None:
@@ -46,3 +47,24 @@ def unconditional_only(
         return False
     entry = entry_of()
     return entry is not None and not entry.leased and not entry.destroying
+
+
+class ResetRef(Enum):
+    LOCAL = "local"  # refs/heads/<default>
+    ORIGIN = "origin"  # refs/remotes/origin/<default>
+
+
+def reset_target(
+    local: bool, origin: bool, local_in_origin: bool, origin_in_local: bool
+) -> ResetRef | None:
+    """The pool's reset target (its §6): of the local and origin's default branch, whichever
+    is ahead of the other; origin when they diverged or when only it exists; None when
+    neither exists. A slot whose HEAD is merged into it is one the pool reuses as it is, also
+    when the other ref is stale."""
+    if local and origin:
+        if local_in_origin:
+            return ResetRef.ORIGIN
+        return ResetRef.LOCAL if origin_in_local else ResetRef.ORIGIN
+    if origin:
+        return ResetRef.ORIGIN
+    return ResetRef.LOCAL if local else None

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from fm_teardown.model.errors import FmError, Lead
+from fm_teardown.model.landing import LandedRung
 from fm_teardown.model.plan import Decision, Step, StepOutcome
 from fm_teardown.model.results import (
     AttributionResult,
@@ -64,6 +65,7 @@ __all__ = [
     "error_reason",
     "hooks_warning",
     "interrupted_line",
+    "landed_by",
     "led",
     "nothing_changed",
     "reasons",
@@ -80,6 +82,24 @@ NOTHING_CHANGED = "nothing was changed"
 def belongs_now(owner: str) -> str:
     """Whose a stale slot is now: the decision's headline and a real run's first line."""
     return f"the slot belongs to {owner} now"
+
+
+_RUNGS = {
+    LandedRung.REACHABLE: "reachable: HEAD is in {where}",
+    LandedRung.PATCHES: "patches: every commit's patch is in {where} since the merge base",
+    LandedRung.SQUASH: "squash: the branch's whole diff is the patch of one commit of {where}",
+    LandedRung.MERGE_TREE: "merge-tree: merging HEAD into {where} changes nothing",
+    LandedRung.PR_HEAD: "pr-head: {where} is merged and its head is HEAD or has HEAD as an "
+    "ancestor",
+    LandedRung.SLOT_GONE: "{where}",
+    LandedRung.SCOUT_REPORT: "{where}",
+    LandedRung.EMPTY_HOME: "{where}",
+}
+
+
+def landed_by(rung: LandedRung, where: str) -> str:
+    """The rung that proves a task's work landed, in words that name it (spec §14.6)."""
+    return _RUNGS[rung].format(where=where)
 
 
 _LEADS = {Lead.REFUSED: "REFUSED: ", Lead.ERROR: "error: ", Lead.PLAIN: ""}
@@ -296,6 +316,7 @@ _USE = {
     BranchUse.REBASING: "rebasing",
     BranchUse.BISECTING: "bisecting from",
     BranchUse.ON: "on",
+    BranchUse.UPDATE_REFS: "rebasing with --update-refs, which will move",
     None: "using",
 }
 

@@ -87,7 +87,7 @@ class Flags:
 
 
 class LandedLike(Protocol):
-    """The facts rule 5 needs (fm_teardown.observe.landed.LandedFacts)."""
+    """The facts rule 5 needs (fm_teardown.model.landing.LandedFacts)."""
 
     @property
     def landed(self) -> bool: ...

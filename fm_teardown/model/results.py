@@ -275,6 +275,7 @@ class BranchUse(Enum):
     REBASING = auto()
     BISECTING = auto()
     ON = auto()
+    UPDATE_REFS = auto()  # a `rebase --update-refs` will move it when it finishes
 
 
 _BRANCH_WARNS = (

@@ -1,36 +1,27 @@
-"""Is a task's own work landed? (spec §5 rule 5, §8)
+"""What git and gh say about a task's own work: the facts rule 5 judges (spec §5 rule 5, §8,
+§14.6). Gathering only: `decide/landed.py` judges them.
 
-This is the git adapter of the landed-work check, for one record (`fm teardown TASK`) or a
-whole fleet's (the audit) with the same code, so an audit row and the one-task dry run agree
-by construction. It fails closed: anything it cannot tell counts as "not landed", and the
-reason goes into `LandedFacts.notes` so the operator learns *why* the tool could not tell.
+For one record (`fm teardown TASK`) or a whole fleet's (the audit) with the same code, so an
+audit row and the one-task dry run agree by construction. Whatever cannot be told is left
+unknown (`None`) or said in a note, never guessed: the judge counts it as not landed.
 
-Ship tasks are judged by their slot (a linked worktree of the project):
+A scout's facts are whether its report exists; a secondmate's, the task records in its
+home; a ship task's, its slot:
 
-(a) uncommitted or untracked changes outside the scaffold files: not landed, always;
-(b) HEAD reachable from any remote-tracking ref (a fork counts): landed;
-(c) HEAD's content already in origin's default branch (squash merges, replayed patches),
-    after a bounded fetch of that one branch on a real run; a dry run uses the refs as they
-    are and never fetches;
-(d) local-only mode: HEAD's content merged into the local default branch;
-(e) a recorded PR that `gh` reports MERGED and whose head contains HEAD, or whose head's
-    history holds the patch (`git patch-id --stable`) of every commit of HEAD that is on no
-    remote-tracking ref (the commits were replayed onto the PR branch).
+- one `git status`: uncommitted and untracked paths (scaffold files aside), HEAD, branch;
+- for what the slots of one project share, at most 4 git calls: its refs (with the default
+  branches' trees) and default branch; one `rev-list` that tells, for every slot's HEAD at
+  once, whether a remote-tracking ref has it; one whether origin's default branch has it; one
+  whether the local default branch has it. `remote.origin.url` is asked only when no ref of
+  origin is there;
+- for a HEAD in no default branch, against each default branch ref (origin's, fetched once
+  for the project on a real run; a dry run never fetches; the local one): the merge base,
+  the commits on both sides since it (at most `MAX_COMPARED`: beyond that no content rung is
+  proven, and the note says so), their `git patch-id --verbatim` and that of the branch's
+  whole diff, and one `git merge-tree --write-tree`; its commits on no remote; the recorded
+  PR's state and head (`gh`, and a fetch of the PR head on a real run when it is missing).
 
-A content check ((c), (d)) proves that every change of HEAD is already there; a commit that
-changes nothing has no change to find, so it is landed only when reachable ((b), or an
-ancestor of the branch compared against).
-
-What it costs (spec §8): one `git status` per slot; for what the slots of one project share, at most
-4 git calls per project: its refs (with the default branches' trees) and default branch; one
-`rev-list` that tells, for every slot's HEAD at once, whether a remote-tracking ref has it;
-one whether origin's default branch has it; one `merge-tree --stdin` whether the content of
-the pushed HEADs beyond it is in it all the same (squash-merged). The last two tell merged
-from merely pushed, for `--landed`. `remote.origin.url` is asked only when no ref of origin
-is there. Further per-slot calls only for a slot whose HEAD is on no remote-tracking branch
-(its commits, the content checks, the PR), and for a pushed one with a recorded PR or in
-local-only mode. Slots and projects are inspected a few at a time.
-Every git call goes through `runner`.
+Slots and projects are inspected a few at a time. Every git call goes through `runner`.
 """
 
 from __future__ import annotations
@@ -42,59 +33,49 @@ import shutil
 import stat
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import TypeVar
 
 from fm_teardown.adapters import runner
+from fm_teardown.model.landing import (
+    BaseFacts,
+    Gathered,
+    HomeFacts,
+    PrFacts,
+    ScoutFacts,
+    ShipFacts,
+    SlotProblem,
+    SlotProblemKind,
+    SlotStatus,
+)
+from fm_teardown.model.landing import LandedFacts as LandedFacts  # the verdict's type, as before
 from fm_teardown.model.records import Record, shown
 from fm_teardown.model.scaffold import SCAFFOLD_BYTES
-from fm_teardown.model.values import value
 
 __all__ = [
-    "MAX_CHILDREN_NAMED",
+    "MAX_COMPARED",
     "MAX_LISTED",
     "WORKERS",
-    "LandedFacts",
     "ProjectFacts",
-    "SlotStatus",
-    "check_landed",
-    "check_many",
+    "gather",
+    "gather_many",
 ]
 
-# How many dirty paths, unlanded commits and child records a refusal names.
+# How many dirty paths and unlanded commits a refusal names.
 MAX_LISTED = 10
-MAX_CHILDREN_NAMED = 5
+# Commits compared patch by patch, both sides of the merge base together: beyond this no
+# content rung holds (fail closed: its commits are not told apart), and a note says why.
+MAX_COMPARED = 2000
 # Slots inspected at once: git is mostly I/O, and a 2-core machine must stay usable.
 WORKERS = 4
 
 _HEX_OID = runner.HEX_OID
 _PR_NUMBER = re.compile(r"(?:^#?|/pull/)(\d+)(?:[/?#].*)?$")
 _SCOUT_REPORT = "report.md"
-
-
-@value
-class LandedFacts:
-    landed: bool
-    summary: str  # one line: why it is or is not landed
-    dirty: tuple[str, ...]  # first dirty paths (at most 10), scaffold files excluded
-    unpushed: tuple[str, ...]  # "<short sha> <subject>" for commits not landed (at most 10)
-    notes: tuple[str, ...] = ()  # what could not be told (inconclusive fetch, gh failure, ...)
-    untracked: tuple[str, ...] = ()  # those of `dirty` that git does not track
-    head: str | None = None  # the slot's HEAD commit when it was inspected
-    branch: str | None = None  # the local branch checked out there (None: detached)
-    default_branch: str | None = None  # the project's default branch (never deleted)
-    # Finished, not merely landed (`--landed`): the work is in the default branch (squash
-    # and replayed patches count), in local main for local-only, or its recorded PR merged;
-    # a scout's report or a secondmate's empty home counts too. Pushed alone is not merged.
-    merged: bool = False
-    merge_summary: str = ""  # why it is or is not merged
-    # False when HEAD is already in the default branch: nothing of the task's own is there
-    # (a fresh slot, or a fast-forwarded merge: only a gone endpoint tells them apart).
-    own_commits: bool = True
-
-
-# --------------------------------------------------------------------------- git
+# The same diff for a commit and for the branch's whole change, byte for byte: no external
+# diff or textconv, binary files in full, renames as a deletion and an addition.
+_DIFF_OPTS = ("--no-ext-diff", "--no-textconv", "--no-color", "--binary", "--no-renames")
 
 _git = runner.git
 _rev = runner.rev
@@ -121,10 +102,6 @@ def _display(path: bytes) -> str:
     return path.decode("utf-8", "backslashreplace")
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
 T = TypeVar("T")
 U = TypeVar("U")
 
@@ -137,36 +114,36 @@ def _pmap(fn: Callable[[T], U], items: Sequence[T]) -> list[U]:
         return list(pool.map(fn, items))
 
 
-# --------------------------------------------------------------------------- the check
+# --------------------------------------------------------------------------- gathering
 
 
-def check_landed(
+def gather(
     record: Record,
     data_dir: Path,
     *,
     fetch: bool,
     fetch_timeout: float,
     gh_bin: str | None = None,
-) -> LandedFacts:
-    """Whether TASK's own work is landed, and if not, what would be lost.
+) -> Gathered:
+    """The facts of TASK's own work, for `decide.landed.judge`.
 
     `fetch=False` is the dry run: no `git fetch` of any kind, the remote-tracking refs are
     used as they are. `gh_bin` overrides the `gh` found on PATH for the merged-PR check.
     """
-    facts = check_many([record], data_dir, fetch=fetch, fetch_timeout=fetch_timeout, gh_bin=gh_bin)
+    facts = gather_many([record], data_dir, fetch=fetch, fetch_timeout=fetch_timeout, gh_bin=gh_bin)
     return facts[record.task_id]
 
 
-def check_many(
+def gather_many(
     records: Iterable[Record],
     data_dir: Path,
     *,
     fetch: bool,
     fetch_timeout: float,
     gh_bin: str | None = None,
-) -> dict[str, LandedFacts]:
-    """Rule 5's facts for every record, by task id (what it costs: see the module doc)."""
-    out: dict[str, LandedFacts] = {}
+) -> dict[str, Gathered]:
+    """The facts for every record, by task id (what it costs: see the module doc)."""
+    out: dict[str, Gathered] = {}
     ships: list[Record] = []
     for record in records:
         if record.kind == "scout":
@@ -178,7 +155,7 @@ def check_many(
     statuses = _pmap(lambda r: _status(r.worktree), ships)
     by_project: dict[str, list[tuple[Record, SlotStatus]]] = {}
     for record, st in zip(ships, statuses, strict=True):
-        if isinstance(st, LandedFacts):
+        if isinstance(st, SlotProblem):
             out[record.task_id] = st
         else:
             by_project.setdefault(record.project, []).append((record, st))
@@ -190,34 +167,24 @@ def check_many(
         for record, st in slots
     ]
 
-    def judge(item: tuple[Record, SlotStatus, ProjectFacts]) -> LandedFacts:
+    def one(item: tuple[Record, SlotStatus, ProjectFacts]) -> ShipFacts:
         record, st, facts = item
-        return _judge(record, st, facts, fetch=fetch, fetch_timeout=fetch_timeout, gh_bin=gh_bin)
+        return _ship(record, st, facts, fetch=fetch, fetch_timeout=fetch_timeout, gh_bin=gh_bin)
 
-    for (record, _, _), facts in zip(work, _pmap(judge, work), strict=True):
+    for (record, _, _), facts in zip(work, _pmap(one, work), strict=True):
         out[record.task_id] = facts
     return out
 
 
-def _scout(record: Record, data_dir: Path) -> LandedFacts:
+def _scout(record: Record, data_dir: Path) -> ScoutFacts:
     report = data_dir / record.task_id / _SCOUT_REPORT
     try:
-        found = report.is_file()
-    except OSError as exc:  # e.g. a data dir we may not enter: cannot tell, so not landed
-        return LandedFacts(
-            False,
-            f"cannot tell whether scout report {report} exists ({exc.strerror})",
-            (),
-            (),
-            (f"cannot read {report}: {exc.strerror}",),
-        )
-    if found:
-        why = f"scout report {report} exists"
-        return LandedFacts(True, why, (), (), merged=True, merge_summary=why)
-    return LandedFacts(False, f"scout task has no report at {report}", (), ())
+        return ScoutFacts(str(report), report.is_file())
+    except OSError as exc:  # e.g. a data dir we may not enter: cannot tell
+        return ScoutFacts(str(report), False, exc.strerror or str(exc))
 
 
-def _secondmate(record: Record) -> LandedFacts:
+def _secondmate(record: Record) -> HomeFacts:
     home = record.home or record.worktree
     state = os.path.join(home, "state")
     try:
@@ -226,41 +193,12 @@ def _secondmate(record: Record) -> LandedFacts:
     except (FileNotFoundError, NotADirectoryError):
         children = []
     except OSError as exc:
-        return LandedFacts(
-            False,
-            f"cannot tell whether secondmate home {home} has task records ({exc.strerror})",
-            (),
-            (),
-            (f"cannot read {state}: {exc.strerror}",),
-        )
-    if not children:
-        why = f"secondmate home {home} has no task records"
-        return LandedFacts(True, why, (), (), merged=True, merge_summary=why)
-    named = ", ".join(children[:MAX_CHILDREN_NAMED])
-    extra = len(children) - MAX_CHILDREN_NAMED
-    more = f" and {extra} more" if extra > 0 else ""
-    return LandedFacts(
-        False,
-        f"secondmate home {home} still has in-flight work: {named}{more}",
-        (),
-        (),
-    )
+        return HomeFacts(home, state, (), exc.strerror or str(exc))
+    return HomeFacts(home, state, tuple(children))
 
 
-@value
-class SlotStatus:
-    """One `git status` of a slot: what is uncommitted, and where HEAD is."""
-
-    dirty: tuple[str, ...]  # the first paths, scaffold files excluded
-    total: int  # how many there are in all
-    untracked: tuple[str, ...]  # those of `dirty` that git does not track
-    head: str | None  # None: unborn (no commit yet)
-    branch: str | None  # None: detached
-    untracked_total: int = 0  # how many of `total` git does not track
-
-
-def _status(wt: str) -> SlotStatus | LandedFacts:
-    """The slot's status in one git call, or the facts when that settles it (gone, unreadable).
+def _status(wt: str) -> SlotStatus | SlotProblem:
+    """The slot's status in one git call, or what keeps it from being read (gone, unreadable).
 
     `--untracked-files=all` on the command line beats a `status.showUntrackedFiles=no` in the
     repo's config, and lists every untracked file (not a folded directory), so a scaffold file
@@ -269,16 +207,12 @@ def _status(wt: str) -> SlotStatus | LandedFacts:
     try:
         st = os.stat(wt)
     except (FileNotFoundError, NotADirectoryError):
-        # The caller skips the process and pool steps for a vanished slot: nothing is reset.
-        why = "slot directory no longer exists: nothing to lose"
-        return LandedFacts(True, why, (), (), merged=True, merge_summary=why)
+        return SlotProblem(SlotProblemKind.GONE, wt)
     except OSError as exc:
         # Not os.path.exists: it says False for "permission denied", which is not "gone".
-        why = f"cannot read slot path {wt}: {exc.strerror}"
-        return LandedFacts(False, f"cannot inspect the slot: {why}", (), (), (why,))
+        return SlotProblem(SlotProblemKind.UNREADABLE, wt, exc.strerror or str(exc))
     if not stat.S_ISDIR(st.st_mode):
-        why = f"slot path {wt} exists but is not a directory"
-        return LandedFacts(False, f"cannot inspect the slot: {why}", (), (), (why,))
+        return SlotProblem(SlotProblemKind.NOT_A_DIRECTORY, wt)
     r = _git(
         wt,
         "-c",
@@ -292,10 +226,7 @@ def _status(wt: str) -> SlotStatus | LandedFacts:
         "--ignore-submodules=none",
     )
     if not r.ok:
-        note = f"git status failed in {wt}: {r.why()}"
-        return LandedFacts(
-            False, "cannot inspect the slot for uncommitted changes", (), (), (note,)
-        )
+        return SlotProblem(SlotProblemKind.STATUS_FAILED, wt, r.why())
     return _parse_status(r.out)
 
 
@@ -357,13 +288,16 @@ class ProjectFacts:
     project: str
     fetch_timeout: float
     refs: dict[str, str] = field(default_factory=dict)  # refname -> commit
-    refs_error: str | None = None
-    default: str | None = None  # origin's default branch name
+    refs_error: str | None = None  # `for-each-ref` failed: no ref of the project is known
+    default: str | None = None  # the default branch's name
     unpushed: frozenset[str] = frozenset()  # slot HEADs that no remote-tracking ref has
     unpushed_error: str | None = None  # whether the HEADs are pushed cannot be told
-    # Slot HEADs that origin's default branch does not contain (None: cannot be told).
-    beyond_default: frozenset[str] | None = None
-    # Pushed slot HEADs beyond it whose content is nevertheless in it (squash-merged).
+    # Slot HEADs that origin's default branch has (None: not told); of those neither in it nor
+    # on a remote, whether the local default branch has them.
+    in_origin: frozenset[str] | None = None
+    in_local: dict[str, bool] = field(default_factory=dict)
+    # Pushed slot HEADs beyond origin's default branch whose content is in it all the same
+    # (merging them changes nothing), told for all of them at once.
     squashed: frozenset[str] = frozenset()
     _origin: bool | None = None
     _fetched: tuple[bool, str] | None = None  # (fetched, why not)
@@ -371,8 +305,7 @@ class ProjectFacts:
 
     def has_origin(self) -> bool:
         if self._origin is None:
-            # A remote-tracking ref of origin says so without a git call (one call fewer per
-            # project: the budget pays for the default-branch rev-list instead).
+            # A remote-tracking ref of origin says so without a git call.
             tracked = any(name.startswith("refs/remotes/origin/") for name in self.refs)
             self._origin = tracked or _git(self.project, "config", "--get", "remote.origin.url").ok
         return self._origin
@@ -403,6 +336,19 @@ class ProjectFacts:
         return self._trees[commit]
 
 
+def _heads_in(project: str, heads: list[str], commit: str) -> frozenset[str] | None:
+    """Which of `heads` `commit` contains, in one rev-list (None: cannot be told)."""
+    r = runner.run(
+        ["git", "-C", project, "rev-list", "--stdin", "--not", commit],
+        timeout=runner.LOCAL_GIT_TIMEOUT,
+        stdin="".join(f"{h}\n" for h in heads),
+    )
+    if not r.ok:
+        return None
+    beyond = set(r.out.decode("ascii", "replace").split())
+    return frozenset(h for h in heads if h not in beyond)
+
+
 def _project(project: str, slots: list[SlotStatus], timeout: float) -> ProjectFacts:
     facts = ProjectFacts(project, timeout)
     refs = _git(
@@ -425,6 +371,7 @@ def _project(project: str, slots: list[SlotStatus], timeout: float) -> ProjectFa
                 symref = target
     else:
         facts.refs_error = refs.why()
+        return facts  # no ref is known: every slot's facts say why
     prefix = "refs/remotes/origin/"
     if symref and symref.startswith(prefix) and len(symref) > len(prefix):
         facts.default = symref[len(prefix) :]
@@ -447,21 +394,22 @@ def _project(project: str, slots: list[SlotStatus], timeout: float) -> ProjectFa
             facts.unpushed = frozenset(h for h in heads if h in listed)
         else:
             facts.unpushed_error = r.why()
-        base = f"refs/remotes/origin/{facts.default}" if facts.default else None
-        if base is not None and base in facts.refs:
-            # One more rev-list for every slot: which HEADs the default branch contains
-            # (merged, or never moved from it); the others need the per-slot content checks.
-            r = runner.run(
-                ["git", "-C", project, "rev-list", "--stdin", "--not", facts.refs[base]],
-                timeout=runner.LOCAL_GIT_TIMEOUT,
-                stdin="".join(f"{h}\n" for h in heads),
-            )
-            if r.ok:
-                listed = set(r.out.decode("ascii", "replace").split())
-                facts.beyond_default = frozenset(h for h in heads if h in listed)
-                pushed = sorted(facts.beyond_default - facts.unpushed)
-                if facts.unpushed_error is None and pushed:
-                    facts.squashed = _squashed(project, facts.refs[base], pushed, facts)
+        if facts.default is not None:
+            origin = facts.refs.get(f"{prefix}{facts.default}")
+            local = facts.refs.get(f"refs/heads/{facts.default}")
+            if origin is not None:
+                facts.in_origin = _heads_in(project, heads, origin)
+                if facts.in_origin is not None and facts.unpushed_error is None:
+                    pushed = sorted(set(heads) - facts.in_origin - facts.unpushed)
+                    if pushed:
+                        facts.squashed = _squashed(project, origin, pushed, facts)
+            # The local one, for the HEADs neither origin's nor on a remote (the others are
+            # landed already; local-only mode asks for its own): one more rev-list at most.
+            left = sorted(facts.unpushed - (facts.in_origin or frozenset()))
+            if local is not None and left:
+                inside = _heads_in(project, left, local)
+                if inside is not None:
+                    facts.in_local = {h: h in inside for h in left}
     return facts
 
 
@@ -495,8 +443,9 @@ def _squashed(project: str, base: str, heads: list[str], facts: ProjectFacts) ->
     return frozenset(out)
 
 
-def _unpushed(wt: str) -> tuple[int, tuple[str, ...]] | str:
-    """(how many commits of HEAD are on no remote-tracking ref, the first of them)."""
+def _unpushed(wt: str, local: str | None) -> tuple[int, tuple[str, ...]] | str:
+    """(how many commits of HEAD are on no remote-tracking ref nor the local default branch,
+    the first of them), or why git could not tell."""
     log = _git(
         wt,
         "-c",
@@ -506,6 +455,7 @@ def _unpushed(wt: str) -> tuple[int, tuple[str, ...]] | str:
         "HEAD",
         "--not",
         "--remotes",
+        *([local] if local else []),
         "--",
     )
     if not log.ok:
@@ -514,7 +464,7 @@ def _unpushed(wt: str) -> tuple[int, tuple[str, ...]] | str:
     return len(lines), tuple(shown(line, 100) for line in lines[:MAX_LISTED])
 
 
-def _judge(
+def _ship(
     record: Record,
     st: SlotStatus,
     project: ProjectFacts,
@@ -522,227 +472,191 @@ def _judge(
     fetch: bool,
     fetch_timeout: float,
     gh_bin: str | None,
-) -> LandedFacts:
-    wt = record.worktree
-
-    def facts(
-        landed: bool,
-        summary: str,
-        unpushed: tuple[str, ...] = (),
-        notes: tuple[str, ...] = (),
-        dirty: tuple[str, ...] = st.dirty,
-        merged: bool = False,
-        merge_summary: str = "",
-    ) -> LandedFacts:
-        own = project.beyond_default is None or st.head in project.beyond_default
-        return LandedFacts(
-            landed,
-            summary,
-            dirty,
-            unpushed,
-            notes,
-            st.untracked,
-            st.head,
-            st.branch,
-            project.default,
-            merged,
-            merge_summary or summary,
-            own,
-        )
-
-    if st.head is None:
-        note = f"HEAD of {wt} does not name a commit"
-        return facts(
-            False, "cannot tell whether the work landed: HEAD has no commit", notes=(note,)
-        )
-    head = st.head
-    n_unpushed, unpushed_lines = 0, cast(tuple[str, ...], ())
-    failed = project.unpushed_error
-    if failed is None and head in project.unpushed:
-        listed = _unpushed(wt)
-        if isinstance(listed, str):
-            failed = listed
-        else:
-            n_unpushed, unpushed_lines = listed
-    if failed is not None:
-        note = f"git log HEAD --not --remotes failed in {wt}: {failed}"
-        return facts(False, "cannot inspect the slot for commits not on a remote", notes=(note,))
-
-    if st.total:
-        # Uncommitted work is never landed, whatever the commits say ("dirty always wins"),
-        # so the network checks would not change the verdict: skip them. The commits listed
-        # are those on no remote-tracking ref.
-        named = ", ".join(st.dirty[:3]) + (", …" if st.total > 3 else "")
-        untracked = f", {st.untracked_total} of them untracked" if st.untracked_total else ""
-        summary = f"uncommitted changes in {_plural(st.total, 'path')}{untracked} ({named})"
-        if n_unpushed:
-            summary += f"; {_plural(n_unpushed, 'commit')} on no remote-tracking branch"
-        return facts(False, summary, unpushed_lines)
-
+) -> ShipFacts:
+    wt, repo, branch = record.worktree, record.project, project.default
     notes: list[str] = []
-    if n_unpushed == 0:
-        pushed = f"HEAD {head[:12]} is on a remote-tracking branch"
-        if project.beyond_default is not None and head not in project.beyond_default:
-            where = f"origin/{project.default}"
-            return facts(True, pushed, dirty=(), merged=True, merge_summary=f"HEAD is in {where}")
-        # Pushed is landed (nothing would be lost), but finished only once it is merged.
-        if head in project.squashed:
-            why = f"HEAD's content is already in origin/{project.default}"
-            return facts(True, pushed, dirty=(), merged=True, merge_summary=why)
-        where = f"origin/{project.default}" if project.default else "the default branch"
-        if record.pr or record.mode == "local-only":
-            # The recorded PR, or local main: per-slot checks, only for such slots.
-            reason, where = _committed_landed(
-                record, head, project, fetch=fetch, fetch_timeout=fetch_timeout, gh_bin=gh_bin,
-                notes=notes,
-            )  # fmt: skip
-            if reason is not None:
-                return facts(True, pushed, notes=tuple(notes), dirty=(), merged=True,
-                             merge_summary=reason)  # fmt: skip
-        return facts(True, pushed, notes=tuple(notes), dirty=(),
-                     merge_summary=f"pushed but not merged into {where}")  # fmt: skip
-
-    reason, where = _committed_landed(
-        record, head, project, fetch=fetch, fetch_timeout=fetch_timeout, gh_bin=gh_bin, notes=notes
-    )
-    if reason is not None:
-        return facts(True, reason, notes=tuple(notes), dirty=(), merged=True)
-    summary = f"{_plural(n_unpushed, 'commit')} on no remote-tracking branch and not in {where}"
-    if notes:
-        summary += " (could not tell everything; see notes)"
-    return facts(False, summary, unpushed_lines, tuple(notes), dirty=())
-
-
-def _committed_landed(
-    record: Record,
-    head: str,
-    project: ProjectFacts,
-    *,
-    fetch: bool,
-    fetch_timeout: float,
-    gh_bin: str | None,
-    notes: list[str],
-) -> tuple[str | None, str]:
-    """(why HEAD's committed work is landed, or None; what it was compared against)."""
-    wt, repo = record.worktree, record.project
-    branch = project.default
-    if branch is None:
+    facts = ShipFacts(wt, st, branch, bool(project.refs) and project.has_origin(), None)
+    if project.refs_error is not None:
+        # Not "no default branch": the refs themselves could not be read.
+        notes.append(f"git for-each-ref failed in {repo}: {project.refs_error}")
+    elif branch is None:
         notes.append(
             f"cannot determine the default branch of {repo}: expected origin/HEAD, main or master"
         )
-    where: list[str] = []
+    if st.head is None:
+        return _with(facts, notes=tuple(notes))
+    head = st.head
+    if project.unpushed_error is not None or project.refs_error is not None:
+        why = project.unpushed_error or "its refs could not be read"
+        note = f"cannot tell whether HEAD of {wt} is on a remote-tracking branch: {why}"
+        return _with(facts, notes=tuple(notes), remote_error=note)
+    on_remote = head not in project.unpushed
+    local = project.refs.get(f"refs/heads/{branch}") if branch else None
+    unpushed: tuple[int, tuple[str, ...]] = (0, ())
+    if not on_remote:
+        listed = _unpushed(wt, local)
+        if isinstance(listed, str):
+            note = f"git log HEAD --not --remotes failed in {wt}: {listed}"
+            return _with(facts, notes=tuple(notes), remote_error=note)
+        unpushed = listed
+    facts = _with(facts, on_remote=on_remote, unpushed_total=unpushed[0], unpushed=unpushed[1])
+    if st.total:
+        # Uncommitted work is never landed ("dirty always wins"): nothing more to gather.
+        return _with(facts, notes=tuple(notes))
 
-    if branch is not None and record.mode == "local-only":
-        where.append(f"local {branch}")
-        # No network involved: try the cheap local answer before fetching anything.
-        local = project.refs.get(f"refs/heads/{branch}")
+    bases: list[BaseFacts] = []
+    if branch is not None and facts.origin:
+        label = f"origin/{branch}"
+        ref = f"refs/remotes/origin/{branch}"
+        if project.in_origin is not None and head in project.in_origin:
+            bases.append(BaseFacts(label, project.refs[ref], True, True))
+        elif on_remote and project.in_origin is not None:
+            # Pushed: nothing would be lost, so no fetch and no per-slot call; whether it is
+            # merged all the same is the project's one merge-tree for every pushed HEAD.
+            unchanged = head in project.squashed
+            bases.append(
+                BaseFacts(label, project.refs[ref], True, False, merge_unchanged=unchanged)
+            )
+        else:
+            usable = True
+            if fetch:
+                ok, why = project.fetched()
+                if not ok:
+                    # A stale ref could miss a merge that happened since: do not judge on it.
+                    notes.append(f"fetch of {label} failed, so it is inconclusive: {why}")
+                    usable = False
+            commit = project.refs.get(ref)
+            if usable and commit is None:
+                notes.append(f"{label} does not exist in {repo}")
+            elif usable and commit is not None:
+                fresh = project._fetched is None and project.in_origin is not None
+                contains = False if fresh else _contains(wt, head, commit, notes, label)
+                bases.append(BaseFacts(label, commit, True, contains))
+    if branch is not None:
+        local_only = record.mode == "local-only"
         if local is None:
-            notes.append(f"local branch {branch} does not exist in {repo}")
-        elif _content_in(wt, local, head, project, notes, f"local {branch}"):
-            return f"HEAD's content is merged into local {branch} (local-only)", ""
-
-    if branch is not None and project.has_origin():
-        where.insert(0, f"origin/{branch}")
-        usable = True
-        if fetch:
-            ok, why = project.fetched()
-            if not ok:
-                # A stale ref could miss a merge that happened since: do not judge on it.
-                notes.append(f"fetch of origin/{branch} failed, so it is inconclusive: {why}")
-                usable = False
-        if usable:
-            base = project.refs.get(f"refs/remotes/origin/{branch}")
-            if base is None:
-                notes.append(f"origin/{branch} does not exist in {repo}")
-            elif _content_in(wt, base, head, project, notes, f"origin/{branch}"):
-                return f"HEAD's content is already in origin/{branch}", ""
-
-    if record.pr:
-        where.append(f"merged PR {shown(record.pr)}")
-        reason = _pr_landed(
-            record.pr,
-            wt,
-            head,
-            fetch=fetch,
-            fetch_timeout=fetch_timeout,
-            gh_bin=gh_bin,
-            notes=notes,
-        )
-        if reason is not None:
-            return reason, ""
-    return None, " or ".join(where) or "any default branch"
+            if local_only:
+                notes.append(f"local branch {branch} does not exist in {repo}")
+        elif local_only or not any(b.commit == local for b in bases):
+            # The same commit as origin's tells nothing new, but local-only names its own.
+            contains = project.in_local.get(head)
+            if contains is None and local_only:
+                contains = _contains(wt, head, local, notes, f"local {branch}")
+            bases.append(BaseFacts(f"local {branch}", local, local_only, contains))
+    if not on_remote and not any(b.contains_head and b.counts_as_merged for b in bases):
+        # Not settled by reachability: the content rungs, against each default branch.
+        bases = [
+            b if b.contains_head is not False else _content(wt, head, b, project, notes)
+            for b in bases
+        ]
+    pr = None
+    if record.pr and not any(b.contains_head and b.counts_as_merged for b in bases):
+        pr = _pr(record.pr, wt, head, fetch=fetch, fetch_timeout=fetch_timeout, gh_bin=gh_bin,
+                 notes=notes)  # fmt: skip
+    return _with(facts, bases=tuple(bases), pr=pr, notes=tuple(notes))
 
 
-def _content_in(
-    wt: str, base: str, head: str, project: ProjectFacts, notes: list[str], label: str
-) -> bool:
-    """True when merging HEAD into `base` would change nothing: HEAD's content is there.
+def _with(facts: ShipFacts, **changes: object) -> ShipFacts:
+    return replace(facts, **changes)  # type: ignore[arg-type]
 
-    Ancestry first (cheap, and exact for a fast-forward or a true merge); then a merge
-    that touches no ref or index: if the merged tree equals base's tree, every change of
-    HEAD since the merge base is already in base (a squash merge or replayed patches).
-    A conflict means it is not; an error is noted and counts as not landed.
-    """
-    anc = _git(wt, "merge-base", "--is-ancestor", head, base)
+
+def _contains(wt: str, head: str, commit: str, notes: list[str], label: str) -> bool | None:
+    anc = _git(wt, "merge-base", "--is-ancestor", head, commit)
     if anc.ok:
         return True
     if anc.rc != 1:
         notes.append(f"ancestry check against {label} failed: {anc.why()}")
-        return False
-    empty = _changes_nothing(wt, base, head)
-    if empty is None:
-        notes.append(f"cannot list the commits of HEAD not in {label}")
-        return False
-    if empty:
-        return False  # a commit with no change is landed only when reachable
-    merged = _git(wt, "merge-tree", "--write-tree", "--no-messages", base, head)
-    if merged.rc == 1:
-        return False  # conflicts: the content is not (all) there
-    if not merged.ok:
-        notes.append(f"merge-tree against {label} failed: {merged.why()}")
-        return False
-    first = merged.out.decode("ascii", "replace").split("\n", 1)[0].strip()
-    tree = project.tree(base)
-    if tree is None:
-        notes.append(f"cannot read the tree of {label}")
-        return False
-    return first == tree
-
-
-def _changes_nothing(wt: str, base: str, head: str) -> bool | None:
-    """Whether a commit of HEAD not in `base` (merges aside) changes no file (None: cannot
-    tell). With a pathspec, git lists only the commits that change something."""
-    every = _git(wt, "rev-list", "--count", "--no-merges", head, "--not", base, "--")
-    changing = _git(
-        wt, "rev-list", "--count", "--no-merges", "--full-history", head, "--not", base, "--", "."
-    )
-    if not (every.ok and changing.ok and every.text.isdigit() and changing.text.isdigit()):
         return None
-    return every.text != changing.text
+    return False
 
 
-def _patch_ids(wt: str, *revs: str) -> dict[str, str] | None:
-    """commit -> `git patch-id --stable` of the commits `revs` names (a commit without a diff,
-    such as a merge or an empty commit, has none); None when git fails."""
-    log = _git(
-        wt,
-        "-c",
-        "log.showSignature=false",
-        "log",
-        "-p",
-        "--no-ext-diff",
-        "--no-textconv",
-        "--no-color",
-        "--format=commit %H",
-        *revs,
-        "--",
+def _content(
+    wt: str, head: str, base: BaseFacts, project: ProjectFacts, notes: list[str]
+) -> BaseFacts:
+    """HEAD against one default branch: the merge base, the patches on both sides of it, the
+    branch's whole diff, and a simulated merge. What git cannot tell stays None."""
+    label, commit = base.label, base.commit
+    mb = _git(wt, "merge-base", head, commit)
+    if not mb.ok or not _HEX_OID.fullmatch(mb.text):
+        why = "they share no history" if mb.rc == 1 else mb.why()
+        notes.append(f"no merge base of HEAD and {label}: {why}")
+        return base
+    merge_base = mb.text
+    out = BaseFacts(
+        label,
+        commit,
+        base.counts_as_merged,
+        base.contains_head,
+        merge_base,
+        merge_unchanged=_merge_unchanged(wt, head, commit, project, notes, label),
     )
-    if not log.ok:
+    walk = _git(
+        wt, "rev-list", "--left-right", "--parents", f"--max-count={MAX_COMPARED + 1}",
+        f"{head}...{commit}", "--",
+    )  # fmt: skip
+    if not walk.ok:
+        notes.append(f"cannot list the commits of HEAD and {label}: {walk.why()}")
+        return out
+    rows = walk.text.split("\n") if walk.text else []
+    if len(rows) > MAX_COMPARED:
+        notes.append(
+            f"more than {MAX_COMPARED} commits of HEAD and {label} since their merge base: "
+            "their patches were not compared (nor the branch's whole diff and merge)"
+        )
+        return out
+    ours: list[str] = []
+    theirs: list[str] = []
+    merges = 0
+    for row in rows:
+        side, oids = row[:1], row[1:].split()
+        if not oids:
+            continue
+        if len(oids) > 2:
+            merges += side == "<"
+            continue
+        (ours if side == "<" else theirs).append(oids[0])
+    ids = _patch_ids(wt, merge_base, head, ours + theirs)
+    if ids is None:
+        notes.append(f"cannot compute the patch ids of HEAD and {label}")
+        return out
+    zero = "0" * len(head)
+    return _with_base(
+        out,
+        head_patches=tuple(ids.get(c) for c in ours),
+        head_merges=merges,
+        base_patches=tuple((ids[c], c) for c in theirs if c in ids),
+        cumulative=ids.get(zero, ""),
+    )
+
+
+def _with_base(base: BaseFacts, **changes: object) -> BaseFacts:
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def _patch_ids(wt: str, merge_base: str, head: str, commits: list[str]) -> dict[str, str] | None:
+    """commit -> `git patch-id --verbatim` of each of `commits` (one without a diff has none),
+    and under the all-zero name the branch's whole diff, merge base -> HEAD: byte for byte,
+    whitespace included. None when git fails."""
+    stdin = b""
+    if commits:
+        log = runner.run(
+            ["git", "-C", wt, "-c", "log.showSignature=false", "log", "-p", *_DIFF_OPTS,
+             "--format=commit %H", "--no-walk=unsorted", "--stdin"],
+            timeout=runner.LOCAL_GIT_TIMEOUT,
+            stdin="".join(f"{c}\n" for c in commits),
+        )  # fmt: skip
+        if not log.ok:
+            return None
+        stdin = log.out
+    diff = _git(wt, "diff", *_DIFF_OPTS, merge_base, head, "--")
+    if not diff.ok:
         return None
-    if not log.out.strip():
+    if diff.out:
+        stdin += f"\ncommit {'0' * len(head)}\n".encode() + diff.out
+    if not stdin.strip():
         return {}
     r = runner.run(
-        ["git", "-C", wt, "patch-id", "--stable"], timeout=runner.LOCAL_GIT_TIMEOUT, stdin=log.out
+        ["git", "-C", wt, "patch-id", "--verbatim"], timeout=runner.LOCAL_GIT_TIMEOUT, stdin=stdin
     )
     if not r.ok:
         return None
@@ -754,24 +668,26 @@ def _patch_ids(wt: str, *revs: str) -> dict[str, str] | None:
     return ids
 
 
-def _replayed_in(wt: str, head: str, pr_head: str, notes: list[str], label: str) -> bool:
-    """Every commit of HEAD on no remote-tracking ref has its patch in the PR head's history
-    since the two met (the commits were replayed or cherry-picked onto the PR branch)."""
-    base = _git(wt, "merge-base", head, pr_head)
-    if not base.ok or not _HEX_OID.fullmatch(base.text):
-        return False  # no common history: nothing was replayed from here
-    theirs = _patch_ids(wt, f"{base.text}..{pr_head}")
-    unpushed = _git(wt, "rev-list", head, "--not", "--remotes", "--")
-    ours = _patch_ids(wt, head, "--not", "--remotes")
-    if theirs is None or ours is None or not unpushed.ok:
-        notes.append(f"cannot compare the patches of HEAD with PR {label} head")
-        return False
-    commits = unpushed.text.split()
-    pr_ids = set(theirs.values())
-    return bool(commits) and all(ours.get(c) in pr_ids for c in commits)
+def _merge_unchanged(
+    wt: str, head: str, commit: str, project: ProjectFacts, notes: list[str], label: str
+) -> bool | None:
+    """Whether merging HEAD into `commit` changes nothing (`git merge-tree --write-tree`, which
+    touches no ref, index or tree): clean, and the merged tree is `commit`'s own."""
+    merged = _git(wt, "merge-tree", "--write-tree", "--no-messages", commit, head)
+    if merged.rc == 1:
+        return False  # conflicts: the content is not (all) there
+    if not merged.ok:
+        notes.append(f"merge-tree against {label} failed: {merged.why()}")
+        return None
+    first = merged.out.decode("ascii", "replace").split("\n", 1)[0].strip()
+    tree = project.tree(commit)
+    if tree is None:
+        notes.append(f"cannot read the tree of {label}")
+        return None
+    return first == tree
 
 
-def _pr_landed(
+def _pr(
     pr: str,
     wt: str,
     head: str,
@@ -780,16 +696,18 @@ def _pr_landed(
     fetch_timeout: float,
     gh_bin: str | None,
     notes: list[str],
-) -> str | None:
-    """Why the recorded PR proves HEAD landed, or None (a gh problem is only a note)."""
+) -> PrFacts:
+    """The recorded PR's state and head, and whether its head is HEAD or has HEAD as an
+    ancestor (a gh problem is only a note)."""
     gh = gh_bin or shutil.which("gh")
     label = shown(pr)
+    unknown = PrFacts(label, None, None, None)
     if gh is None:
         notes.append(f"PR {label} is recorded but gh is not installed: its state was not checked")
-        return None
+        return unknown
     if pr.startswith("-") or any(c.isspace() for c in pr):
         notes.append(f"recorded PR {label} is not a PR number or URL")
-        return None
+        return unknown
     # The question firstmate's script asks, in its words: `STATE<TAB>HEAD` through gh's own
     # jq filter (a gh that prints the JSON object instead is read too).
     r = runner.run(
@@ -799,37 +717,31 @@ def _pr_landed(
     )
     if not r.ok:
         notes.append(f"gh pr view {label} failed: {r.why()}")
-        return None
+        return unknown
     answer = _gh_answer(r.out)
     if answer is None:
         notes.append(f"gh pr view {label} did not print the PR's state and head")
-        return None
+        return unknown
     state, pr_head = answer
-    if not isinstance(state, str) or state.upper() != "MERGED":
-        return None  # open or closed unmerged: a fact, not a doubt
+    state = state if isinstance(state, str) else None
+    if state is None or state.upper() != "MERGED":
+        return PrFacts(label, state, None, None)  # open or closed unmerged: a fact, not a doubt
     if not isinstance(pr_head, str) or not _HEX_OID.fullmatch(pr_head.lower()):
         notes.append(f"gh reports PR {label} merged but no usable head commit")
-        return None
+        return PrFacts(label, state, None, None)
     pr_head = pr_head.lower()
     if not _git(wt, "cat-file", "-e", f"{pr_head}^{{commit}}").ok:
         number = _PR_NUMBER.search(pr)
         if not fetch or number is None:
             why = "a dry run does not fetch" if not fetch else "no PR number to fetch"
             notes.append(f"PR {label} head {pr_head[:12]} is not in the repository ({why})")
-            return None
+            return PrFacts(label, state, pr_head, None)
         got = _fetch(wt, f"refs/pull/{number.group(1)}/head", fetch_timeout)
         if not got.ok:
             notes.append(f"fetch of PR {label} head failed: {got.why()}")
-            return None
-    anc = _git(wt, "merge-base", "--is-ancestor", head, pr_head)
-    if anc.ok:
-        return f"PR {label} is merged and its head contains HEAD {head[:12]}"
-    if anc.rc != 1:
-        notes.append(f"ancestry check against PR {label} head failed: {anc.why()}")
-        return None
-    if _replayed_in(wt, head, pr_head, notes, label):
-        return f"PR {label} is merged and its head holds the patches of HEAD's unpushed commits"
-    return None
+            return PrFacts(label, state, pr_head, None)
+    contains = _contains(wt, head, pr_head, notes, f"PR {label} head")
+    return PrFacts(label, state, pr_head, contains)
 
 
 _GH_FILTER = '.state + "\\t" + .headRefOid'

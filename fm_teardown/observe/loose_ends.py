@@ -3,7 +3,8 @@
 Windows `fm-<id>` with no record <id>, leases on pool slots no record claims, agent
 processes working in such slots that no endpoint holds, names in the state dir that are
 no task's record or sidecar, and task branches `fm/<id>` left in a project with no record
-<id> and no worktree that has them checked out. Observed facts, never a verdict: they change
+<id> and no worktree that has them checked out or holds them for a rebase, a bisect or a
+`rebase --update-refs`. Observed facts, never a verdict: they change
 no exit code.
 
 A task's branch is known by firstmate's spawn convention, `fm/<id>`: records do not name
@@ -23,7 +24,9 @@ from fm_teardown.model.paths import ancestors
 from fm_teardown.model.records import Fleet
 from fm_teardown.model.values import value
 from fm_teardown.model.world import Observation
+from fm_teardown.observe.branch_use import ANY_BRANCH, branches_in_use
 from fm_teardown.observe.endpoint import ProcessClass, classify
+from fm_teardown.observe.gitdir import common_dir
 from fm_teardown.observe.observation import procs_by_slot
 
 __all__ = ["Orphan", "orphans"]
@@ -121,7 +124,9 @@ TASK_BRANCH = "fm/"
 
 def _dead_branches(fleet: Fleet, obs: Observation) -> list[Orphan]:
     """`fm/<id>` branches of the fleet's projects whose task has no record and which no
-    worktree has checked out: one git call per project."""
+    worktree has checked out, rebases, bisects from or will move for a `rebase --update-refs`:
+    one git call per project, and one more only when such a branch is found (whether its
+    commits are all on the default branch: that decides the advice)."""
     known = {tid.rsplit("/", 1)[-1] for tid in (*fleet.records, *fleet.invalid)}
     out: list[Orphan] = []
     for project in sorted(set(obs.project_of.values())):
@@ -135,21 +140,52 @@ def _dead_branches(fleet: Fleet, obs: Observation) -> list[Orphan]:
         )
         if not r.ok:
             continue  # a project git cannot read: its records' rows say so already
+        common = common_dir(project)
+        in_use = branches_in_use(common) if common is not None else {}
+        if ANY_BRANCH in in_use:
+            continue  # some operation may hold any branch: none is listed as unused
+        dead: list[tuple[str, str]] = []  # (ref, task)
         for line in r.text.splitlines():
             ref, _, worktree = line.partition("\0")
             branch = ref.removeprefix("refs/heads/")  # in full: `:short` may add `heads/`
             task = branch[len(TASK_BRANCH) :]
-            if worktree or not task or task in known:
+            if worktree or not task or task in known or ref in in_use:
                 continue
+            dead.append((ref, task))
+        merged = _merged(project, [ref for ref, _ in dead]) if dead else frozenset()
+        for ref, task in dead:
+            branch = ref.removeprefix("refs/heads/")
             out.append(
-                Orphan(
-                    "branch",
-                    branch,
-                    None,
-                    f"branch {branch} in {project}: task {task} has no record and no worktree "
-                    "has it checked out (a stale or discarded teardown leaves its branch); fm "
-                    f"never deletes it: land or save its work, then "
-                    f"git -C {shlex.quote(project)} branch -D {shlex.quote(branch)}",
-                )
+                Orphan("branch", branch, None, _branch_advice(project, branch, task, ref in merged))
             )
     return out
+
+
+def _merged(project: str, refs: list[str]) -> frozenset[str]:
+    """Those of `refs` whose commits are all on origin's default branch (`origin/HEAD`); none
+    when that cannot be told (then each is advised as holding work of its own)."""
+    r = runner.git(
+        project, "for-each-ref", "--format=%(refname)", "--merged=refs/remotes/origin/HEAD", *refs
+    )
+    return frozenset(r.text.splitlines()) if r.ok else frozenset()
+
+
+def _branch_advice(project: str, branch: str, task: str, merged: bool) -> str:
+    """What the audit says of a loose task branch: delete it only once nothing of its own is
+    left; a branch with commits of its own is saved or landed first, and no `-D` is offered."""
+    where = (
+        f"branch {branch} in {project}: task {task} has no record and no worktree has it "
+        "checked out or in use (a stale or discarded teardown leaves its branch); fm never "
+        "deletes it"
+    )
+    p, b = shlex.quote(project), shlex.quote(branch)
+    if merged:
+        return (
+            f"{where}: its commits are all on the default branch, so deleting it loses "
+            f"nothing: git -C {p} branch -D {b}"
+        )
+    return (
+        f"{where}: it holds commits not on the default branch (or fm cannot tell): save or "
+        f"land it first (git -C {p} push origin {b}, then merge it), and delete it only "
+        "once they are on the default branch"
+    )
