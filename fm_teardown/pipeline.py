@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
+from fm_teardown.adapters import safefile
 from fm_teardown.decide import fingerprint
 from fm_teardown.decide import rules as decide
 from fm_teardown.model.errors import FmError, Verdict
@@ -55,6 +56,8 @@ def plan(
 ) -> Planned:
     fleet = load(settings, task)
     obs = observe(settings, fleet, remembered, deciding=(task,))
+    # fm's own files (journal, cost table, locks) are never written inside these slots.
+    safefile.forbid(obs.slot_of.values())
     facts: list[LandedLike] = []
     decision = decide_with_landed(settings, task, fleet, obs, flags, fetch=fetch, facts=facts)
     landed = facts[0] if facts else None
@@ -64,7 +67,7 @@ def plan(
 
 def _landed_facts(settings: Settings, record: Record, *, fetch: bool) -> LandedLike:
     """Rule 5's facts for TASK's own slot (gathered only once rules 1-4 let TASK go on)."""
-    from fm_teardown.observe.landed import check_landed
+    from fm_teardown.observe.home import check_landed
 
     return check_landed(
         record,

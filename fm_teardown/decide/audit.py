@@ -89,7 +89,7 @@ def audit(settings: Settings, opts: finished.Options | None = None) -> Audit:
     ready(obs, fleet, usable)
 
     def gather(records: Sequence[Record]) -> Mapping[str, LandedFacts]:
-        from fm_teardown.observe.landed import check_many
+        from fm_teardown.observe.home import check_many
 
         return check_many(
             list(records),
