@@ -49,7 +49,7 @@ def check_many(
     )
     for record in records:
         if record.kind == "secondmate" and record.task_id in out:
-            out[record.task_id] = with_home(record, out[record.task_id])
+            out[record.task_id] = _with_home(record, out[record.task_id])
     return out
 
 
@@ -73,7 +73,7 @@ def _not_work(path: bytes) -> bool:
     return path in SCAFFOLD_BYTES or path in HOME_MARKERS or path.startswith(HOME_STATE)
 
 
-def with_home(record: Record, records: LandedFacts) -> LandedFacts:
+def _with_home(record: Record, records: LandedFacts) -> LandedFacts:
     """The secondmate's facts: its task records' (`records`) and its slot's own work."""
     wt = record.worktree
     try:
