@@ -33,6 +33,7 @@ __all__ = [
     "open_single",
     "problem",
     "refuse_inside_work",
+    "task_tmp_of",
 ]
 
 # Every task's temp dir is `/tmp/fm-<id>` (the record format fixes it).
@@ -56,16 +57,24 @@ def forbid(slots: Iterable[str]) -> None:
     _FORBIDDEN.update(s for s in slots if s and os.path.isabs(s))
 
 
+def task_tmp_of(real: str) -> str | None:
+    """The task temp dir (`/tmp/fm-<anything>`, the one root every task's temp dir has,
+    whoever's record names it) that the resolved path `real` lies in, or None."""
+    tmp = canonical("/tmp")
+    if not is_within(real, tmp) or real == tmp:
+        return None
+    first = os.path.relpath(real, tmp).split(os.sep, 1)[0]
+    return os.path.join(tmp, first) if first.startswith(TASK_TMP_PREFIX) else None
+
+
 def inside_work(path: str) -> str | None:
     """Why fm must not write its own file `path`, or None: the directory holding it, every
     link on the way resolved, is inside a slot of the fleet or a task's temp dir."""
     where = os.path.dirname(os.path.abspath(path))
     real = canonical(where)
-    tmp = canonical("/tmp")
-    if is_within(real, tmp) and real != tmp:
-        first = os.path.relpath(real, tmp).split(os.sep, 1)[0]
-        if first.startswith(TASK_TMP_PREFIX):
-            return f"{where} is inside the task temp dir {os.path.join(tmp, first)}"
+    tmp = task_tmp_of(real)
+    if tmp is not None:
+        return f"{where} is inside the task temp dir {tmp}"
     for slot in sorted(_FORBIDDEN, key=len, reverse=True):
         if is_within(real, slot):
             said = where if real == where else f"{where} (resolved: {real})"

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fm_teardown.adapters import interrupts, runner
+from fm_teardown.adapters import interrupts, runner, safefile
 from fm_teardown.adapters.interrupts import Interrupted
 from fm_teardown.model import messages, settings
 from fm_teardown.model.errors import ExitCode, FmError, Verdict, invalid, unsafe
@@ -434,8 +434,9 @@ def _restore(
 def _inside_protected(real: str, project: Project, s: settings.Settings | None) -> str | None:
     """What `real` (a resolved path) lies inside, of the places a restore must never write
     into: every worktree of the project (its checkout and the pool's slots), the slot roots
-    and worktrees the pool's state files list, the worktrees, projects and homes the task
-    records name. None when it is inside none of them."""
+    and worktrees the pool's state files list, the worktrees, projects, temp dirs and homes
+    the task records name, and every task's temp dir `/tmp/fm-*`. None when it is inside none
+    of them. Records that cannot be read refuse (exit 5): the target cannot be told safe."""
     places: dict[str, str] = {}
 
     def add(path: str | None, what: str) -> None:
@@ -451,7 +452,7 @@ def _inside_protected(real: str, project: Project, s: settings.Settings | None) 
     for item in r.out.split(b"\0"):
         if item.startswith(b"worktree "):
             add(os.fsdecode(item[9:]), "a worktree of the project")
-    tmp = _task_tmp(real)
+    tmp = safefile.task_tmp_of(real)
     if tmp is not None:
         return f"a task's temp dir {shown(tmp)}"
     if s is not None:
@@ -489,16 +490,6 @@ def _inside_protected(real: str, project: Project, s: settings.Settings | None) 
         if is_within(real, place):
             return f"{places[place]} {shown(place)}"
     return None
-
-
-def _task_tmp(real: str) -> str | None:
-    """The task temp dir `/tmp/fm-<anything>` that the resolved path `real` lies in (the one
-    root fm gives every task's temp dir, whoever's record names it), or None."""
-    root = canonical("/tmp")
-    if not is_within(real, root) or real == root:
-        return None
-    first = os.path.relpath(real, root).split(os.sep, 1)[0]
-    return os.path.join(root, first) if first.startswith("fm-") else None
 
 
 @dataclass
