@@ -15,6 +15,7 @@ from fm_teardown.decide import fingerprint
 from fm_teardown.decide import rules as decide
 from fm_teardown.model.errors import FmError, Verdict
 from fm_teardown.model.outcome import Outcome
+from fm_teardown.model.paths import canonical, is_within
 from fm_teardown.model.plan import Decision, Flags, LandedLike, Planned
 from fm_teardown.model.records import Fleet, Record, check_task_id, load_fleet, load_record
 from fm_teardown.model.settings import Settings
@@ -56,8 +57,11 @@ def plan(
 ) -> Planned:
     fleet = load(settings, task)
     obs = observe(settings, fleet, remembered, deciding=(task,))
-    # fm's own files (journal, cost table, locks) are never written inside these slots.
-    safefile.forbid(obs.slot_of.values())
+    # fm's own files (journal, cost table, locks) are never written inside these slots. A
+    # slot holding FM_HOME itself is fm's own home (a secondmate's fleet lives in its home;
+    # a record naming FM_HOME or `/` is refused as a protected root anyway).
+    home = canonical(str(settings.fm_home.absolute()))
+    safefile.forbid(s for s in obs.slot_of.values() if not is_within(home, s))
     facts: list[LandedLike] = []
     decision = decide_with_landed(settings, task, fleet, obs, flags, fetch=fetch, facts=facts)
     landed = facts[0] if facts else None
