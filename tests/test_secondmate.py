@@ -278,3 +278,25 @@ def test_a_hint_promises_a_save_only_when_the_forced_plan_makes_one(fleet: Fleet
         if not promised:
             assert any("nothing is saved first" in h for h in refused["hints"]), refused
             assert "nothing is saved" in forced["headline"], forced["headline"]
+
+
+def test_a_home_commit_on_no_remote_refuses_and_force_saves_it(fleet: Fleet) -> None:
+    """A commit made in the home (detached, as the pool hands slots out) is work the pool's
+    reset would leave unreachable: refused (3); --force saves it, the save parented on it."""
+    sm = tid("domain")
+    home = fleet.slot(1, holder=sm)
+    secondmate(fleet, sm, home)
+    (home / "plan.md").write_text("the plan\n")
+    git(home, "add", "plan.md")
+    git(home, "-c", "user.name=T", "-c", "user.email=t@x.invalid", "commit", "-qm", "plan")
+    head = git(home, "rev-parse", "HEAD")
+    before = home_state(fleet, home, sm)
+    code, doc = fleet.fm_json("teardown", sm)
+    assert code == 3, doc
+    assert "1 commit on no remote-tracking branch" in doc["reasons"][0], doc["reasons"]
+    assert home_state(fleet, home, sm) == before
+    code, doc = fleet.fm_json("teardown", sm, "--force")
+    assert code == 0, doc
+    ref = doc["discarded_ref"]
+    assert ref.startswith(f"refs/fm/discarded/{sm}/")
+    assert git(fleet.project, "rev-parse", f"{ref}^") == head
