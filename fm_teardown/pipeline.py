@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
+from fm_teardown.adapters import safefile
 from fm_teardown.decide import fingerprint
 from fm_teardown.decide import rules as decide
 from fm_teardown.model.errors import FmError, Verdict
 from fm_teardown.model.outcome import Outcome
+from fm_teardown.model.paths import canonical, is_within
 from fm_teardown.model.plan import Decision, Flags, LandedLike, Planned
 from fm_teardown.model.records import Fleet, Record, check_task_id, load_fleet, load_record
 from fm_teardown.model.settings import Settings
@@ -55,6 +57,11 @@ def plan(
 ) -> Planned:
     fleet = load(settings, task)
     obs = observe(settings, fleet, remembered, deciding=(task,))
+    # fm's own files (journal, cost table, locks) are never written inside these slots. A
+    # slot holding FM_HOME itself is fm's own home (a secondmate's fleet lives in its home;
+    # a record naming FM_HOME or `/` is refused as a protected root anyway).
+    home = canonical(str(settings.fm_home.absolute()))
+    safefile.forbid(s for s in obs.slot_of.values() if not is_within(home, s))
     facts: list[LandedLike] = []
     decision = decide_with_landed(settings, task, fleet, obs, flags, fetch=fetch, facts=facts)
     landed = facts[0] if facts else None
@@ -65,9 +72,10 @@ def plan(
 def _landed_facts(settings: Settings, record: Record, *, fetch: bool) -> LandedLike:
     """Rule 5's facts for TASK's own slot (gathered only once rules 1-4 let TASK go on)."""
     from fm_teardown.decide.landed import judge
+    from fm_teardown.observe.home import with_homes
     from fm_teardown.observe.landed import gather
 
-    return judge(
+    verdict = judge(
         gather(
             record,
             settings.data_dir,
@@ -76,6 +84,8 @@ def _landed_facts(settings: Settings, record: Record, *, fetch: bool) -> LandedL
             gh_bin=settings.gh_bin,
         )
     )
+    # A secondmate's home is its own work too, on top of its task records' verdict.
+    return with_homes([record], {record.task_id: verdict})[record.task_id]
 
 
 def decide_with_landed(

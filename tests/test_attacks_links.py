@@ -394,3 +394,98 @@ def test_restore_through_a_link_switched_to_a_live_slot_never_acts_there(fleet: 
     assert made == [f"r{i}" for i, c in enumerate(codes) if c == 0]
     for name in made:
         assert (empty / name / "work.txt").read_text() == "t1's unlanded work\n"
+
+
+def test_restore_into_a_tasks_temp_dir_or_a_recorded_tree_is_refused(fleet: Fleet) -> None:
+    """Another task's temp dir (`/tmp/fm-<id>`, whose teardown would end what runs there and
+    remove it) and trees a record names outside the pool are never restore targets."""
+    t1, live = saved_task(fleet)
+    before = live_state(live)
+    bravo = tid("bravo")
+    tmp = fleet.make_tasktmp(bravo)
+    elsewhere = fleet.root / "elsewhere"  # a task's worktree and project outside the pool
+    elsewhere.mkdir()
+    fleet.record(
+        bravo,
+        elsewhere,
+        lines=[
+            f"window=firstmate:fm-{bravo}",
+            f"worktree={elsewhere}",
+            f"project={elsewhere}",
+            f"tasktmp={tmp}",
+        ],
+    )
+    for to in (tmp / "restored", elsewhere / "restored", Path(f"/tmp/fm-{tid('nobody')}-r")):
+        r = fleet.fm("restore", t1, "--to", str(to))
+        assert r.returncode == 2, (to, r.stdout, r.stderr)
+        assert len(r.stderr.strip().splitlines()) <= 2, r.stderr  # one line (and its hint)
+        assert "never writes into a slot" in r.stderr
+        assert not os.path.lexists(to)
+    assert list(tmp.iterdir()) == [] and list(elsewhere.iterdir()) == []
+    assert live_state(live) == before
+
+
+# -- the sidecar sweep keeps what firstmate does not write -------------------------------------
+
+
+def test_an_operators_backup_beside_a_record_is_kept_and_listed(fleet: Fleet) -> None:
+    t1, _ = finished(fleet, "t1", 1)
+    meta = fleet.state / f"{t1}.meta"
+    kept = {f"{t1}.meta.bak": meta.read_bytes(), f"{t1}.meta~": b"an editor's copy\n"}
+    for name, data in kept.items():
+        (fleet.state / name).write_bytes(data)
+    (fleet.state / f"{t1}.status").write_text("done\n")  # firstmate's sidecar: swept
+    # The audit lists them as loose ends while the record is there.
+    code, doc = fleet.fm_json("teardown", "--dry-run")
+    assert code == 0, doc
+    files = {o["id"]: o["detail"] for o in doc["orphans"] if o["kind"] == "file"}
+    assert sorted(files) == sorted(kept), doc["orphans"]
+    code, doc = fleet.fm_json("teardown", t1)
+    assert code == 0, doc
+    outcome, detail = steps(doc)["record"]
+    assert outcome == "done"
+    assert all(f"kept {', '.join(sorted(kept))}" in detail for _ in kept), detail
+    assert not meta.exists() and not (fleet.state / f"{t1}.status").exists()
+    for name, data in kept.items():
+        assert (fleet.state / name).read_bytes() == data
+
+
+# -- fm's own files are never written inside a slot or a task's temp dir ----------------------
+
+
+def test_a_data_dir_linked_into_a_live_slot_gets_nothing(fleet: Fleet) -> None:
+    """`$FM_HOME/data` is a link to a directory of another task's live slot: the journal, the
+    cost table and its lock would be created in that task's tree. A real run refuses (the
+    journal is needed, exit 5); with --no-journal it goes on and only warns about the cost
+    row; nothing appears in the live slot."""
+    t1, _ = finished(fleet, "t1", 1)
+    t2 = tid("t2")
+    live = fleet.slot(2, holder=t2)
+    fleet.task(t2, live, "alive")
+    (live / "notes").mkdir()
+    (live / "notes" / "t2.md").write_text("t2's notes\n")
+    before = tree_hash(live)
+    fleet.data.rmdir()
+    fleet.data.symlink_to(live / "notes")
+    r = fleet.fm("teardown", t1)
+    assert r.returncode == 5, (r.stdout, r.stderr)
+    assert "could not append to the journal" in r.stderr and f"inside the slot {live}" in r.stderr
+    assert (fleet.state / f"{t1}.meta").exists()
+    assert tree_hash(live) == before
+    code, doc = fleet.fm_json("teardown", t1, "--no-journal")
+    assert code == 0, doc
+    outcome, detail = steps(doc)["attribution"]
+    assert outcome == "skipped" and f"inside the slot {live}" in detail, detail
+    assert not (fleet.state / f"{t1}.meta").exists()
+    assert tree_hash(live) == before
+    assert sorted(p.name for p in (live / "notes").iterdir()) == ["t2.md"]
+
+
+def test_a_data_dir_inside_a_tasks_temp_dir_gets_nothing(fleet: Fleet) -> None:
+    t1, _ = finished(fleet, "t1", 1)
+    tmp = fleet.make_tasktmp(tid("other"))
+    fleet.data.rmdir()
+    r = fleet.fm("teardown", t1, env=fleet.env(FM_DATA_OVERRIDE=str(tmp / "data")))
+    assert r.returncode == 5, (r.stdout, r.stderr)
+    assert "inside the task temp dir" in r.stderr
+    assert list(tmp.iterdir()) == [] and (fleet.state / f"{t1}.meta").exists()

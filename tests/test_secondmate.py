@@ -15,7 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.fleet import Fleet, gone, tid, tree_hash
+import pytest
+
+from tests.fleet import Fleet, git, gone, tid, tree_hash
 
 REGISTRY_OTHER = (
     "- other - another domain (home: /elsewhere; scope: x; projects: y; added 2026-06-22)"
@@ -166,3 +168,135 @@ def test_a_child_record_with_a_live_endpoint_owns_the_slot_it_names(fleet: Fleet
     assert f"{sm}/{inside}" in [o["id"] for o in doc["owners"] if o["live"]]
     assert tree_hash(home) == tree and pool_entry(fleet, home)["leased"]
     assert not any(gone(p) for p in inside_pids)
+
+
+# -- a secondmate's home is its own work (spec §14.7, §14.8) ------------------------------------
+
+
+def home_state(fleet: Fleet, home: Path, sm: str) -> tuple[object, ...]:
+    """What a refused retirement must leave as it was: the home's files and git status, the
+    record, the route and the pool's lease."""
+    return (
+        tree_hash(home),
+        git(home, "status", "--porcelain", "--untracked-files=all"),
+        (fleet.state / f"{sm}.meta").read_bytes(),
+        (fleet.data / "secondmates.md").read_bytes(),
+        pool_entry(fleet, home).get("lease_id"),
+    )
+
+
+WORK = {
+    "notes": ("notes.txt", "what the secondmate learned\n"),
+    "backlog": ("data/backlog.md", "- [ ] the next thing\n"),
+    "report": ("data/scout-x/report.md", "# a scout's findings\n"),
+    "tracked": ("README", "hello, edited in the home\n"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(WORK))
+def test_a_home_with_work_of_its_own_refuses_exit_3_and_is_left_as_it_is(
+    fleet: Fleet, kind: str
+) -> None:
+    sm = tid("domain")
+    home = fleet.slot(1, holder=sm)
+    secondmate(fleet, sm, home)
+    path, text = WORK[kind]
+    (home / path).parent.mkdir(parents=True, exist_ok=True)
+    (home / path).write_text(text)
+    before = home_state(fleet, home, sm)
+    code, doc = fleet.fm_json("teardown", sm)
+    assert code == 3, doc
+    assert doc["reasons"][0].startswith(f"REFUSED: {sm}'s own work is not landed: secondmate home")
+    assert any(path in r for r in doc["reasons"]), doc["reasons"]
+    assert home_state(fleet, home, sm) == before
+    assert fleet.treehouse_calls() == []
+    # firstmate's drop-in refuses the same way (its exit 1), changing nothing.
+    r = fm_teardown(fleet, sm)
+    assert r.returncode == 1 and r.stderr.startswith("REFUSED: "), r.stderr
+    assert home_state(fleet, home, sm) == before
+
+
+def test_force_saves_the_home_and_its_task_records_and_restore_brings_them_back(
+    fleet: Fleet,
+) -> None:
+    sm, kid = tid("domain"), tid("kid")
+    home = fleet.slot(1, holder=sm)
+    secondmate(fleet, sm, home)
+    # As in firstmate's own homes, the state dir is ignored by git: the records are saved
+    # all the same.
+    exclude = Path(git(fleet.project, "rev-parse", "--git-common-dir"))
+    exclude = (fleet.project / exclude if not exclude.is_absolute() else exclude) / "info"
+    exclude.mkdir(exist_ok=True)
+    (exclude / "exclude").write_text("state/\n")
+    kid_meta = child(fleet, home, kid, fleet.slot(2, holder=kid))
+    record_bytes = kid_meta.read_bytes()
+    for path, text in WORK.values():
+        (home / path).parent.mkdir(parents=True, exist_ok=True)
+        (home / path).write_text(text)
+    code, doc = fleet.fm_json("teardown", sm, "--force")
+    assert code == 0, doc
+    saved = [s for s in doc["steps"] if s["step"] == "save-discarded"]
+    assert [s["outcome"] for s in saved] == ["done"], doc["steps"]
+    assert f"state/{kid}.meta" in saved[0]["detail"]
+    assert not (fleet.state / f"{sm}.meta").exists()
+    assert not (home / "notes.txt").exists()  # the pool's reset took the home's files
+    # `fm restore` lists the save (from the journal) and brings it back beside the project.
+    r = fleet.fm("restore", sm)
+    assert r.returncode == 0, r.stderr
+    assert f"1 save of task {sm}" in r.stdout and f"refs/fm/discarded/{sm}/" in r.stdout
+    to = fleet.root / "restored"
+    r = fleet.fm("restore", sm, "--to", str(to))
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    for path, text in WORK.values():
+        assert (to / path).read_text() == text, path
+    assert (to / "state" / f"{kid}.meta").read_bytes() == record_bytes
+    # The command the save printed restores beside the project checkout, never in the pool.
+    restore = saved[0]["detail"].split("to restore: ", 1)[1]
+    assert f"--project {fleet.project} " in restore
+    assert f"--to {fleet.project}-fm-restore-{sm}-" in restore
+
+
+def test_a_hint_promises_a_save_only_when_the_forced_plan_makes_one(fleet: Fleet) -> None:
+    """A secondmate's forced plan saves its home: its hint says so. A scout's forced plan
+    saves nothing (its work is its report): its hint promises nothing."""
+    sm, scout = tid("domain"), tid("scout")
+    home = fleet.slot(1, holder=sm)
+    secondmate(fleet, sm, home)
+    (home / "notes.txt").write_text("notes\n")
+    slot = fleet.slot(2, holder=scout)
+    fleet.task(scout, slot, "dead", extra={"kind": "scout"})
+    (slot / "draft.md").write_text("not yet a report\n")
+    for task in (sm, scout):
+        code, refused = fleet.fm_json("teardown", task)
+        assert code == 3, refused
+        promise = f"saved first under refs/fm/discarded/{task}/"
+        promised = any(promise in h for h in refused["hints"])
+        code, forced = fleet.fm_json("teardown", task, "--force", "--dry-run")
+        assert code == 0, forced
+        plans_save = any(s["step"] == "save-discarded" for s in forced["steps"])
+        assert promised == plans_save == (task == sm), (task, refused["hints"], forced["steps"])
+        if not promised:
+            assert any("nothing is saved first" in h for h in refused["hints"]), refused
+            assert "nothing is saved" in forced["headline"], forced["headline"]
+
+
+def test_a_home_commit_on_no_remote_refuses_and_force_saves_it(fleet: Fleet) -> None:
+    """A commit made in the home (detached, as the pool hands slots out) is work the pool's
+    reset would leave unreachable: refused (3); --force saves it, the save parented on it."""
+    sm = tid("domain")
+    home = fleet.slot(1, holder=sm)
+    secondmate(fleet, sm, home)
+    (home / "plan.md").write_text("the plan\n")
+    git(home, "add", "plan.md")
+    git(home, "-c", "user.name=T", "-c", "user.email=t@x.invalid", "commit", "-qm", "plan")
+    head = git(home, "rev-parse", "HEAD")
+    before = home_state(fleet, home, sm)
+    code, doc = fleet.fm_json("teardown", sm)
+    assert code == 3, doc
+    assert "1 commit on no remote-tracking branch" in doc["reasons"][0], doc["reasons"]
+    assert home_state(fleet, home, sm) == before
+    code, doc = fleet.fm_json("teardown", sm, "--force")
+    assert code == 0, doc
+    ref = doc["discarded_ref"]
+    assert ref.startswith(f"refs/fm/discarded/{sm}/")
+    assert git(fleet.project, "rev-parse", f"{ref}^") == head

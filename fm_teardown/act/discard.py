@@ -21,7 +21,7 @@ from fm_teardown.model.paths import canonical
 from fm_teardown.model.records import Record
 from fm_teardown.model.values import value
 
-__all__ = ["DiscardedRef", "save_discarded"]
+__all__ = ["DiscardedRef", "main_checkout", "save_discarded"]
 
 _git = runner.git
 _HEX_OID = runner.HEX_OID
@@ -33,6 +33,9 @@ class DiscardedRef:
     ref: str  # refs/fm/discarded/<id>/<UTC timestamp like 20261201T072550Z>
     commit: str  # full sha
     restore: str  # the one shell command that brings the work back
+    # A secondmate's home: its task records (`state/<name>.meta`) saved in the commit too.
+    records: tuple[str, ...] = ()
+    checkout: str = ""  # the checkout `fm restore --project` names (beside which it restores)
 
 
 def _failed(message: str) -> FmError:
@@ -51,11 +54,23 @@ def _utc_stamp(now: datetime) -> str:
     return _utc(now).strftime("%Y%m%dT%H%M%SZ")
 
 
-def _restore_dir(record: Record, stamp: str, owner: str | None = None) -> str:
-    """Where the restore command checks the saved work out: beside the project, never in
-    the slot (which the pool may by then have handed to another task)."""
-    project = os.path.normpath(record.project)
-    return f"{project}-fm-restore-{owner or record.task_id}-{stamp}"
+def _restore_dir(checkout: str, task: str, stamp: str) -> str:
+    """Where the restore command checks the saved work out: beside the project's checkout,
+    never in a slot (which the pool may by then have handed to another task)."""
+    return f"{os.path.normpath(checkout)}-fm-restore-{task}-{stamp}"
+
+
+def main_checkout(path: str) -> str:
+    """The repository's main checkout, when `path` is one of its linked worktrees (a
+    secondmate's project is its home, a pool slot: a restore beside it would land in the
+    pool); `path` itself otherwise, or when git cannot tell."""
+    r = _git(path, "worktree", "list", "--porcelain", "-z")
+    if not r.ok:
+        return path
+    first = r.out.split(b"\0\0", 1)[0].split(b"\0")
+    if not first or not first[0].startswith(b"worktree ") or b"bare" in first[1:]:
+        return path
+    return os.fsdecode(first[0][len(b"worktree ") :])
 
 
 def save_discarded(record: Record, now: datetime, owner: str | None = None) -> DiscardedRef:
@@ -105,7 +120,8 @@ def save_discarded(record: Record, now: datetime, owner: str | None = None) -> D
     if not _git(project, "check-ref-format", ref).ok:
         raise _failed(f"{ref} is not a valid ref name")
 
-    commit = _snapshot(record, head, now, owner)
+    records = _home_records(record)
+    commit = _snapshot(record, head, now, owner, records)
     reason = f"fm teardown --force: work of task {owner} discarded from {wt}"
     r = _git(project, "update-ref", "--create-reflog", "-m", reason, ref, commit, "")
     # Re-read rather than trust the exit code: the same save made twice is fine, and
@@ -116,24 +132,47 @@ def save_discarded(record: Record, now: datetime, owner: str | None = None) -> D
     # `fm restore` puts the save back as a new worktree with the saved files as uncommitted
     # changes again (the worktree add and the `git reset HEAD^` in one command). The task id
     # comes last, so the directory is the word before it.
+    checkout = main_checkout(project) if record.kind == "secondmate" else project
     restore = shlex.join(
         [
             "fm",
             "restore",
             "--project",
-            project,
+            checkout,
             "--ref",
             ref,
             "--to",
-            _restore_dir(record, stamp, owner),
+            _restore_dir(checkout, owner, stamp),
             owner,
         ]
     )
-    return DiscardedRef(ref=ref, commit=commit, restore=restore)
+    return DiscardedRef(ref, commit, restore, tuple(records), checkout)
 
 
-def _snapshot(record: Record, head: str, now: datetime, owner: str) -> str:
-    """A commit of the slot's current files on top of HEAD, built in a temporary index."""
+def _home_records(record: Record) -> list[str]:
+    """A secondmate's task records in its home (`state/*.meta`, regular files only): saved
+    byte for byte with the home, whatever the home's ignore rules say, since the pool's
+    reset may remove them with it (spec §14.7)."""
+    if record.kind != "secondmate":
+        return []
+    state = os.path.join(record.worktree, "state")
+    try:
+        with os.scandir(state) as it:
+            names = sorted(
+                e.name for e in it if e.name.endswith(".meta") and e.is_file(follow_symlinks=False)
+            )
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        raise _failed(f"cannot list the task records in {state}: {exc.strerror}") from None
+    return [f"state/{name}" for name in names]
+
+
+def _snapshot(
+    record: Record, head: str, now: datetime, owner: str, records: list[str] | None = None
+) -> str:
+    """A commit of the slot's current files on top of HEAD, built in a temporary index;
+    `records` (paths in the slot) are added even when ignored."""
     wt = record.worktree
     tmp = tempfile.mkdtemp(prefix="fm-discard-")
     try:
@@ -145,6 +184,8 @@ def _snapshot(record: Record, head: str, now: datetime, owner: str) -> str:
         if not r.ok:
             raise _failed(f"git add -A failed: {r.why()}")
         _add_force_added(wt, index, tmp)
+        if records:
+            _add_paths(wt, index, tmp, [os.fsencode(p) for p in records], "task records")
         r = _git(wt, "write-tree", env=index)
         tree = r.text
         if not r.ok or not _HEX_OID.fullmatch(tree):
@@ -165,6 +206,8 @@ def _snapshot(record: Record, head: str, now: datetime, owner: str) -> str:
             f"Saved by `fm teardown {record.task_id} --force` before the slot was discarded.\n"
             f"slot: {wt}\nproject: {record.project}\nhead: {head}\n"
         )
+        if records:
+            message += "task records saved with the home: " + ", ".join(records) + "\n"
         r = _git(wt, "commit-tree", "--no-gpg-sign", tree, "-p", head, "-m", message, env=ident)
         commit = r.text
         if not r.ok or not _HEX_OID.fullmatch(commit):
@@ -190,11 +233,15 @@ def _add_force_added(wt: str, index: Mapping[str, str], tmp: str) -> None:
         for p in dict.fromkeys(real.out.split(b"\0"))
         if p and p not in have and os.path.lexists(os.path.join(os.fsencode(wt), p))
     ]
-    if not extra:
-        return
+    if extra:
+        _add_paths(wt, index, tmp, extra, "force-added files")
+
+
+def _add_paths(wt: str, index: Mapping[str, str], tmp: str, paths: list[bytes], what: str) -> None:
+    """`git add -f` these paths of the slot to the temporary index, ignore rules or not."""
     spec = os.path.join(tmp, "pathspec")
     with open(spec, "wb") as fh:
-        fh.write(b"\0".join(extra) + b"\0")
+        fh.write(b"\0".join(paths) + b"\0")
     r = _git(
         wt,
         "--literal-pathspecs",
@@ -205,4 +252,4 @@ def _add_force_added(wt: str, index: Mapping[str, str], tmp: str) -> None:
         env=index,
     )
     if not r.ok:
-        raise _failed(f"git add -f of force-added files failed: {r.why()}")
+        raise _failed(f"git add -f of {what} failed: {r.why()}")

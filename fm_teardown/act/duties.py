@@ -298,8 +298,11 @@ def append_attribution(
     running the same command again does not count the task's cost twice."""
     if os.path.lexists(data_dir) and not os.path.isdir(data_dir):
         raise DutyWarning(f"the data dir {data_dir} is not a directory")
-    os.makedirs(data_dir, exist_ok=True)
     path = os.path.join(data_dir, ATTRIBUTION)
+    why = safefile.inside_work(path)  # never inside a slot or a task's temp dir
+    if why is not None:
+        raise DutyWarning(f"{why}: the row is not appended")
+    os.makedirs(data_dir, exist_ok=True)
     with _attribution_lock(data_dir, attempts):
         try:
             fd = safefile.open_single(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)

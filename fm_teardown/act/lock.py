@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from fm_teardown.adapters import safefile
 from fm_teardown.model.errors import FmError, Verdict
 
 __all__ = ["lock_path", "slot_lock"]
@@ -34,6 +35,14 @@ def slot_lock(state_dir: Path, slot: str, timeout: float) -> Iterator[None]:
     while a newcomer creates and locks a fresh one): so a taker retries until it does.
     """
     path = lock_path(state_dir, slot)
+    inside = safefile.inside_work(str(path))
+    if inside is not None:
+        # A lock file created inside a slot would be another task's tree (or reset away).
+        raise FmError(
+            Verdict.UNSAFE,
+            f"the slot lock {path} would be written where fm never writes its own files: {inside}",
+            ("point the state dir (FM_HOME, FM_STATE_OVERRIDE) outside every slot, then re-run",),
+        )
     deadline = time.monotonic() + timeout
     while True:
         try:

@@ -14,6 +14,8 @@ import os
 import stat
 import time
 
+from fm_teardown.adapters import safefile
+
 __all__ = ["LOCK", "LOCK_WAIT_SECS", "REGISTRY", "RegistryWarning", "remove_route"]
 
 REGISTRY = "secondmates.md"
@@ -37,6 +39,10 @@ def remove_route(data_dir: str, state_dir: str, task: str) -> str:
     """Remove `task`'s route lines from `data_dir/secondmates.md`; what was done, in words.
     Raises RegistryWarning when it cannot be done safely."""
     path = os.path.join(data_dir, REGISTRY)
+    inside = safefile.inside_work(path)
+    if inside is not None:
+        # Its rewrite goes through a temporary file beside it: never inside a task's work.
+        raise RegistryWarning(f"{inside}: {path} left alone")
     try:
         st = os.lstat(path)
     except FileNotFoundError:

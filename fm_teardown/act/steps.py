@@ -53,6 +53,7 @@ from fm_teardown.adapters import interrupts, pool, processes, tmux
 from fm_teardown.adapters.interrupts import Interrupted
 from fm_teardown.decide.sparing import never_signalled
 from fm_teardown.model import messages
+from fm_teardown.model import sidecars as _sidecars
 from fm_teardown.model.errors import ExitCode, FmError, Lead, Verdict
 from fm_teardown.model.leases import lease_name, lease_task, unconditional_only
 from fm_teardown.model.outcome import Outcome, Signal
@@ -494,7 +495,14 @@ def step_save(run: Run, record: Record, owner: str) -> None:
     run.note(
         StepName.SAVE_DISCARDED,
         saved.ref,
-        SaveResult(SaveWhat.SAVED, owner, saved.commit, record.project, saved.restore),
+        SaveResult(
+            SaveWhat.SAVED,
+            owner,
+            saved.commit,
+            saved.checkout or record.project,
+            saved.restore,
+            records=saved.records,
+        ),
     )
 
 
@@ -640,8 +648,8 @@ def _pool_reuses_as_is(run: Run, record: Record, d: Decision) -> bool:
 
 def _recheck_landed(run: Run, record: Record) -> None:
     """After removing a stale lock, the safety checks run again before the return."""
-    if run.flags.force or record.kind != "ship":
-        return
+    if run.flags.force or record.kind == "scout":
+        return  # a scout's work is its report, not its slot
     facts = run.seams.landed(record)
     if not facts.landed:
         raise run.fail(
@@ -661,29 +669,16 @@ def _remove(path: str) -> None:
 
 
 # Sidecars that another tool completes after the teardown: never swept (spec §10).
-KEPT_SIDECARS = ("backlog-close",)
+KEPT_SIDECARS = _sidecars.KEPT_SIDECARS
 
 
 def sidecars(task_id: str, listing: list[str]) -> list[str]:
-    """TASK's `state/<id>.<suffix>` files, judged from this one directory listing (spec §7a): never
-    a `.meta` (TASK's own goes last, separately), never a file of a longer task id
-    (`<id>.x.meta` in the listing makes every `<id>.x.*` that task's), never a kept sidecar."""
-    prefix = f"{task_id}."
-    longer = {
-        name[: -len(".meta")] + "."
-        for name in listing
-        if name.startswith(prefix) and name.endswith(".meta") and name != f"{task_id}.meta"
-    }
-    out = []
-    for name in sorted(listing):
-        if not name.startswith(prefix) or name.endswith(".meta"):
-            continue
-        if any(name.startswith(p) for p in longer):
-            continue
-        if name[len(prefix) :] in KEPT_SIDECARS:
-            continue
-        out.append(name)
-    return out
+    """TASK's `state/<id>.<suffix>` files the sweep removes, judged from this one directory
+    listing (spec §7a, §14.7): only the sidecar names firstmate writes, never a `.meta`
+    (TASK's own goes last, separately), never a file of a longer task id (`<id>.x.meta` in
+    the listing makes every `<id>.x.*` that task's), never a kept sidecar. Any other
+    `<id>.*` file (`<id>.meta.bak`, an editor's copy) is kept (`model/sidecars.py`)."""
+    return list(_sidecars.split(task_id, listing).swept)
 
 
 def step_hooks(run: Run, slot: str) -> None:
@@ -792,7 +787,8 @@ def step_record(run: Run, record: Record) -> None:
                 _remove(record.tasktmp)
                 removed.append(record.tasktmp)
         state_dir = os.path.dirname(record.meta_path)
-        for name in sidecars(record.task_id, os.listdir(state_dir)):
+        listed = _sidecars.split(record.task_id, os.listdir(state_dir))
+        for name in listed.swept:
             _remove(os.path.join(state_dir, name))
             removed.append(name)
             faults.at("in-sweep")
@@ -809,6 +805,7 @@ def step_record(run: Run, record: Record) -> None:
         (*removed, os.path.basename(record.meta_path)),
         record.meta_path,
         route=route,
+        kept=listed.foreign,
     )
     run.note(StepName.RECORD, record.meta_path, done)
 

@@ -6,6 +6,12 @@ file only when it is absent or a regular file with exactly one link: judged with
 opened with `O_NOFOLLOW | O_NONBLOCK` (a FIFO must not hang fm) and judged again on the open
 descriptor, so that a swap between the check and the open is caught. A file whose last line
 lacks its newline gets one first, so fm's line never glues onto someone else's.
+
+fm's own files (the journal, the cost table, the locks) are never written inside a task's
+work either (spec §14.8): when a directory on the path to one of them is, resolved, inside a
+slot of the fleet (`forbid`: the slots the records name, registered once they are observed) or
+inside a task's temp dir (`/tmp/fm-*`), fm does not create or write anything there
+(`InsideWork`); its callers warn, and a real run that needs its journal refuses.
 """
 
 from __future__ import annotations
@@ -13,12 +19,74 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterable
 
-__all__ = ["LinkRefused", "append_line", "open_single", "problem"]
+from fm_teardown.model.paths import canonical, is_within
+
+__all__ = [
+    "TASK_TMP_PREFIX",
+    "InsideWork",
+    "LinkRefused",
+    "append_line",
+    "forbid",
+    "inside_work",
+    "open_single",
+    "problem",
+    "refuse_inside_work",
+    "task_tmp_of",
+]
+
+# Every task's temp dir is `/tmp/fm-<id>` (the record format fixes it).
+TASK_TMP_PREFIX = "fm-"
+
+# The canonical slots of the fleets this process observed: fm's own files never go there.
+_FORBIDDEN: set[str] = set()
 
 
 class LinkRefused(OSError):
     """The file is a link (symbolic or hard) or not a regular file: fm does not write it."""
+
+
+class InsideWork(LinkRefused):
+    """A directory on the way to one of fm's own files lies inside a slot or a task's temp
+    dir: fm does not write there (another task's tree, or a tree the pool resets)."""
+
+
+def forbid(slots: Iterable[str]) -> None:
+    """Register slots (canonical paths) that fm's own files must never be inside."""
+    _FORBIDDEN.update(s for s in slots if s and os.path.isabs(s))
+
+
+def task_tmp_of(real: str) -> str | None:
+    """The task temp dir (`/tmp/fm-<anything>`, the one root every task's temp dir has,
+    whoever's record names it) that the resolved path `real` lies in, or None."""
+    tmp = canonical("/tmp")
+    if not is_within(real, tmp) or real == tmp:
+        return None
+    first = os.path.relpath(real, tmp).split(os.sep, 1)[0]
+    return os.path.join(tmp, first) if first.startswith(TASK_TMP_PREFIX) else None
+
+
+def inside_work(path: str) -> str | None:
+    """Why fm must not write its own file `path`, or None: the directory holding it, every
+    link on the way resolved, is inside a slot of the fleet or a task's temp dir."""
+    where = os.path.dirname(os.path.abspath(path))
+    real = canonical(where)
+    tmp = task_tmp_of(real)
+    if tmp is not None:
+        return f"{where} is inside the task temp dir {tmp}"
+    for slot in sorted(_FORBIDDEN, key=len, reverse=True):
+        if is_within(real, slot):
+            said = where if real == where else f"{where} (resolved: {real})"
+            return f"{said} is inside the slot {slot}, a task's work"
+    return None
+
+
+def refuse_inside_work(path: str) -> None:
+    """Raise `InsideWork` when fm must not write its own file `path` (`inside_work`)."""
+    why = inside_work(path)
+    if why is not None:
+        raise InsideWork(errno.EPERM, f"{why}: fm does not write its own files there", path)
 
 
 def problem(st: os.stat_result) -> str | None:
@@ -34,7 +102,9 @@ def problem(st: os.stat_result) -> str | None:
 
 def open_single(path: str, flags: int, mode: int = 0o644) -> int:
     """Open `path` (created if absent) only if it is a regular file with one link and not a
-    symlink, checked before the open and again on the descriptor; raises `LinkRefused`."""
+    symlink, checked before the open and again on the descriptor, and never inside a task's
+    work (`inside_work`); raises `LinkRefused`."""
+    refuse_inside_work(path)
     try:
         why = problem(os.lstat(path))
     except FileNotFoundError:

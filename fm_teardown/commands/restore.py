@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fm_teardown.adapters import interrupts, runner
+from fm_teardown.adapters import interrupts, runner, safefile
 from fm_teardown.adapters.interrupts import Interrupted
 from fm_teardown.model import messages, settings
 from fm_teardown.model.errors import ExitCode, FmError, Verdict, invalid, unsafe
@@ -381,7 +381,7 @@ def _restore(
     if inside is not None:
         raise invalid(
             f"{shown(dest)} is inside {inside}: fm restore never writes into a slot, a task's "
-            "worktree, the project checkout or a secondmate home",
+            "worktree or temp dir, the project checkout or a secondmate home",
             other,
         )
     if _rev(project.path, save.ref) != save.commit:
@@ -434,8 +434,9 @@ def _restore(
 def _inside_protected(real: str, project: Project, s: settings.Settings | None) -> str | None:
     """What `real` (a resolved path) lies inside, of the places a restore must never write
     into: every worktree of the project (its checkout and the pool's slots), the slot roots
-    and worktrees the pool's state files list, the worktrees, projects and homes the task
-    records name. None when it is inside none of them."""
+    and worktrees the pool's state files list, the worktrees, projects, temp dirs and homes
+    the task records name, and every task's temp dir `/tmp/fm-*`. None when it is inside none
+    of them. Records that cannot be read refuse (exit 5): the target cannot be told safe."""
     places: dict[str, str] = {}
 
     def add(path: str | None, what: str) -> None:
@@ -451,19 +452,30 @@ def _inside_protected(real: str, project: Project, s: settings.Settings | None) 
     for item in r.out.split(b"\0"):
         if item.startswith(b"worktree "):
             add(os.fsdecode(item[9:]), "a worktree of the project")
+    tmp = safefile.task_tmp_of(real)
+    if tmp is not None:
+        return f"a task's temp dir {shown(tmp)}"
     if s is not None:
         from fm_teardown.adapters.pool import PoolReader
         from fm_teardown.model.records import load_fleet
 
         try:
             fleet = load_fleet(s.state_dir)
-        except FmError:
-            fleet = None
+        except FmError as err:
+            if os.path.isdir(s.state_dir):
+                # Records fm cannot read may name the target: fail closed.
+                raise FmError(
+                    Verdict.UNSAFE,
+                    f"cannot tell whether {shown(real)} is a task's: {err.message}",
+                    ("fix the state dir (or --state-dir), then re-run",),
+                ) from None
+            fleet = None  # no fleet here: no record names anything
         reader = PoolReader()
         for record in fleet.records.values() if fleet is not None else ():
             what = f"task {record.task_id}'s"
             add(record.worktree, f"{what} worktree")
             add(record.project, f"{what} project checkout")
+            add(record.tasktmp, f"{what} temp dir")
             if record.kind == "secondmate":
                 add(record.home, f"secondmate {record.task_id}'s home")
             if os.path.isabs(record.worktree):
@@ -630,7 +642,10 @@ def _fail(task: str, err: FmError, json_out: bool, code: ExitCode | None = None)
 def _suggested_dir(project: Project, task: str, save: Save) -> str:
     """The directory discard.py's restore command names (beside the project, never in a
     slot), or the first free `<it>-2`, `<it>-3`... when a restore already made it."""
-    base = f"{os.path.normpath(project.path)}-fm-restore-{task}-{save.stamp}"
+    from fm_teardown.act.discard import main_checkout
+
+    # A secondmate's saves are found through its home, a pool slot: beside the main checkout.
+    base = f"{os.path.normpath(main_checkout(project.path))}-fm-restore-{task}-{save.stamp}"
     for n in range(1, 100):
         candidate = base if n == 1 else f"{base}-{n}"
         if not os.path.lexists(candidate):

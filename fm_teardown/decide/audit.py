@@ -90,6 +90,7 @@ def audit(settings: Settings, opts: finished.Options | None = None) -> Audit:
 
     def gather(records: Sequence[Record]) -> Mapping[str, LandedFacts]:
         from fm_teardown.decide.landed import judge
+        from fm_teardown.observe.home import with_homes
         from fm_teardown.observe.landed import gather_many
 
         found = gather_many(
@@ -99,7 +100,7 @@ def audit(settings: Settings, opts: finished.Options | None = None) -> Audit:
             fetch_timeout=settings.fetch_timeout,
             gh_bin=settings.gh_bin,
         )
-        return {task: judge(facts) for task, facts in found.items()}
+        return with_homes(records, {task: judge(facts) for task, facts in found.items()})
 
     decisions, facts = decide_all(usable, fleet, obs, flags, gather)
     for task, d in decisions.items():

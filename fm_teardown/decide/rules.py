@@ -71,6 +71,7 @@ from fm_teardown.model.world import (
 
 __all__ = [
     "RULES",
+    "SAVED_KINDS",
     "Case",
     "GoOn",
     "NeedsLanded",
@@ -233,19 +234,23 @@ class Case:
         return self.landed if self.work_to_check else None
 
     @property
+    def force_saves(self) -> bool:
+        """Whether a forced plan saves the slot's work before discarding it: a ship's slot,
+        and a secondmate's home (its own work, its task records with it), when it exists. A
+        scout's slot is not saved: its work is its report. A hint promises a save only then."""
+        return self.record.kind in SAVED_KINDS and self.facts.exists
+
+    @property
     def saves_work(self) -> bool:
-        """--force discards unlanded work: a ship's is saved first, when its slot exists."""
+        """--force discards unlanded work: saved first when `force_saves`."""
         work = self.work
-        return (
-            work is not None
-            and not work.landed
-            and self.flags.force
-            and self.record.kind == "ship"
-            and self.facts.exists
-        )
+        return work is not None and not work.landed and self.flags.force and self.force_saves
 
 
 Rule = Callable[[Case], Ruling]
+
+# The kinds whose slot `--force` saves before discarding it (`Case.force_saves`).
+SAVED_KINDS = ("ship", "secondmate")
 
 
 @overload
@@ -497,8 +502,8 @@ def live_owner(c: Case) -> Refusal | GoOn | None:
     if len(live) == 1 and not blind:
         saved = (
             f"; its uncommitted work is saved first under refs/fm/discarded/{live[0].id}/<time>"
-            if live[0].id in c.fleet.records
-            else ""
+            if live[0].id in c.fleet.records and c.force_saves
+            else "; nothing of it is saved first"
         )
         hints.append(
             f"last resort, destroys {live[0].id}'s live work in this slot (its processes there "
@@ -667,7 +672,7 @@ def unlanded(c: Case) -> Refusal | GoOn | NeedsLanded | None:
     if c.record.kind == "scout":
         land = f"land it: the scout's work product is data/{c.task}/report.md: have it written"
     elif c.record.kind == "secondmate":
-        land = "land it: let its child tasks finish, or tear them down first"
+        land = _secondmate_landing(c, landed)
     elif landed.branch:
         land = f"land it: commit and push the branch {landed.branch}, or merge its PR"
     elif landed.head:
@@ -677,16 +682,32 @@ def unlanded(c: Case) -> Refusal | GoOn | NeedsLanded | None:
         )
     else:
         land = "land it: commit and push it, or merge its PR"
+    # The promise matches the forced plan: a save step only where it has one (spec §14.7).
+    kept = (
+        f"it is saved first under refs/fm/discarded/{c.task}/<time>; `fm restore {c.task}` "
+        "brings it back"
+        if c.force_saves
+        else "nothing is saved first: it is lost"
+    )
     return _refusal(
         Verdict.UNLANDED,
         lines,
-        [
-            land,
-            f"or, last, discard it: fm teardown {c.task} --force (it is saved first under "
-            f"refs/fm/discarded/{c.task}/<time>; `fm restore {c.task}` brings it back)",
-        ],
+        [land, f"or, last, discard it: fm teardown {c.task} --force ({kept})"],
         f"{c.task}'s own work would be lost: {landed.summary}",
     )
+
+
+def _secondmate_landing(c: Case, landed: LandedLike) -> str:
+    """How a secondmate's work lands: its home's own work committed and pushed, its task
+    records' tasks finished (or torn down from the home)."""
+    prefix = f"{c.task}/"
+    kids = any(k.startswith(prefix) for k in c.fleet.children)
+    todo = []
+    if landed.dirty or landed.unpushed:
+        todo.append(f"commit and push the work in its home {c.slot}, or copy it out")
+    if kids:
+        todo.append("let its child tasks finish, or tear them down first")
+    return "land it: " + ("; ".join(todo) or "see the reasons above")
 
 
 def live_children(c: Case) -> Refusal | GoOn | None:
@@ -718,10 +739,15 @@ def live_children(c: Case) -> Refusal | GoOn | None:
             f"secondmate {c.task}'s home has a live task: {names}",
         )
     if kids and c.returns_slot:
+        saved = (
+            f", saved first with the home under refs/fm/discarded/{c.task}/<time>"
+            if c.saves_work
+            else ""
+        )
         return GoOn(
             warnings=(
                 f"--force: the records in {c.task}'s home ({', '.join(kids)}) go with the "
-                "home; their slots are left as they are (`fm teardown --dry-run` lists "
+                f"home{saved}; their slots are left as they are (`fm teardown --dry-run` lists "
                 "orphans)",
             )
         )
@@ -892,11 +918,17 @@ def _plan(
         # end what still runs in it first.
         plan.append(Step(StepName.PROCESSES, c.record.tasktmp, _signal_detail(c, spared, ())))
     if save_as is not None:
+        records = (
+            " and the task records of its home's state/ (their bytes)"
+            if c.record.kind == "secondmate"
+            else ""
+        )
         plan.append(
             Step(
                 StepName.SAVE_DISCARDED,
                 f"refs/fm/discarded/{save_as}/<UTC timestamp>",
-                f"commit {save_as}'s uncommitted and untracked files on HEAD in {c.record.project}",
+                f"commit {save_as}'s uncommitted and untracked files{records} on HEAD in "
+                f"{c.record.project}",
             )
         )
     if returns_slot:
@@ -1017,8 +1049,10 @@ def _proceed_headline(
         return skip
     if landed is not None and landed.landed:
         return f"the slot is {c.task}'s and its work is landed ({landed.summary})"
-    if landed is not None:
+    if landed is not None and c.saves_work:
         return f"--force: {c.task}'s own unlanded work is saved, then discarded"
+    if landed is not None:
+        return f"--force: {c.task}'s own unlanded work is discarded (nothing is saved)"
     return f"the slot is {c.task}'s"
 
 

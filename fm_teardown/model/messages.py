@@ -177,8 +177,10 @@ def result_text(r: StepResult) -> str:
         case SaveResult():
             if r.what == SaveWhat.FAILED:
                 return f"{r.error}; nothing was discarded"
+            with_records = f" with the task records {', '.join(r.records)}" if r.records else ""
             return (
-                f"saved {r.owner}'s work as {r.commit[:12]} in {r.project}; to restore: {r.restore}"
+                f"saved {r.owner}'s work{with_records} as {r.commit[:12]} in {r.project}; to "
+                f"restore: {r.restore}"
             )
         case HooksResult():
             if r.what == HooksWhat.UNTRACKED_UNKNOWN:
@@ -432,8 +434,13 @@ def _record(r: RecordResult) -> str:
         case RecordWhat.REMOVE_FAILED:
             return f"could not remove {r.path}: {r.error}"
         case RecordWhat.REMOVED:
-            removed = "removed " + ", ".join(r.removed)
-            return f"{removed}; {r.route}" if r.route else removed
+            said = "removed " + ", ".join(r.removed)
+            if r.kept:
+                said += (
+                    f"; kept {', '.join(r.kept)} (not a sidecar firstmate writes: someone's "
+                    "copy; remove it by hand if it is not needed)"
+                )
+            return f"{said}; {r.route}" if r.route else said
 
 
 # -- what a run did, and a refusal's tail -------------------------------------------------------

@@ -196,6 +196,7 @@ class SaveResult:
     project: str = ""
     restore: str = ""
     error: str | None = None  # why the save failed (the discard module's line)
+    records: tuple[str, ...] = ()  # a secondmate home's task records saved with it
 
     @property
     def outcome(self) -> StepOutcome:
@@ -426,6 +427,7 @@ class RecordResult:
     path: str = ""  # what could not be removed
     error: str | None = None
     route: str | None = None  # a retired secondmate's route line removed (the registry's words)
+    kept: tuple[str, ...] = ()  # TASK's `state/<id>.*` files firstmate does not write: left
 
     @property
     def outcome(self) -> StepOutcome:

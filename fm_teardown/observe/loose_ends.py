@@ -22,6 +22,7 @@ from fm_teardown.adapters import runner
 from fm_teardown.model.leases import lease_name, lease_task
 from fm_teardown.model.paths import ancestors
 from fm_teardown.model.records import Fleet
+from fm_teardown.model.sidecars import split
 from fm_teardown.model.values import value
 from fm_teardown.model.world import Observation
 from fm_teardown.observe.branch_use import ANY_BRANCH, branches_in_use
@@ -115,7 +116,29 @@ def orphans(fleet: Fleet, obs: Observation) -> tuple[Orphan, ...]:
     for name, why in fleet.strays:
         detail = f"{why}; it owns no slot and fm leaves it alone"
         out.append(Orphan("file", name, None, detail))
+    out += _kept_sidecars(fleet)
     return tuple(out)
+
+
+def _kept_sidecars(fleet: Fleet) -> list[Orphan]:
+    """`state/<id>.*` files of a record that firstmate does not write (`<id>.meta.bak`, an
+    editor's copy): its teardown keeps them, so they are said here (spec §14.7)."""
+    own = [r for tid, r in sorted(fleet.records.items()) if tid not in fleet.children]
+    if not own:
+        return []
+    try:
+        listing = os.listdir(os.path.dirname(own[0].meta_path))
+    except OSError:
+        return []
+    out = []
+    for record in own:
+        for name in split(record.task_id, listing).foreign:
+            detail = (
+                f"beside {record.task_id}'s record, not a sidecar firstmate writes: "
+                f"fm teardown {record.task_id} keeps it; remove it by hand if it is not needed"
+            )
+            out.append(Orphan("file", name, None, detail))
+    return out
 
 
 # firstmate's spawn names a task's branch `fm/<id>`.

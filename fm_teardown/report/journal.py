@@ -98,6 +98,7 @@ def append(data_dir: Path, entry: dict[str, Any]) -> bool:
     line = (json.dumps(entry, ensure_ascii=False) + "\n").encode()
     path = data_dir / JOURNAL
     try:
+        safefile.refuse_inside_work(str(path))  # never inside a slot or a task's temp dir
         if os.path.lexists(data_dir) and not data_dir.is_dir():
             raise NotADirectoryError(20, "the data dir is not a directory", str(data_dir))
         data_dir.mkdir(parents=True, exist_ok=True)

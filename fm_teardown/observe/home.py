@@ -1,0 +1,183 @@
+"""A secondmate's home is its own work (spec §14.8): rule 5's facts for a secondmate.
+
+firstmate's spawn records a standard secondmate with `worktree=`, `project=` and `home=` all
+naming its home, a pool slot: retiring it returns that slot, and the pool's reset destroys
+whatever the home holds that is not committed and pushed (notes, `data/backlog.md`, a scout's
+report, an edit to a tracked file). So the home is checked like any task's slot, on top of
+the check of its task records (`landed.py`): uncommitted and untracked paths, and commits on
+no remote-tracking branch. Not work: the fleet's scaffold files, firstmate's home markers and
+the home's `state/` (its task records are judged, and saved, as records).
+
+Fail closed: a home git cannot read is not landed, and the note says why. The commits are
+judged by reachability alone (a ship's squash and PR rungs are a ship's): a home's commit on
+no remote-tracking branch is unlanded, and `--force` saves it with the rest.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+
+from fm_teardown.adapters import runner
+from fm_teardown.model.landing import LandedFacts
+from fm_teardown.model.records import Record
+from fm_teardown.model.scaffold import SCAFFOLD_BYTES
+from fm_teardown.observe.landed import MAX_LISTED
+
+__all__ = ["HOME_MARKERS", "HOME_STATE", "with_homes"]
+
+# firstmate's own files in a secondmate's home: the home's marker and its parent's.
+HOME_MARKERS = frozenset({b".fm-secondmate-home", b".fm-secondmate-parent"})
+# The home's state dir: its task records (judged as records) and their sidecars and locks.
+HOME_STATE = b"state/"
+
+
+def with_homes(
+    records: Iterable[Record], verdicts: Mapping[str, LandedFacts]
+) -> dict[str, LandedFacts]:
+    """Rule 5's verdicts (`landed.gather_many`, judged by `decide.landed.judge`), with every
+    secondmate's slot (its home) checked like a slot on top of its task records' verdict."""
+    out = dict(verdicts)
+    for record in records:
+        if record.kind == "secondmate" and record.task_id in out:
+            out[record.task_id] = _with_home(record, out[record.task_id])
+    return out
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _not_work(path: bytes) -> bool:
+    return path in SCAFFOLD_BYTES or path in HOME_MARKERS or path.startswith(HOME_STATE)
+
+
+def _with_home(record: Record, records: LandedFacts) -> LandedFacts:
+    """The secondmate's facts: its task records' (`records`) and its slot's own work."""
+    wt = record.worktree
+    try:
+        st = os.stat(wt)
+    except (FileNotFoundError, NotADirectoryError):
+        return records  # no home left: nothing of it to lose
+    except OSError as exc:
+        why = f"cannot read secondmate home {wt}: {exc.strerror}"
+        return _unlanded(records, why, notes=(why,))
+    if not stat.S_ISDIR(st.st_mode):
+        why = f"secondmate home {wt} exists but is not a directory"
+        return _unlanded(records, why, notes=(why,))
+    r = runner.git(
+        wt,
+        "-c",
+        "status.showUntrackedFiles=all",
+        "status",
+        "--porcelain=v2",
+        "--branch",
+        "--no-ahead-behind",
+        "-z",
+        "--untracked-files=all",
+        "--ignore-submodules=none",
+    )
+    if not r.ok:
+        why = f"git status failed in secondmate home {wt}: {r.why()}"
+        return _unlanded(records, "cannot inspect the secondmate home", notes=(why,))
+    head, dirty, untracked = _status(r.out)
+    commits: list[str] = []
+    if head is not None:
+        log = runner.git(
+            wt, "-c", "log.showSignature=false", "log", "--format=%h %s", "HEAD", "--not",
+            "--remotes", "--",
+        )  # fmt: skip
+        if not log.ok:
+            why = f"git log HEAD --not --remotes failed in secondmate home {wt}: {log.why()}"
+            return _unlanded(records, "cannot inspect the secondmate home", notes=(why,), head=head)
+        commits = [line for line in log.out.decode("utf-8", "replace").splitlines() if line]
+    if not dirty and not commits:
+        return replace(records, head=head, branch=None, default_branch=None)
+    parts = []
+    if dirty:
+        named = ", ".join(dirty[:3]) + (", …" if len(dirty) > 3 else "")
+        new = f", {len(untracked)} of them untracked" if untracked else ""
+        parts.append(f"uncommitted changes in {_plural(len(dirty), 'path')}{new} ({named})")
+    if commits:
+        parts.append(f"{_plural(len(commits), 'commit')} on no remote-tracking branch")
+    summary = f"secondmate home {wt} has work of its own: {'; '.join(parts)}"
+    untracked_set = set(untracked)
+    return _unlanded(
+        records,
+        summary,
+        dirty=tuple(dirty[:MAX_LISTED]),
+        untracked=tuple(p for p in dirty[:MAX_LISTED] if p in untracked_set),
+        unpushed=tuple(commits[:MAX_LISTED]),
+        head=head,
+    )
+
+
+def _unlanded(
+    records: LandedFacts,
+    summary: str,
+    *,
+    dirty: tuple[str, ...] = (),
+    untracked: tuple[str, ...] = (),
+    unpushed: tuple[str, ...] = (),
+    notes: tuple[str, ...] = (),
+    head: str | None = None,
+) -> LandedFacts:
+    """Not landed: the home's work, and the task records' too when they are not."""
+    if not records.landed:
+        summary = f"{summary}; {records.summary}"
+    return LandedFacts(
+        False,
+        summary,
+        dirty,
+        unpushed,
+        (*notes, *records.notes),
+        untracked,
+        head,
+        None,
+        None,
+        False,
+        summary,
+    )
+
+
+def _status(out: bytes) -> tuple[str | None, list[str], list[str]]:
+    """`git status --porcelain=v2 --branch -z`: HEAD (None: unborn), the changed paths that
+    are the home's work, and those of them git does not track."""
+    entries = out.split(b"\0")
+    head: str | None = None
+    paths: list[str] = []
+    untracked: list[str] = []
+    i = 0
+    while i < len(entries):
+        entry = entries[i]
+        i += 1
+        if entry.startswith(b"# branch.oid "):
+            oid = entry[len(b"# branch.oid ") :].decode("ascii", "replace")
+            head = oid if runner.HEX_OID.fullmatch(oid) else None
+            continue
+        if entry.startswith(b"#") or len(entry) < 3:
+            continue
+        kind = entry[:1]
+        if kind == b"?":
+            path = entry[2:]
+        elif kind == b"1":  # 1 XY sub mH mI mW hH hI path
+            path = entry.split(b" ", 8)[-1]
+        elif kind == b"u":  # u XY sub m1 m2 m3 mW h1 h2 h3 path
+            path = entry.split(b" ", 10)[-1]
+        elif kind == b"2":  # 2 XY sub mH mI mW hH hI Xscore path, then the source path
+            path = entry.split(b" ", 9)[-1]
+            source = entries[i] if i < len(entries) else b""
+            i += 1
+            if _not_work(path) and source:
+                path = source  # work moved onto a name that is not work is still work
+        else:
+            continue
+        if _not_work(path):
+            continue
+        shown = path.decode("utf-8", "backslashreplace")
+        paths.append(shown)
+        if kind == b"?":
+            untracked.append(shown)
+    return head, paths, untracked
