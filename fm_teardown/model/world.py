@@ -261,6 +261,9 @@ class SlotFacts:
     # run in such a slot, and the pool's reset, would act on another tree (spec §7a).
     git_problem: str | None = None
     claim: SlotClaim | None = None  # the slot claim, when there is one
+    # Another tool's `git worktree lock` on the slot: its reason ("" without one), None when
+    # the slot is not locked.
+    lock: str | None = None
 
 
 @value

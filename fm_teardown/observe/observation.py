@@ -35,7 +35,7 @@ from fm_teardown.model.world import (
 )
 from fm_teardown.observe.claim import read_claim
 from fm_teardown.observe.endpoint import ProcessClass, classify, endpoint_of, panes_by_window
-from fm_teardown.observe.gitdir import common_dir, slot_git_problem
+from fm_teardown.observe.gitdir import common_dir, slot_git_problem, worktree_lock
 from fm_teardown.observe.lazy import LazyMap
 from fm_teardown.observe.tasktmp import task_tmp, tmp_root_of
 from fm_teardown.observe.window_identity import seen_of
@@ -281,6 +281,7 @@ def assemble(
             git_problem=slot_git_problem(slot, record.project, commons[project])
             if exists
             else None,
+            lock=worktree_lock(slot) if exists else None,
         )
 
     slots = LazyMap(first, facts)
