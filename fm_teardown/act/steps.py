@@ -13,9 +13,12 @@ The order, and why (written here only; docs/architecture.md points here):
 0. intent: the journal gets the run's intent (task, plan token, steps) before anything is
    destroyed; a journal that cannot take it refuses the run (unless --no-journal);
 1. endpoint: TASK's own window first, whatever the slot: its agent must stop writing before
-   the slot is judged again, and it is TASK's, so it never needs the slot lock. Its agent is
-   first asked to quit with its own harness's keys (`graceful`); then only the window ids
-   seen when deciding are killed, each confirmed right before;
+   the slot is judged again, and it is TASK's, so it never needs the slot lock. Right before
+   the quit keys and again right before the kill, the window must be the one the decision
+   saw (same server, panes, pane processes and foreground processes: `window_identity`),
+   else nothing more is typed or killed and the run decides again (`EndpointChanged`). Its
+   agent is first asked to quit with its own harness's keys (`graceful`; none while
+   `synchronize-panes` is on); then only the window ids seen when deciding are killed;
 2. (lock, re-observe, re-decide): under the slot's flock, rule 5 included: late writes
    count, new claimants are seen; a changed decision stops the run;
 3. processes: nothing may run in the slot when it is saved and reset; tmux, other endpoints
