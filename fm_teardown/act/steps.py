@@ -160,6 +160,8 @@ class Run:
     seams: Seams
     steps: list[Step] = field(default_factory=list)
     signalled: dict[int, processes.Signalled] = field(default_factory=dict)
+    # Hung up by the window kill of the endpoint step (the journal lists them too).
+    hung_up: dict[int, processes.Signalled] = field(default_factory=dict)
     discarded_ref: str | None = None
     restore: str | None = None
     saved_for: str | None = None
@@ -373,25 +375,29 @@ def step_endpoint(
     # Before any signal (the kill's SIGHUP included): ask TASK's own agent to leave.
     farewell = graceful.ask_to_quit(s, panes, table)
     said = _endpoint_said(EndpointWhat.KILLED, window_ids, window, farewell)
-    # Right before the kill: the same window still (an agent leaving is expected).
-    before = tmux.list_panes(s)
-    if before.status == InventoryStatus.ERROR:
-        raise run.fail(
-            StepName.ENDPOINT,
-            target,
-            replace(said, what=EndpointWhat.INVENTORY_UNREADABLE, error=before.error),
-        )
-    now = processes.scan()
-    _same_window(record, decided, before, now, farewell)
-    hung_up = graceful.hung_up(_decided_panes(before, decided, record), now)
+    before, now = inv, table
+    if farewell.asked:
+        # Right before the kill, after the grace: the same window still (an agent leaving
+        # is expected). Without keys sent, the check above was right before it already.
+        before = tmux.list_panes(s)
+        if before.status == InventoryStatus.ERROR:
+            raise run.fail(
+                StepName.ENDPOINT,
+                target,
+                replace(said, what=EndpointWhat.INVENTORY_UNREADABLE, error=before.error),
+            )
+        now = processes.scan()
+        _same_window(record, decided, before, now, farewell)
     for wid in window_ids:
-        tmux.kill_window(s, wid)
-    for proc in hung_up:
-        # The window kill hangs up their terminal: signalled by this run as much as a kill.
-        entry = run.signalled.setdefault(
-            proc.pid, processes.Signalled(proc.pid, proc.start_time, proc.name)
-        )
-        entry.signals.append(messages.HANGUP_SIGNAL)
+        hung_up = graceful.hung_up(_panes_of(before, wid), now)
+        if tmux.kill_window(s, wid).returncode != 0:
+            continue
+        for proc in hung_up:
+            # The kill hangs up their terminal: signalled by this run as much as by a kill.
+            entry = run.hung_up.setdefault(
+                proc.pid, processes.Signalled(proc.pid, proc.start_time, proc.name)
+            )
+            entry.signals.append(messages.HANGUP_SIGNAL)
     after = tmux.list_panes(s)
     if after.status == InventoryStatus.NO_SERVER:
         still: list[str] = []
@@ -430,7 +436,11 @@ def _decided_again(r: Run, d: Decision) -> Outcome:
     if after.verdict in (Verdict.PROCEED, Verdict.STALE):
         r.warnings.append(messages.RERUN_FOR_NEW_DECISION)
         return outcome(r, after, Verdict.FAILED)
-    return outcome(r, after, after.verdict, tail=_ran(r))
+    return outcome(r, after, after.verdict)
+
+
+def _panes_of(inv: TmuxInventory, window_id: str) -> list[Pane]:
+    return [p for p in inv.panes if p.window_id == window_id]
 
 
 def _decided_panes(inv: TmuxInventory, decided: Endpoint, record: Record) -> list[Pane]:
@@ -956,6 +966,9 @@ def outcome(
         hints=hints,
         signalled=tuple(
             Signal(s.pid, s.start_time, s.name, tuple(s.signals)) for s in r.signalled.values()
+        ),
+        hung_up=tuple(
+            Signal(s.pid, s.start_time, s.name, tuple(s.signals)) for s in r.hung_up.values()
         ),
         discarded_ref=r.discarded_ref,
         restore=r.restore,
