@@ -9,6 +9,7 @@ quit line but not SIGHUP (the window kill ends it).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import signal
@@ -216,6 +217,10 @@ def test_the_grace_said_is_the_time_actually_waited(fleet: Fleet) -> None:
     said = re.search(r"still running after ([0-9.]+)s, so signalled: claude \((\d+)\)", detail)
     assert said is not None and int(said.group(2)) == pid, detail
     assert 0.4 <= float(said.group(1)) < 10, detail
+    # Interrupted before the processes step: the stubborn agent outlived its window.
+    with contextlib.suppress(psutil.NoSuchProcess):
+        psutil.Process(pid).kill()
+    wait_for(lambda: gone(pid), what="the stubborn agent reaped")
 
 
 def test_quit_texts_are_never_tmux_key_names() -> None:
