@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from fm_teardown.model.records import Record
+from fm_teardown.model.results import DriftWhat
 from fm_teardown.model.world import (
+    Endpoint,
     EndpointState,
     InventoryStatus,
     Pane,
@@ -15,6 +17,7 @@ from fm_teardown.model.world import (
     TmuxInventory,
 )
 from fm_teardown.observe.endpoint import classify, endpoint_of
+from fm_teardown.observe.window_identity import drift, seen_of
 
 
 @pytest.mark.parametrize(
@@ -117,3 +120,69 @@ def test_another_backend_is_unreadable() -> None:
         ).state
         == EndpointState.UNREADABLE
     )
+
+
+# -- what the endpoint step checks again before it types or kills (window_identity) ------------
+
+
+def _seen(inv: TmuxInventory, procs: ProcessTable, fg: dict[int, int]) -> Endpoint:
+    seen, server = seen_of(("@1",), inv, procs, fg.get)
+    return Endpoint(EndpointState.ALIVE, "", ("@1",), frozenset(), seen, server)
+
+
+def _inv(*panes: Pane) -> TmuxInventory:
+    return TmuxInventory(InventoryStatus.OK, panes)
+
+
+def _p(pid: int, ppid: int, name: str, start: float = 1.0) -> Proc:
+    return Proc(pid, ppid, name, name, "/p/1/x", start)
+
+
+SERVER = _p(5, 1, "tmux: server", 0.5)
+
+
+def _pane(pane_id: str, pid: int, server: int = 5) -> Pane:
+    return Pane("fm", "fm-t1", "@1", pane_id, pid, False, server)
+
+
+def test_an_agent_leaving_is_no_change_but_a_new_one_at_the_keyboard_is() -> None:
+    procs = table(SERVER, _p(10, 5, "bash"), _p(11, 10, "claude"))
+    decided = _seen(_inv(_pane("%1", 10)), procs, {10: 11})
+    assert drift(decided, _inv(_pane("%1", 10)), procs, {10: 11}.get) == ()
+    left = table(SERVER, _p(10, 5, "bash"))
+    assert drift(decided, _inv(_pane("%1", 10)), left, {10: 10}.get) == ()
+    again = table(SERVER, _p(10, 5, "bash"), _p(12, 10, "claude", 2.0))
+    [d] = drift(decided, _inv(_pane("%1", 10)), again, {10: 12}.get)
+    assert (d.what, d.subject, d.before, d.now) == (DriftWhat.FOREGROUND, "%1", 11, 12)
+
+
+def test_a_respawn_a_joined_pane_and_another_server_are_changes() -> None:
+    procs = table(SERVER, _p(10, 5, "claude"))
+    decided = _seen(_inv(_pane("%1", 10)), procs, {10: 10})
+    respawned = table(SERVER, _p(13, 5, "claude", 3.0))
+    [d] = drift(decided, _inv(_pane("%1", 13)), respawned, {13: 13}.get)
+    assert (d.what, d.before, d.now) == (DriftWhat.PANE_RESPAWNED, 10, 13)
+    # The same pid again, but another process (its start time): respawned too.
+    reused = table(SERVER, _p(10, 5, "claude", 4.0))
+    [d] = drift(decided, _inv(_pane("%1", 10)), reused, {10: 10}.get)
+    assert d.what == DriftWhat.PANE_RESPAWNED
+    joined = table(SERVER, _p(10, 5, "claude"), _p(14, 5, "bash"))
+    [d] = drift(decided, _inv(_pane("%1", 10), _pane("%2", 14)), joined, {10: 10, 14: 14}.get)
+    assert (d.what, d.subject, d.now) == (DriftWhat.PANE_JOINED, "%2", 14)
+    # A restarted server numbers from the start again: same ids, another server.
+    restarted = table(_p(6, 1, "tmux: server", 9.0), _p(10, 6, "claude"))
+    [d] = drift(decided, _inv(_pane("%1", 10, server=6)), restarted, {10: 10}.get)
+    assert (d.what, d.before, d.now) == (DriftWhat.SERVER, 5, 6)
+    same_pid = table(_p(5, 1, "tmux: server", 9.0), _p(10, 5, "claude"))
+    [d] = drift(decided, _inv(_pane("%1", 10)), same_pid, {10: 10}.get)
+    assert d.what == DriftWhat.SERVER
+
+
+def test_a_window_gone_or_a_pane_gone_is_no_change() -> None:
+    procs = table(SERVER, _p(10, 5, "claude"), _p(11, 5, "bash"))
+    decided = _seen(_inv(_pane("%1", 10), _pane("%2", 11)), procs, {10: 10, 11: 11})
+    assert drift(decided, _inv(), procs, dict[int, int]().get) == ()
+    assert drift(decided, _inv(_pane("%2", 11)), procs, {11: 11}.get) == ()
+    # A dead pane (its process gone, the pane kept): nothing reads its keyboard.
+    exited = table(SERVER, _p(11, 5, "bash"))
+    assert drift(decided, _inv(_pane("%1", 10), _pane("%2", 11)), exited, {11: 11}.get) == ()

@@ -3,12 +3,17 @@ harness's quit keys, in its own pane, and given `FM_QUIT_GRACE_SECS` to go.
 
 The agent stand-ins are small Python scripts named like the harness (`claude`, `codex`):
 they ignore SIGTERM and SIGHUP, read their terminal line by line, and on their harness's quit
-line save a file and exit; a stubborn one ignores the quit line too.
+line save a file and exit; a stubborn one ignores the quit line too; a `hup` one ignores the
+quit line but not SIGHUP (the window kill ends it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -21,10 +26,11 @@ from tests.fleet import SESSION, Fleet, Task, gone, tid, wait_for
 STANDIN = """\
 #!{python}
 import os, signal, sys, time
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
-signal.signal(signal.SIGHUP, signal.SIG_IGN)
-signal.alarm(60)  # ignores SIGTERM only for a while: never outlives its test for long
 mode, marker = sys.argv[1], sys.argv[2]
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+if mode != "hup":
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+signal.alarm(60)  # ignores SIGTERM only for a while: never outlives its test for long
 quit_line = {{"claude": "/exit", "codex": "/quit"}}[os.path.basename(sys.argv[0])]
 with open(marker + ".ready", "w") as f:
     f.write("ready")
@@ -124,7 +130,8 @@ def test_an_agent_that_ignores_its_quit_keys_is_signalled_after_the_grace(fleet:
     assert f"still running after 1s, so signalled: claude ({pid})" in detail
     assert "left on request" not in detail
     [sig] = [s for s in doc["signalled"] if s["pid"] == pid]
-    assert sig["signals"] == ["SIGTERM", "SIGKILL"]
+    # The window kill's hangup first (it ignores it), then the processes step's signals.
+    assert sig["signals"] == ["SIGHUP (window killed)", "SIGTERM", "SIGKILL"]
     lines = [json.loads(x) for x in (fleet.data / "teardown-log.jsonl").read_text().splitlines()]
     assert "signalled: claude" in next(
         s["detail"] for s in lines[-1]["steps"] if s["step"] == "endpoint"
@@ -164,3 +171,63 @@ def test_no_keys_to_another_tasks_window(fleet: Fleet) -> None:
     assert f"left on request: claude ({mine_pid})" in endpoint_step(doc)
     assert not other_marker.exists() and not Path(f"{other_marker}.keys").exists()
     assert not gone(other_pid) and other.window in fleet.tmux.windows()
+
+
+def test_the_journal_lists_an_agent_the_window_kill_ended(fleet: Fleet) -> None:
+    # It ignores its quit keys, and the window kill's hangup ends it in the endpoint step:
+    # the run signalled it, so the journal's `signalled` says so (it used to be []).
+    t, marker = agent_task(fleet, "gq-hup", 1, "claude", "hup")
+    pid = agent_pid(t, "claude")
+    code, doc = fleet.fm_json("teardown", t.id, env=fleet.env(FM_QUIT_GRACE_SECS="0.5"))
+    assert code == 0, doc
+    assert not marker.exists() and Path(f"{marker}.keys").read_text() == "/exit\n"
+    wait_for(lambda: gone(pid), what="the agent ended by the window kill")
+    assert f"so signalled: claude ({pid})" in endpoint_step(doc)
+    [line] = fleet.journal()
+    [sig] = [s for s in line["signalled"] if s["pid"] == pid]
+    assert sig["signals"] == ["SIGHUP (window killed)"] and sig["name"] == "claude"
+    assert [s for s in doc["signalled"] if s["pid"] == pid] == [sig]
+
+
+def test_the_grace_said_is_the_time_actually_waited(fleet: Fleet) -> None:
+    # Interrupted 0.5 s into a 30 s grace: the step says how long fm really waited.
+    t, marker = agent_task(fleet, "gq-short", 1, "claude", "stubborn")
+    pid = agent_pid(t, "claude")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fm_teardown", "teardown", t.id, "--json"],
+        cwd=fleet.fm_home,
+        env=fleet.env(FM_QUIT_GRACE_SECS="30", FM_TERM_GRACE_SECS="0.5"),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: Path(f"{marker}.keys").exists(), what="the quit keys")
+        time.sleep(0.5)  # part of the grace goes by: what the message must report
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    doc = json.loads(out)
+    assert proc.returncode == 130, (doc, err)
+    detail = endpoint_step(doc)
+    said = re.search(r"still running after ([0-9.]+)s, so signalled: claude \((\d+)\)", detail)
+    assert said is not None and int(said.group(2)) == pid, detail
+    assert 0.4 <= float(said.group(1)) < 10, detail
+    # Interrupted before the processes step: the stubborn agent outlived its window.
+    with contextlib.suppress(psutil.NoSuchProcess):
+        psutil.Process(pid).kill()
+    wait_for(lambda: gone(pid), what="the stubborn agent reaped")
+
+
+def test_quit_texts_are_never_tmux_key_names() -> None:
+    # They go in one send-keys call beside key names: tmux types any argument that is not
+    # a key name as characters, and no key name starts with `/`.
+    from fm_teardown.act.graceful import QUIT_KEYS
+
+    for _harness, keys in QUIT_KEYS:
+        for text, literal in keys:
+            assert not literal or text.startswith("/"), text

@@ -19,6 +19,8 @@ from fm_teardown.model.results import (
     BranchWhat,
     ClaimResult,
     ClaimWhat,
+    Drift,
+    DriftWhat,
     EndpointResult,
     EndpointWhat,
     HookFile,
@@ -105,6 +107,41 @@ CASES: list[tuple[StepResult, StepOutcome, str]] = [
         D,
         "asked claude (41): /exit Enter to quit; left on request: claude (41); still running "
         "after 2.5s, so signalled: bash (42); killed window @3; confirmed gone",
+    ),
+    (
+        EndpointResult(
+            EndpointWhat.CHANGED,
+            ("@3",),
+            drift=(
+                Drift(DriftWhat.PANE_RESPAWNED, "%5", 40, 90),
+                Drift(DriftWhat.PANE_JOINED, "%8", now=91),
+                Drift(DriftWhat.FOREGROUND, "%6", 41, 92),
+            ),
+        ),
+        F,
+        "pane %5 was respawned since deciding (pid 40 → 90); pane %8 (pid 91) joined the "
+        "window since deciding; another process has pane %6's keyboard since deciding (was "
+        "pid 41, now pid 92): no keys sent, window @3 not killed; decided again",
+    ),
+    (
+        EndpointResult(
+            EndpointWhat.CHANGED,
+            ("@3",),
+            asked=("claude (41): /exit Enter",),
+            stayed=(CLAUDE,),
+            grace=0.4,
+            drift=(Drift(DriftWhat.SERVER, before=10, now=20),),
+        ),
+        F,
+        "asked claude (41): /exit Enter to quit; still running after 0.4s, so signalled: "
+        "claude (41); the tmux server is not the one seen when deciding (was pid 10, now pid "
+        "20: restarted?): window @3 not killed; decided again",
+    ),
+    (
+        EndpointResult(EndpointWhat.KILLED, ("@3",), synchronized=("@3",)),
+        D,
+        "no quit keys: synchronize-panes is on in window @3 (tmux would type them into every "
+        "pane), so left to the signals; killed window @3; confirmed gone",
     ),
     (
         EndpointResult(EndpointWhat.STILL_PRESENT_FORCED, W, asked=("codex (7): C-c",)),

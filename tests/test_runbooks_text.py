@@ -24,6 +24,7 @@ UNSAFE_CAUSES = {
     "the state dir": "state dir",
     "a protected root": "protected root",
     "fm inside TASK's window": "own window",
+    "another tool's worktree lock": "worktree lock",
     "the pool not ready": "pool",
     "a foreign .git": ".git",
     "a tmux server or client in the slot": "tmux",

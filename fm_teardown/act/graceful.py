@@ -4,7 +4,8 @@ An agent killed by a signal may die mid-write; asked with its harness's own quit
 saves and exits. The keys go to TASK's own panes only (the panes of the window ids decided
 on, by pane id), and only to a pane whose foreground process group holds that agent and
 nothing but the agent and shells: keys typed into an editor, a pager or a busy tool would do
-something else. Then fm waits up to `FM_QUIT_GRACE_SECS` (5 s by default), ending as soon as
+something else; and only when the window's `synchronize-panes` is off, in one `send-keys`
+call per pane. Then fm waits up to `FM_QUIT_GRACE_SECS` (5 s by default), ending as soon as
 every agent asked is gone; whatever is left is signalled as before.
 """
 
@@ -26,6 +27,7 @@ __all__ = [
     "QUIT_KEYS",
     "Farewell",
     "ask_to_quit",
+    "hung_up",
 ]
 
 ENTER = ("Enter", False)
@@ -111,22 +113,35 @@ def _foreground_agents(pane: Pane, table: ProcessTable) -> tuple[str | None, lis
 
 @value
 class Farewell:
-    """Which agents were asked to quit, which left on request, which stayed."""
+    """Which agents were asked to quit, which left on request, which stayed, and how long fm
+    waited for them; the windows whose panes got no keys because of `synchronize-panes`."""
 
     asked: tuple[str, ...] = ()  # `claude (123): /exit Enter`
     left: tuple[Proc, ...] = ()
     stayed: tuple[Proc, ...] = ()
+    waited: float = 0.0
+    synchronized: tuple[str, ...] = ()
 
 
 def ask_to_quit(settings: Settings, panes: list[Pane], table: ProcessTable) -> Farewell:
     """Send each pane's agent its quit keys, then wait (up to the grace, polling, ending
-    early) for those agents to be gone."""
+    early) for those agents to be gone.
+
+    Keys go only to a pane whose window has `synchronize-panes` off, read right before the
+    keys: with it on, tmux would type them into every pane of the window (a shell there would
+    run `/exit`), so that window's agents get no keys and are left to the signals."""
     keys_of = dict(QUIT_KEYS)
     asked: list[str] = []
     waiting: list[Proc] = []
+    synchronized: list[str] = []
     for pane in panes:
         harness, agents = _foreground_agents(pane, table)
         if harness is None:
+            continue
+        if pane.window_id in synchronized:
+            continue
+        if tmux.synchronized(settings, pane.pane_id) is not False:  # on, or cannot tell
+            synchronized.append(pane.window_id)
             continue
         keys = keys_of[harness]
         if not tmux.send_keys(settings, pane.pane_id, keys):
@@ -135,8 +150,9 @@ def ask_to_quit(settings: Settings, panes: list[Pane], table: ProcessTable) -> F
             asked.append(f"{proc.name} ({proc.pid}): {_shown_keys(keys)}")
             waiting.append(proc)
     if not waiting:
-        return Farewell()
-    deadline = time.monotonic() + settings.quit_grace
+        return Farewell(synchronized=tuple(synchronized))
+    start = time.monotonic()
+    deadline = start + settings.quit_grace
     stayed = waiting
     while True:
         stayed = [p for p in stayed if processes.same_process(p.pid, p.start_time)]
@@ -144,4 +160,22 @@ def ask_to_quit(settings: Settings, panes: list[Pane], table: ProcessTable) -> F
             break
         time.sleep(0.02)
     left = tuple(p for p in waiting if p not in stayed)
-    return Farewell(tuple(asked), left, tuple(stayed))
+    waited = time.monotonic() - start
+    return Farewell(tuple(asked), left, tuple(stayed), waited, tuple(synchronized))
+
+
+def hung_up(panes: list[Pane], table: ProcessTable) -> list[Proc]:
+    """The processes a window kill signals: closing a pane's terminal hangs up (SIGHUP) the
+    pane's own process and its terminal's foreground process group. Read right before the
+    kill, so that the run can say whom it signalled."""
+    out: list[Proc] = []
+    for pane in panes:
+        head = _groups(pane.pane_pid)
+        foreground = head[1] if head is not None else 0
+        for proc in table.tree(pane.pane_pid):
+            if proc.zombie:
+                continue
+            groups = _groups(proc.pid) if proc.pid != pane.pane_pid else head
+            if proc.pid == pane.pane_pid or (groups is not None and groups[0] == foreground > 0):
+                out.append(proc)
+    return out

@@ -13,9 +13,12 @@ The order, and why (written here only; docs/architecture.md points here):
 0. intent: the journal gets the run's intent (task, plan token, steps) before anything is
    destroyed; a journal that cannot take it refuses the run (unless --no-journal);
 1. endpoint: TASK's own window first, whatever the slot: its agent must stop writing before
-   the slot is judged again, and it is TASK's, so it never needs the slot lock. Its agent is
-   first asked to quit with its own harness's keys (`graceful`); then only the window ids
-   seen when deciding are killed, each confirmed right before;
+   the slot is judged again, and it is TASK's, so it never needs the slot lock. Right before
+   the quit keys and again right before the kill, the window must be the one the decision
+   saw (same server, panes, pane processes and foreground processes: `window_identity`),
+   else nothing more is typed or killed and the run decides again (`EndpointChanged`). Its
+   agent is first asked to quit with its own harness's keys (`graceful`; none while
+   `synchronize-panes` is on); then only the window ids seen when deciding are killed;
 2. (lock, re-observe, re-decide): under the slot's flock, rule 5 included: late writes
    count, new claimants are seen; a changed decision stops the run;
 3. processes: nothing may run in the slot when it is saved and reset; tmux, other endpoints
@@ -86,12 +89,22 @@ from fm_teardown.model.results import (
 )
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.values import value
-from fm_teardown.model.world import InventoryStatus, Observation, Proc, ProcessTable, TmuxInventory
+from fm_teardown.model.world import (
+    Endpoint,
+    InventoryStatus,
+    Observation,
+    Pane,
+    Proc,
+    ProcessTable,
+    TmuxInventory,
+)
+from fm_teardown.observe import window_identity
 from fm_teardown.observe.endpoint import terminal_of
 from fm_teardown.observe.tasktmp import task_tmp, tmp_root_of
 
 __all__ = [
     "KEPT_SIDECARS",
+    "EndpointChanged",
     "Run",
     "Seams",
     "StepFailed",
@@ -148,6 +161,8 @@ class Run:
     seams: Seams
     steps: list[Step] = field(default_factory=list)
     signalled: dict[int, processes.Signalled] = field(default_factory=dict)
+    # Hung up by the window kill of the endpoint step (the journal lists them too).
+    hung_up: dict[int, processes.Signalled] = field(default_factory=dict)
     discarded_ref: str | None = None
     restore: str | None = None
     saved_for: str | None = None
@@ -183,7 +198,7 @@ def run(settings: Settings, planned: Planned, flags: Flags, seams: Seams) -> Out
     record = planned.fleet.records[d.task]
     if d.verdict not in (Verdict.PROCEED, Verdict.STALE) or d.slot is None:
         return Outcome.of_decision(d, dry_run=False)
-    decided_windows = planned.observation.endpoints[d.task].window_ids
+    decided_endpoint = planned.observation.endpoints[d.task]
     unjournalled = seams.intent(d)
     if unjournalled is not None:
         reason = f"{unjournalled}: a real run journals its intent before it changes anything"
@@ -198,7 +213,7 @@ def run(settings: Settings, planned: Planned, flags: Flags, seams: Seams) -> Out
     try:
         with interrupts.while_acting():
             boundary("before-endpoint")
-            snapshot = step_endpoint(r, record, decided_windows, planned.observation.env.protected)
+            snapshot = step_endpoint(r, record, decided_endpoint, planned.observation.env.protected)
             boundary("after-endpoint")
             with slot_lock(settings.state_dir, d.slot, settings.lock_timeout):
                 boundary("before-recheck")
@@ -233,6 +248,9 @@ def run(settings: Settings, planned: Planned, flags: Flags, seams: Seams) -> Out
                     step_claim(r, d.own_claim, d.task)
                 step_record(r, record)
                 faults.at("after-record")
+    except EndpointChanged as exc:
+        r.steps.append(exc.step)
+        return _decided_again(r, d)
     except Interrupted:
         r.steps.extend(_left(d, r, NotRunCause.INTERRUPTED))
         return outcome(r, d, Verdict.FAILED, interrupted=True)
@@ -296,15 +314,29 @@ def changed(r: Run, before: Decision, after: Decision) -> Outcome:
 # -- the steps ----------------------------------------------------------------------------------
 
 
+class EndpointChanged(Exception):
+    """TASK's window is not the one the decision saw (a pane joined or respawned, another
+    process at its keyboard, another tmux server): the endpoint step stopped before typing or
+    killing anything more, and the run decides again."""
+
+    def __init__(self, step: Step) -> None:
+        super().__init__(str(step.step))
+        self.step = step
+
+
 def step_endpoint(
-    run: Run, record: Record, decided: tuple[str, ...], protected: frozenset[int]
+    run: Run, record: Record, decided: Endpoint, protected: frozenset[int]
 ) -> list[Proc]:
     """Kill TASK's window by id after snapshotting its panes' process trees; confirm it is gone.
 
-    Only the window ids seen when deciding are killed, each confirmed right before the kill to
-    still be that window (same id, session and name): a window renamed to `fm-<id>` since, or
-    a relaunch's new window, is never killed (spec §7a). Returns the snapshot, so that survivors of
-    the kill (SIGHUP ignored) are remembered as TASK's own."""
+    Only the window ids seen when deciding are killed (in whatever session they are now: a
+    moved window is still TASK's). Right before the quit keys and again right before the
+    kill, the window is checked to be the one the decision saw (`window_identity.drift`: the
+    same server, by pid and start time; no pane joined; each pane's process and foreground
+    process the same): otherwise nothing more is typed or killed and the run decides again
+    (`EndpointChanged`). A window of that name that appeared since (a relaunch's) is never
+    killed (spec §7a). Returns the snapshot, so that survivors of the kill (SIGHUP ignored)
+    are remembered as TASK's own."""
     s = run.settings
     target = record.target
     inv = tmux.list_panes(s)
@@ -321,18 +353,19 @@ def step_endpoint(
     named = [
         p for p in inv.panes if p.session == record.session and p.window_name == record.window_name
     ]
-    panes = [p for p in named if p.window_id in decided]
-    newcomers = sorted({p.window_id for p in named if p.window_id not in decided})
+    newcomers = sorted({p.window_id for p in named if p.window_id not in decided.window_ids})
     if newcomers:
         raise run.fail(
             StepName.ENDPOINT,
             target,
             EndpointResult(EndpointWhat.NEW_WINDOW, tuple(newcomers), window),
         )
+    table = processes.scan()
+    _same_window(record, decided, inv, table, graceful.Farewell())
+    panes = _decided_panes(inv, decided, record)
     if not panes:
         run.note(StepName.ENDPOINT, target, EndpointResult(EndpointWhat.NO_WINDOW, window=window))
         return []
-    table = processes.scan()
     snapshot = [
         proc
         for pane in panes
@@ -342,17 +375,30 @@ def step_endpoint(
     window_ids = tuple(sorted({p.window_id for p in panes}))
     # Before any signal (the kill's SIGHUP included): ask TASK's own agent to leave.
     farewell = graceful.ask_to_quit(s, panes, table)
-    said = EndpointResult(
-        EndpointWhat.KILLED,
-        window_ids,
-        window,
-        asked=farewell.asked,
-        left=_refs(farewell.left),
-        stayed=_refs(farewell.stayed),
-        grace=s.quit_grace,
-    )
+    said = _endpoint_said(EndpointWhat.KILLED, window_ids, window, farewell)
+    before, now = inv, table
+    if farewell.asked:
+        # Right before the kill, after the grace: the same window still (an agent leaving
+        # is expected). Without keys sent, the check above was right before it already.
+        before = tmux.list_panes(s)
+        if before.status == InventoryStatus.ERROR:
+            raise run.fail(
+                StepName.ENDPOINT,
+                target,
+                replace(said, what=EndpointWhat.INVENTORY_UNREADABLE, error=before.error),
+            )
+        now = processes.scan()
+        _same_window(record, decided, before, now, farewell)
     for wid in window_ids:
-        tmux.kill_window(s, wid)
+        hung_up = graceful.hung_up(_panes_of(before, wid), now)
+        if tmux.kill_window(s, wid).returncode != 0:
+            continue
+        for proc in hung_up:
+            # The kill hangs up their terminal: signalled by this run as much as by a kill.
+            entry = run.hung_up.setdefault(
+                proc.pid, processes.Signalled(proc.pid, proc.start_time, proc.name)
+            )
+            entry.signals.append(messages.HANGUP_SIGNAL)
     after = tmux.list_panes(s)
     if after.status == InventoryStatus.NO_SERVER:
         still: list[str] = []
@@ -377,6 +423,64 @@ def step_endpoint(
         return snapshot
     run.note(StepName.ENDPOINT, target, said)
     return snapshot
+
+
+def _decided_again(r: Run, d: Decision) -> Outcome:
+    """TASK's window changed under the endpoint step: decide again (under the slot lock, as
+    the re-check does) and report that decision; nothing more was typed or killed."""
+    assert d.slot is not None
+    with slot_lock(r.settings.state_dir, d.slot, r.settings.lock_timeout):
+        after = r.seams.replan(()).decision
+    r.warnings.append(
+        messages.endpoint_changed_warning(d.task, before=d.verdict, now=after.verdict)
+    )
+    if after.verdict in (Verdict.PROCEED, Verdict.STALE):
+        r.warnings.append(messages.RERUN_FOR_NEW_DECISION)
+        return outcome(r, after, Verdict.FAILED)
+    return outcome(r, after, after.verdict)
+
+
+def _panes_of(inv: TmuxInventory, window_id: str) -> list[Pane]:
+    return [p for p in inv.panes if p.window_id == window_id]
+
+
+def _decided_panes(inv: TmuxInventory, decided: Endpoint, record: Record) -> list[Pane]:
+    """The panes of the windows decided on, still under the record's window name."""
+    return [
+        p
+        for p in inv.panes
+        if p.window_id in decided.window_ids and p.window_name == record.window_name
+    ]
+
+
+def _endpoint_said(
+    what: EndpointWhat, window_ids: tuple[str, ...], window: str, farewell: graceful.Farewell
+) -> EndpointResult:
+    return EndpointResult(
+        what,
+        window_ids,
+        window,
+        asked=farewell.asked,
+        left=_refs(farewell.left),
+        stayed=_refs(farewell.stayed),
+        grace=round(farewell.waited, 1),
+        synchronized=farewell.synchronized,
+    )
+
+
+def _same_window(
+    record: Record,
+    decided: Endpoint,
+    inv: TmuxInventory,
+    table: ProcessTable,
+    farewell: graceful.Farewell,
+) -> None:
+    """Stop (`EndpointChanged`) when the decided windows are not the ones the decision saw."""
+    drift = window_identity.drift(decided, inv, table)
+    if drift:
+        said = _endpoint_said(EndpointWhat.CHANGED, decided.window_ids, record.window, farewell)
+        said = replace(said, drift=drift)
+        raise EndpointChanged(Step(StepName.ENDPOINT, record.target, "", said.outcome, said))
 
 
 def step_processes(run: Run, record: Record, slot: str | None, discarded: str | None) -> None:
@@ -859,6 +963,9 @@ def outcome(
         hints=hints,
         signalled=tuple(
             Signal(s.pid, s.start_time, s.name, tuple(s.signals)) for s in r.signalled.values()
+        ),
+        hung_up=tuple(
+            Signal(s.pid, s.start_time, s.name, tuple(s.signals)) for s in r.hung_up.values()
         ),
         discarded_ref=r.discarded_ref,
         restore=r.restore,

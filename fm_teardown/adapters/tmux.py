@@ -24,11 +24,13 @@ __all__ = [
     "PANE_FORMAT",
     "SEP",
     "TmuxResult",
+    "foreground_group",
     "kill_window",
     "list_panes",
     "other_servers",
     "run",
     "send_keys",
+    "synchronized",
 ]
 
 SEP = "\x1f"
@@ -269,11 +271,40 @@ def kill_window(settings: Settings, window_id: str) -> TmuxResult:
 
 
 def send_keys(settings: Settings, pane_id: str, keys: tuple[tuple[str, bool], ...]) -> bool:
-    """Type `keys` into one pane by its id (`%N`): each (text, literal) pair is one
-    `send-keys` (literal text with `-l`, else a key name such as `Enter` or `C-c`). True when
-    tmux took every one."""
-    for text, literal in keys:
-        args = ["send-keys", "-t", pane_id, *(["-l"] if literal else []), text]
-        if run(settings, *args).returncode != 0:
-            return False
-    return True
+    """Type `keys` into one pane by its id (`%N`) in ONE `send-keys` call, so that nothing
+    gets between them. Key names (`Enter`, `C-c`) are sent as keys; a literal text is sent as
+    its characters, which tmux does for any argument that is not a key name (the quit texts
+    all start with `/`, never a key name: `tests/test_graceful_quit.py` checks the table).
+    True when tmux took them."""
+    return run(settings, "send-keys", "-t", pane_id, *(text for text, _ in keys)).returncode == 0
+
+
+# -- the endpoint step's checks, right before it types into a pane or kills a window ------------
+
+
+def foreground_group(pane_pid: int) -> int | None:
+    """The foreground process group of the terminal of a pane's process (`tpgid` in
+    `/proc/<pid>/stat`): who gets the keys typed into the pane. None when it cannot be read."""
+    try:
+        with open(f"/proc/{pane_pid}/stat", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    fields = raw[raw.rfind(b")") + 2 :].split()
+    try:
+        tpgid = int(fields[5])
+    except (IndexError, ValueError):
+        return None
+    return tpgid if tpgid > 0 else None
+
+
+def synchronized(settings: Settings, pane_id: str) -> bool | None:
+    """Whether the window of pane `pane_id` has `synchronize-panes` on (tmux then types keys
+    sent to one pane into every pane of the window); None when tmux cannot say."""
+    result = run(settings, "display-message", "-p", "-t", pane_id, "#{synchronize-panes}")
+    if result.returncode != 0 or result.timed_out:
+        return None
+    value = "".join(result.stdout).strip()
+    if value not in ("0", "1", ""):
+        return None
+    return value == "1"

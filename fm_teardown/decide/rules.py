@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import TypeVar, overload
@@ -84,6 +85,7 @@ __all__ = [
     "decide_with_landed",
     "discarded_record_kept",
     "foreign_git_dir",
+    "foreign_worktree_lock",
     "inside_own_window",
     "invalid_claimant",
     "live_children",
@@ -616,6 +618,29 @@ def foreign_git_dir(c: Case) -> Refusal | None:
     )
 
 
+def foreign_worktree_lock(c: Case) -> Refusal | None:
+    """A `git worktree lock` on the slot is another tool's claim (the pool never locks its
+    slots): refused, whatever the flags, and the lock is never removed by fm; the hint is the
+    command that removes it, for whoever knows that tool is done."""
+    if not c.facts.exists or c.facts.lock is None:
+        return None
+    reason = f"reason: {c.facts.lock!r}" if c.facts.lock else "no reason given"
+    project = c.obs.project_of.get(c.task, c.record.project)
+    return _refusal(
+        Verdict.UNSAFE,
+        [
+            f"slot {c.slot} is locked by another tool (git worktree lock, {reason}): "
+            "that tool still claims the tree, and fm never removes its lock"
+        ],
+        [
+            "let that tool finish (its lock says which), then re-run",
+            "only if that tool is done with the tree, remove its lock and re-run: "
+            f"git -C {shlex.quote(project)} worktree unlock {shlex.quote(c.slot)}",
+        ],
+        f"slot locked by another tool (git worktree lock, {reason})",
+    )
+
+
 def slot_not_returned(c: Case) -> GoOn | None:
     """A slot that is gone, or that the pool already took back, is neither emptied of its
     processes nor returned (`Case.not_returned`)."""
@@ -802,6 +827,8 @@ RULES: tuple[tuple[int, Rule], ...] = (
     # Rule 3: another live owner (lifted only by --force --discard-live-owner=<that owner>).
     (3, live_owner),
     (3, own_endpoint_alive),
+    # Another tool's claim on the tree (a `git worktree lock`): never lifted by fm.
+    (3, foreign_worktree_lock),
     # Rule 4: other owners, none live: a slot that is now someone else's is stale for TASK.
     (4, stale_slot),
     # The pool must be able to return the slot, and the slot must be a tree of its own; what

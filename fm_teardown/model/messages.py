@@ -24,6 +24,8 @@ from fm_teardown.model.results import (
     BranchWhat,
     ClaimResult,
     ClaimWhat,
+    Drift,
+    DriftWhat,
     EndpointResult,
     EndpointWhat,
     HookFile,
@@ -52,7 +54,9 @@ if TYPE_CHECKING:
     from fm_teardown.model.outcome import Outcome
 
 __all__ = [
+    "HANGUP_SIGNAL",
     "NOTHING_CHANGED",
+    "RERUN_FOR_NEW_DECISION",
     "attribution_warning",
     "bare_reasons",
     "belongs_now",
@@ -60,6 +64,7 @@ __all__ = [
     "claim_warning",
     "decision_reasons",
     "detail",
+    "endpoint_changed_warning",
     "endpoint_warning",
     "error_line",
     "error_reason",
@@ -77,6 +82,10 @@ __all__ = [
 ]
 
 NOTHING_CHANGED = "nothing was changed"
+# How the journal's `signalled` names the signal a window kill sends: the hangup of the
+# terminal of each of its panes.
+HANGUP_SIGNAL = "SIGHUP (window killed)"
+RERUN_FOR_NEW_DECISION = "re-run the same command to act on the new decision"
 
 
 def belongs_now(owner: str) -> str:
@@ -230,18 +239,54 @@ def _endpoint(r: EndpointResult) -> str:
             return f"{_farewell(r)}{_still_present(r)} (continuing: --force)"
         case EndpointWhat.KILLED:
             return f"{_farewell(r)}killed window {ids}; confirmed gone"
+        case EndpointWhat.CHANGED:
+            changes = "; ".join(_drift(d) for d in r.drift)
+            typed = "" if r.asked else "no keys sent, "
+            return f"{_farewell(r)}{changes}: {typed}window {ids} not killed; decided again"
+
+
+def _drift(d: Drift) -> str:
+    match d.what:
+        case DriftWhat.SERVER:
+            was = f"pid {d.before}" if d.before else "none seen"
+            return (
+                f"the tmux server is not the one seen when deciding (was {was}, now pid "
+                f"{d.now}: restarted?)"
+            )
+        case DriftWhat.PANE_JOINED:
+            return f"pane {d.subject} (pid {d.now}) joined the window since deciding"
+        case DriftWhat.PANE_RESPAWNED:
+            return f"pane {d.subject} was respawned since deciding (pid {d.before} → {d.now})"
+        case DriftWhat.FOREGROUND:
+            was = f"pid {d.before}" if d.before else "not known"
+            return (
+                f"another process has pane {d.subject}'s keyboard since deciding (was {was}, "
+                f"now pid {d.now})"
+            )
+
+
+def endpoint_changed_warning(task: str, *, before: object, now: object) -> str:
+    return (
+        f"{task}'s window changed between deciding and acting, so it was decided again "
+        f"(was {before}, now {now}); nothing more was sent or killed"
+    )
 
 
 def _farewell(r: EndpointResult) -> str:
     """`asked claude (12): /exit Enter to quit; left on request: claude (12); `."""
-    if not r.asked:
-        return ""
-    parts = [f"asked {', '.join(r.asked)} to quit"]
+    parts = []
+    if r.synchronized:
+        parts.append(
+            f"no quit keys: synchronize-panes is on in window {', '.join(r.synchronized)} "
+            "(tmux would type them into every pane), so left to the signals"
+        )
+    if r.asked:
+        parts.append(f"asked {', '.join(r.asked)} to quit")
     if r.left:
         parts.append(f"left on request: {_procs(r.left)}")
     if r.stayed:
         parts.append(f"still running after {r.grace:g}s, so signalled: {_procs(r.stayed)}")
-    return "; ".join(parts) + "; "
+    return "; ".join(parts) + "; " if parts else ""
 
 
 def _still_present(r: EndpointResult) -> str:

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from fm_teardown.model.errors import ExitCode, FmError, Lead, Verdict
 from fm_teardown.model.plan import Decision, Step
 from fm_teardown.model.values import value
@@ -15,7 +17,7 @@ __all__ = ["Outcome", "Signal"]
 
 @value
 class Signal:
-    """A process the processes step signalled: pid, start time, name and the signals sent."""
+    """A process a step signalled: pid, start time, name and the signals sent."""
 
     pid: int
     start_time: float
@@ -35,7 +37,9 @@ class Outcome:
     steps: tuple[Step, ...] = ()  # the plan (dry run, refusal) or the steps as they ran
     warnings: tuple[str, ...] = ()
     hints: tuple[str, ...] = ()
-    signalled: tuple[Signal, ...] = ()
+    signalled: tuple[Signal, ...] = ()  # by the processes step (firstmate's "reaping" line)
+    # Hung up by the endpoint step's window kill (its panes' processes and foreground groups).
+    hung_up: tuple[Signal, ...] = ()
     discarded_ref: str | None = None
     restore: str | None = None
     interrupted: bool = False
@@ -54,6 +58,17 @@ class Outcome:
         """A refusal (live owner, unsafe, unlanded): its first reason is shown as the
         `REFUSED: …` line, said again by the first line of the human output."""
         return self.verdict in (Verdict.LIVE_OWNER, Verdict.UNSAFE, Verdict.UNLANDED)
+
+    @property
+    def every_signalled(self) -> tuple[Signal, ...]:
+        """Every process the run signalled, in any step, one entry per process: the window
+        kill's hangup first, then the processes step's signals (what the journal lists)."""
+        merged: dict[tuple[int, float], Signal] = {}
+        for s in (*self.hung_up, *self.signalled):
+            key = (s.pid, s.start_time)
+            was = merged.get(key)
+            merged[key] = s if was is None else replace(was, signals=was.signals + s.signals)
+        return tuple(merged.values())
 
     @property
     def completed(self) -> bool:

@@ -22,6 +22,8 @@ __all__ = [
     "BranchWhat",
     "ClaimResult",
     "ClaimWhat",
+    "Drift",
+    "DriftWhat",
     "EndpointResult",
     "EndpointWhat",
     "HookFile",
@@ -118,6 +120,27 @@ class EndpointWhat(Enum):
     STILL_PRESENT = auto()
     STILL_PRESENT_FORCED = auto()  # still present, going on because of --force
     KILLED = auto()
+    # The window's panes, their foreground processes or the server are not the ones the
+    # decision saw: nothing more typed, nothing killed, decided again.
+    CHANGED = auto()
+
+
+class DriftWhat(Enum):
+    SERVER = auto()  # another tmux server answers on the socket (restarted since)
+    PANE_JOINED = auto()  # a pane the decision did not see is in the window
+    PANE_RESPAWNED = auto()  # the pane's own process is another one
+    FOREGROUND = auto()  # another process group has the pane's keyboard
+
+
+@value
+class Drift:
+    """One way TASK's window differs from what the decision saw (`subject`: the pane id;
+    `before`/`now`: the pids, 0 when there was none or it is not known)."""
+
+    what: DriftWhat
+    subject: str = ""
+    before: int = 0
+    now: int = 0
 
 
 _ENDPOINT = {
@@ -139,7 +162,10 @@ class EndpointResult:
     asked: tuple[str, ...] = ()
     left: tuple[ProcRef, ...] = ()
     stayed: tuple[ProcRef, ...] = ()
-    grace: float = 0.0
+    grace: float = 0.0  # the time actually waited for them
+    # Windows whose panes got no keys because `synchronize-panes` was on (or unknown).
+    synchronized: tuple[str, ...] = ()
+    drift: tuple[Drift, ...] = ()  # CHANGED: what differs from the decision
 
     @property
     def outcome(self) -> StepOutcome:

@@ -28,6 +28,7 @@ __all__ = [
     "InventoryStatus",
     "Observation",
     "Pane",
+    "PaneSeen",
     "PoolEntry",
     "PoolView",
     "Proc",
@@ -176,6 +177,22 @@ class ProcessTable:
 
 
 @value
+class PaneSeen:
+    """One pane of a task's window as the decision saw it: what the endpoint step checks again
+    right before it types into the pane or kills its window. Ids alone are no identity (a
+    restarted tmux server numbers its windows and panes from `@1`/`%1` again), so each process
+    is kept with its start time (0.0: not known)."""
+
+    pane_id: str
+    window_id: str
+    pid: int  # the pane's own process
+    start_time: float
+    # The leader of the pane terminal's foreground process group (0: not known).
+    foreground: int = 0
+    foreground_start: float = 0.0
+
+
+@value
 class Endpoint:
     """A task's endpoint as observed: its state, the windows found and their process trees."""
 
@@ -183,6 +200,9 @@ class Endpoint:
     detail: str
     window_ids: tuple[str, ...] = ()
     pids: frozenset[int] = frozenset()
+    # The panes of `window_ids` and their tmux server (pid, start time), as seen when deciding.
+    seen: tuple[PaneSeen, ...] = ()
+    server: tuple[int, float] | None = None
 
 
 @value
@@ -241,6 +261,9 @@ class SlotFacts:
     # run in such a slot, and the pool's reset, would act on another tree (spec §7a).
     git_problem: str | None = None
     claim: SlotClaim | None = None  # the slot claim, when there is one
+    # Another tool's `git worktree lock` on the slot: its reason ("" without one), None when
+    # the slot is not locked.
+    lock: str | None = None
 
 
 @value

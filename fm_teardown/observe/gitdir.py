@@ -15,7 +15,7 @@ import stat
 
 from fm_teardown.model.paths import canonical
 
-__all__ = ["common_dir", "read_small", "slot_git_problem"]
+__all__ = ["common_dir", "read_small", "slot_git_problem", "worktree_lock"]
 
 _MAX = 4096
 
@@ -110,3 +110,34 @@ def slot_git_problem(slot: str, project: str, project_common: str | None) -> str
             "(a copy of another slot?): git run here would act on that tree"
         )
     return None
+
+
+# How much of a lock's reason is kept: enough to name the tool and its session.
+_REASON_MAX = 200
+
+
+def worktree_lock(slot: str) -> str | None:
+    """The reason of a `git worktree lock` on the slot, "" for a lock without one, or None
+    when the slot is not locked (or its `.git` names no git dir: `slot_git_problem` says so).
+
+    `git worktree lock` writes the file `locked` in the slot's git dir
+    (`<common dir>/worktrees/<name>/locked`), its content the reason. The pool never locks its
+    slots: a lock is another tool's claim on the tree (an agent tool writes
+    `--reason "claude-code agent session …"`). A `locked` that is not a readable regular file
+    is still a lock, of an unknown reason."""
+    text = read_small(os.path.join(slot, ".git"))
+    gitdir = _gitdir_line(text, slot) if text is not None else None
+    if gitdir is None:
+        return None
+    locked = os.path.join(gitdir, "locked")
+    try:
+        os.lstat(locked)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"(its reason cannot be read: {exc.strerror})"
+    reason = read_small(locked)
+    if reason is None:
+        return "(its reason cannot be read)"
+    said = " ".join(reason.split())
+    return said if len(said) <= _REASON_MAX else said[: _REASON_MAX - 1] + "…"

@@ -35,9 +35,10 @@ from fm_teardown.model.world import (
 )
 from fm_teardown.observe.claim import read_claim
 from fm_teardown.observe.endpoint import ProcessClass, classify, endpoint_of, panes_by_window
-from fm_teardown.observe.gitdir import common_dir, slot_git_problem
+from fm_teardown.observe.gitdir import common_dir, slot_git_problem, worktree_lock
 from fm_teardown.observe.lazy import LazyMap
 from fm_teardown.observe.tasktmp import task_tmp, tmp_root_of
+from fm_teardown.observe.window_identity import seen_of
 
 __all__ = [
     "SETTLE_POLL_SECS",
@@ -229,6 +230,10 @@ def assemble(
 
     def endpoint(tid: str) -> Endpoint:
         ep = endpoint_of(fleet.records[tid], inventory, table, index)
+        if ep.window_ids:
+            # What the endpoint step checks again before it types or kills (window_identity).
+            seen, server = seen_of(ep.window_ids, inventory, table)
+            ep = replace(ep, seen=seen, server=server)
         still = frozenset(pid for pid, t in exact.items() if t == tid)
         return replace(ep, pids=ep.pids | still) if still else ep
 
@@ -276,6 +281,7 @@ def assemble(
             git_problem=slot_git_problem(slot, record.project, commons[project])
             if exists
             else None,
+            lock=worktree_lock(slot) if exists else None,
         )
 
     slots = LazyMap(first, facts)

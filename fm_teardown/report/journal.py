@@ -87,7 +87,7 @@ def _entry_of(outcome: Outcome, flags: Flags) -> dict[str, Any]:
         else [],
         [
             {"pid": s.pid, "start_time": s.start_time, "name": s.name, "signals": list(s.signals)}
-            for s in outcome.signalled
+            for s in outcome.every_signalled
         ],
         outcome.discarded_ref,
         outcome.decision.project if outcome.decision is not None else None,

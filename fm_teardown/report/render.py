@@ -106,7 +106,7 @@ def outcome_json(o: Outcome) -> dict[str, Any]:
     if not o.dry_run:
         doc["signalled"] = [
             {"pid": s.pid, "start_time": s.start_time, "name": s.name, "signals": list(s.signals)}
-            for s in o.signalled
+            for s in o.every_signalled
         ]
         doc["discarded_ref"] = o.discarded_ref
         doc["restore"] = o.restore
