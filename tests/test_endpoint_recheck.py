@@ -131,7 +131,10 @@ def test_no_quit_keys_while_synchronize_panes_is_on(fleet: Fleet) -> None:
     fleet.tmux.run("send-keys", "-t", t.window, "-l", "true ready")
     fleet.tmux.run("send-keys", "-t", t.window, "Enter")
     wait_for(lambda: history.exists() and "true ready" in history.read_text(), what="bash")
-    Path(f"{marker}.keys").unlink()  # the agent read `true ready` too: start afresh
+    keys = Path(f"{marker}.keys")
+    # The agent reads `true ready` too, in its own time: once it has, start afresh.
+    wait_for(lambda: keys.exists() and "true ready" in keys.read_text(), what="the agent's keys")
+    keys.unlink()
     _track(fleet, t.window)
     code, doc = fleet.fm_json("teardown", t.id, env=fleet.env(FM_QUIT_GRACE_SECS="5"))
     assert code == 0, doc
