@@ -1,0 +1,157 @@
+"""The suite leaves no process behind: the session-end check fails a run that does, and the
+fleet fixture reaps what a failing test left running.
+
+Each test runs pytest on a small test file in a subprocess, with this suite's conftest as a
+plugin, and looks at what that run said, how it exited, and what is still running after it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.fleet import REPO, TEST_RUN_VAR, gone, reap
+
+BANNER = "processes left behind"
+
+
+def inner_run(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
+    """pytest on `body` (a test module) with this suite's conftest, its own base temp dir,
+    and a short grace for stragglers."""
+    test = tmp_path / "test_inner.py"
+    test.write_text(textwrap.dedent(body))
+    env = {**os.environ, "FM_TEST_STRAGGLER_GRACE": "0.5"}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest",
+         f"--basetemp={tmp_path / 'base'}", f"--rootdir={tmp_path}", str(test)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def pids_in(path: Path) -> list[int]:
+    return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+
+@pytest.fixture
+def reaped() -> Iterator[list[psutil.Process]]:
+    """Processes to kill at the end whatever happened (what a failing check left)."""
+    procs: list[psutil.Process] = []
+    yield procs
+    reap(procs)
+
+
+# How the left-behind `sleep` is started: inheriting the run's environment; with an empty
+# environment but its cwd in the test's directory; with an empty environment, cwd / and HOME in
+# the test's directory. Each is found by another of the marks.
+STARTS = {
+    "environment": "subprocess.Popen(['sleep', '1000'], cwd='/', start_new_session=True)",
+    "cwd": "subprocess.Popen(['sleep', '1000'], cwd=tmp_path, env={'PATH': '/usr/bin:/bin'}, "
+    "start_new_session=True)",
+    "home": "subprocess.Popen(['sleep', '1000'], cwd='/', env={'PATH': '/usr/bin:/bin', "
+    "'HOME': str(tmp_path)}, start_new_session=True)",
+}
+
+
+@pytest.mark.parametrize("how", sorted(STARTS))
+def test_a_process_left_running_fails_the_run_and_is_killed(
+    tmp_path: Path, how: str, reaped: list[psutil.Process]
+) -> None:
+    pidfile = tmp_path / "pids"
+    r = inner_run(
+        tmp_path,
+        f"""
+        import subprocess
+        from pathlib import Path
+
+        def test_leaves_a_sleep_running(tmp_path: Path) -> None:
+            p = {STARTS[how]}
+            Path({str(pidfile)!r}).write_text(str(p.pid))
+        """,
+    )
+    [pid] = pids_in(pidfile)
+    if not gone(pid):
+        reaped.append(psutil.Process(pid))
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "1 passed" in out and BANNER in out, out
+    [line] = [ln for ln in out.splitlines() if f"pid {pid} " in ln]
+    assert "sleep: sleep 1000" in line and "(cwd " in line, line
+    assert gone(pid), f"the check did not kill {pid}"
+
+
+def test_another_runs_processes_do_not_count(tmp_path: Path, reaped: list[psutil.Process]) -> None:
+    """A process of another run (its own run id, its cwd outside this run's directories) is
+    neither reported nor killed."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    other = subprocess.Popen(
+        ["sleep", "1000"],
+        cwd=elsewhere,
+        env={"PATH": "/usr/bin:/bin", TEST_RUN_VAR: uuid.uuid4().hex},
+        stdin=subprocess.DEVNULL,
+    )
+    reaped.append(psutil.Process(other.pid))
+    try:
+        r = inner_run(tmp_path, "def test_nothing() -> None:\n    pass\n")
+        assert (r.returncode, BANNER in r.stdout) == (0, False), r.stdout + r.stderr
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_failing_fleet_test_leaves_nothing_running(tmp_path: Path) -> None:
+    """What the tests of a fleet make and a failing test leaves: an agent and a shell that
+    ignore SIGHUP in their windows (a server's end only hangs up on them), the same once their
+    window is gone, a worker whose parent has exited, an extra tmux server. The fixture reaps
+    them all although the test fails: the run fails for that test only."""
+    pidfile = tmp_path / "pids"
+    r = inner_run(
+        tmp_path,
+        f"""
+        import subprocess
+        from pathlib import Path
+
+        from tests.fleet import Fleet, wait_for
+
+        HUP_IGNORED = (
+            "exec -a claude python3 -c 'import signal,time; "
+            "signal.signal(signal.SIGHUP, signal.SIG_IGN); time.sleep(1000)'"
+        )
+
+        def test_fails_with_everything_running(fleet: Fleet) -> None:
+            slot = fleet.slot(1)
+            pids = []
+            for name in ("kept", "closed"):
+                w = fleet.tmux.new_window("firstmate", name, slot, HUP_IGNORED)
+                [pid] = fleet.tmux.pane_pids(w)
+                pids.append(pid)
+            wait_for(lambda: all(Path(f"/proc/{{p}}/cmdline").read_bytes().startswith(b"claude")
+                                 for p in pids), what="the agents")
+            fleet.tmux.run("kill-window", "-t", "=firstmate:=closed")
+            worker = "(sleep 1000 </dev/null >/dev/null 2>&1 & echo $!)"
+            spawner = subprocess.run(
+                ["bash", "-c", worker], cwd=slot, capture_output=True, text=True, check=True
+            )
+            pids.append(int(spawner.stdout))
+            pids.append(fleet.tmux_server_in(slot).server_pid())
+            Path({str(pidfile)!r}).write_text(" ".join(map(str, pids)))
+            raise AssertionError("this test fails with all of them running")
+        """,
+    )
+    pids = pids_in(pidfile)
+    assert len(pids) == 4, r.stdout + r.stderr
+    left = [pid for pid in pids if not gone(pid)]
+    reap(psutil.Process(pid) for pid in left)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1 and "1 failed" in out, out
+    assert BANNER not in out and not left, out
