@@ -8,6 +8,7 @@ plugin, and looks at what that run said, how it exited, and what is still runnin
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -18,22 +19,27 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.fleet import REPO, TEST_RUN_VAR, gone, reap
+from tests.fleet import REPO, TEST_RUN_VAR, gone, reap, wait_for
 
 BANNER = "processes left behind"
 
 
-def inner_run(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
-    """pytest on `body` (a test module) with this suite's conftest, its own base temp dir,
-    and a short grace for stragglers."""
+def inner_argv(tmp_path: Path, body: str) -> list[str]:
+    """pytest on `body` (a test module) with this suite's conftest and its own base temp dir."""
     test = tmp_path / "test_inner.py"
     test.write_text(textwrap.dedent(body))
-    env = {**os.environ, "FM_TEST_STRAGGLER_GRACE": "0.5"}
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest",
+            f"--basetemp={tmp_path / 'base'}", f"--rootdir={tmp_path}", str(test)]  # fmt: skip
+
+
+# A short grace for stragglers: the runs below leave theirs on purpose.
+INNER_ENV = {**os.environ, "FM_TEST_STRAGGLER_GRACE": "0.5"}
+
+
+def inner_run(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest",
-         f"--basetemp={tmp_path / 'base'}", f"--rootdir={tmp_path}", str(test)],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False,
-        stdin=subprocess.DEVNULL,
+        inner_argv(tmp_path, body), cwd=REPO, env=INNER_ENV, capture_output=True, text=True,
+        timeout=120, check=False, stdin=subprocess.DEVNULL,
     )  # fmt: skip
 
 
@@ -155,3 +161,47 @@ def test_a_failing_fleet_test_leaves_nothing_running(tmp_path: Path) -> None:
     out = r.stdout + r.stderr
     assert r.returncode == 1 and "1 failed" in out, out
     assert BANNER not in out and not left, out
+
+
+def test_a_run_stopped_with_sigterm_tears_its_fleet_down(tmp_path: Path) -> None:
+    """A run stopped from outside (a time limit) while a fleet test runs: the fixture still
+    reaps the test's tmux server and the agent that ignores SIGHUP in it."""
+    pidfile = tmp_path / "pids"
+    proc = subprocess.Popen(
+        inner_argv(
+            tmp_path,
+            f"""
+            import time
+            from pathlib import Path
+
+            from tests.fleet import Fleet, tid
+
+            def test_runs_until_stopped(fleet: Fleet) -> None:
+                slot = fleet.slot(1)
+                task = fleet.task(tid("stopped"), slot)
+                pids = [fleet.tmux.server_pid(), *task.pids]
+                Path({str(pidfile)!r}).write_text(" ".join(map(str, pids)))
+                time.sleep(1000)
+            """,
+        ),
+        cwd=REPO,
+        env=INNER_ENV,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_for(pidfile.exists, timeout=60, what="the inner test's fleet")
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    pids = pids_in(pidfile)
+    left = [pid for pid in pids if not gone(pid)]
+    reap(psutil.Process(pid) for pid in left)
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert len(pids) >= 3 and not left, (pids, left, out)
+    assert BANNER not in out, out
