@@ -7,6 +7,7 @@ plugin, and looks at what that run said, how it exited, and what is still runnin
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -19,7 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.fleet import REPO, TEST_RUN_VAR, gone, reap, wait_for
+from tests.fleet import REPO, TEST_RUN_VAR, Fleet, gone, reap, tid, wait_for
 
 BANNER = "processes left behind"
 
@@ -205,3 +206,106 @@ def test_a_run_stopped_with_sigterm_tears_its_fleet_down(tmp_path: Path) -> None
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
     assert len(pids) >= 3 and not left, (pids, left, out)
     assert BANNER not in out, out
+
+
+# -- fm's half of the question: its processes step never reports done over a survivor -------
+
+
+def slot_processes(slot: Path) -> list[str]:
+    """Every running process whose cwd is in `slot` (name and pid)."""
+    out = []
+    for p in psutil.process_iter(["pid", "name", "cwd", "status"], ad_value=None):
+        cwd = p.info["cwd"] or ""
+        if p.info["status"] != psutil.STATUS_ZOMBIE and f"{cwd}/".startswith(f"{slot}/"):
+            out.append(f"{p.info['name']} ({p.info['pid']})")
+    return out
+
+
+def test_the_processes_step_done_leaves_nothing_of_the_slot_running(fleet: Fleet) -> None:
+    """Workers started in the slot after the decision (in no list the decision made), one of
+    them ignoring SIGTERM: once the processes step is done, and before the pool's return
+    (which would end what is in the slot anyway), nothing runs in the slot."""
+    task = tid("pr")
+    slot = fleet.slot(1, holder=task)
+    fleet.task(task, slot, "dead")
+    recheck, after = fleet.root / "pause-recheck", fleet.root / "pause-after"
+    recheck.touch()
+    after.touch()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fm_teardown", "teardown", task, "--json"],
+        cwd=fleet.fm_home,
+        env=fleet.env(
+            FM_TEST_FAULT=f"pause:before-recheck:{recheck},pause:after-processes:{after}",
+            FM_TERM_GRACE_SECS="0.5",
+        ),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(Path(f"{recheck}.reached").exists, timeout=60, what="the pause at the re-check")
+        fleet.spawn(["sleep", "100000"], slot)
+        ready = fleet.root / "ready"
+        fleet.spawn([sys.executable, "-c", IGNORES_TERM.format(ready=str(ready))], slot)
+        wait_for(ready.exists, what="the worker that ignores SIGTERM")
+        recheck.unlink()
+        wait_for(Path(f"{after}.reached").exists, timeout=60, what="the processes step's end")
+        left = slot_processes(slot)
+        after.unlink()
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    doc = json.loads(out)
+    assert (proc.returncode, doc["verdict"]) == (0, "proceed"), (doc, err)
+    [step] = [s for s in doc["steps"] if s["step"] == "processes"]
+    assert step["outcome"] == "done" and left == [], (step, left)
+
+
+IGNORES_TERM = (
+    "import pathlib,signal,time\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "pathlib.Path({ready!r}).touch()\n"
+    "time.sleep(100000)\n"
+)
+
+
+def test_a_process_forked_as_the_step_signals_fails_the_step(fleet: Fleet) -> None:
+    """A process in the slot that, on SIGTERM, forks a child (which ignores SIGTERM) and exits:
+    the child was in no scan before the signal. The step scans the slot again, finds it, and
+    fails: exit 1, the record kept, the child named; nothing reports done over it."""
+    task = tid("pf")
+    slot = fleet.slot(1, holder=task)
+    fleet.task(task, slot, "dead")
+    childfile = fleet.root / "child"
+    forker = fleet.spawn(
+        [
+            sys.executable,
+            "-c",
+            "import os,pathlib,signal,sys,time\n"
+            "def forked(*a):\n"
+            "    pid = os.fork()\n"
+            "    if pid == 0:\n"
+            "        signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+            "        time.sleep(100000)\n"
+            f"    pathlib.Path({str(childfile)!r}).write_text(str(pid))\n"
+            "    os._exit(0)\n"
+            "signal.signal(signal.SIGTERM, forked)\n"
+            f"pathlib.Path({str(fleet.root / 'ready')!r}).touch()\n"
+            "time.sleep(100000)\n",
+        ],
+        slot,
+    )
+    wait_for((fleet.root / "ready").exists, what="the forker")
+    code, doc = fleet.fm_json(
+        "teardown", task, env=fleet.env(FM_TERM_GRACE_SECS="0.5", FM_KILL_WAIT_SECS="0.5")
+    )
+    child = int(childfile.read_text())
+    assert forker.wait(timeout=10) == 0
+    assert (code, doc["verdict"]) == (1, "failed"), doc
+    [step] = [s for s in doc["steps"] if s["step"] == "processes"]
+    assert step["outcome"] == "failed" and str(child) in step["detail"], step
+    assert not gone(child)
+    assert (fleet.state / f"{task}.meta").exists()
