@@ -1,16 +1,28 @@
 from __future__ import annotations
 
 import atexit
+import glob
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.fleet import Fleet, fleet_fixture
+from tests.fleet import (
+    TEST_RUN,
+    TEST_RUN_VAR,
+    TMUX_PREFIX,
+    Fleet,
+    Straggler,
+    fleet_fixture,
+    reap,
+    stragglers,
+)
 
 # The console scripts (`fm`, `fm-teardown`) live beside the interpreter running the tests
 # (the venv's bin): put them on PATH for the commands the tests run through a shell, as an
@@ -37,6 +49,79 @@ os.environ.update(
     GIT_COMMITTER_NAME="Test",
     GIT_COMMITTER_EMAIL="t@example.invalid",
 )
+
+
+# This run's id, inherited by every process a test starts (the fleets put it into the
+# environments they build too): the session-end check below knows this run's processes by it.
+os.environ[TEST_RUN_VAR] = TEST_RUN
+
+# How long processes still running when the last test ends get to exit on their own (a
+# teardown's kill may still be landing) before they count as left behind.
+_STRAGGLER_GRACE = float(os.environ.get("FM_TEST_STRAGGLER_GRACE", "5"))
+
+_BASETEMP: list[Path] = []
+
+_PYTEST_PID = os.getpid()
+
+
+def _terminated(signum: int, frame: object) -> None:
+    """A run ended with SIGTERM (a time limit, a stop) tears its fixtures down as on Ctrl-C,
+    so that the test running then leaves no tmux server or process behind. A child forked by
+    a test (multiprocessing) dies of it as it would have."""
+    signal.signal(signum, signal.SIG_DFL)  # a second one ends the run at once
+    if os.getpid() != _PYTEST_PID:
+        os.kill(os.getpid(), signum)
+        return
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+    signal.signal(signal.SIGTERM, _terminated)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _this_runs_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Where this run's tests make their directories (the check looks for processes there)."""
+    _BASETEMP.append(tmp_path_factory.getbasetemp())
+
+
+def _left_behind() -> list[Straggler]:
+    roots: list[Path | str] = [*_BASETEMP, TMUX_PREFIX]
+    deadline = time.monotonic() + _STRAGGLER_GRACE
+    while True:
+        left = stragglers(roots, TEST_RUN)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Fail the run when a process a test started, or a tmux server of a test, is still
+    running once every test and fixture has ended: name each (pid, name, argv, cwd), kill
+    it, so that nothing stays behind even then."""
+    left = _left_behind()
+    for path in glob.glob(glob.escape(TMUX_PREFIX) + "*"):
+        shutil.rmtree(path, ignore_errors=True)
+    if not left:
+        return
+    unkillable = {p.pid for p in reap(s.proc for s in left)}
+    lines = [
+        f"{len(left)} process(es) started by this run's tests still running at its end "
+        "(a test or a fixture did not reap them); killed now:",
+        *(f"  {s}{'  -- COULD NOT BE KILLED' if s.proc.pid in unkillable else ''}" for s in left),
+    ]
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.ensure_newline()
+        reporter.write_sep("=", "processes left behind", red=True)
+        for line in lines:
+            reporter.write_line(line, red=True)
+        reporter.stats.setdefault("left behind", []).extend(left)
+    else:
+        print("\n".join(lines), file=sys.stderr)
+    if session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_configure(config: pytest.Config) -> None:

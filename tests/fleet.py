@@ -6,6 +6,7 @@ Nothing here touches the user's own tmux server, HOME or pool.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -16,7 +17,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,16 @@ from fm_teardown.commands.demo import tree_hash as tree_hash
 
 REPO = Path(__file__).resolve().parent.parent
 SESSION = "firstmate"
+
+# This test run's id. The conftest exports it as FM_TEST_RUN, the fleets and their tmux
+# servers carry it in the environments they build, so every process a test starts inherits it
+# (even one that left its parent's tree); the session-end check counts a process as this run's
+# by it (or by a path of this run in its cwd, HOME or argv), never by its name, so two runs at
+# once only ever see their own.
+TEST_RUN_VAR = "FM_TEST_RUN"
+TEST_RUN = uuid.uuid4().hex
+# Every private tmux socket of this run lives in a /tmp directory named with this prefix.
+TMUX_PREFIX = f"/tmp/fmtmux-{TEST_RUN[:8]}-"
 
 
 def gh_answering(bin_dir: Path, state: str, head: str) -> str:
@@ -69,11 +81,110 @@ def gone(pid: int) -> bool:
         return True
 
 
+@dataclass(frozen=True)
+class Straggler:
+    """A process of this run still running: what the session-end check reports."""
+
+    proc: psutil.Process
+    name: str
+    cmdline: str
+    cwd: str
+    mark: str  # what made it this run's: the run's id, or a path of the run where
+
+    def __str__(self) -> str:
+        return f"pid {self.proc.pid} {self.name}: {self.cmdline}  (cwd {self.cwd}; {self.mark})"
+
+
+def _prefixes(roots: Iterable[Path | str]) -> list[str]:
+    """`root/` for a directory (as given and resolved: /proc shows resolved paths); a string
+    ending in `-` is a name prefix (this run's tmux socket directories)."""
+    out: list[str] = []
+    for root in roots:
+        text = str(root)
+        if text.endswith("-"):
+            out.append(text)
+            continue
+        for form in {text.rstrip("/"), os.path.realpath(text)}:
+            out.append(form + "/")
+    return out
+
+
+def stragglers(roots: Iterable[Path | str], run: str | None = None) -> list[Straggler]:
+    """The running processes that belong under `roots` (their cwd or HOME is in one, or an
+    argument names one) or that carry `run` as their FM_TEST_RUN; never this process, its
+    ancestors, or a zombie. A process that cannot be read (another user's) is not ours."""
+    prefixes = _prefixes(roots)
+    me = psutil.Process()
+    skip = {me.pid, *(p.pid for p in me.parents())}
+
+    def under(path: str | None) -> bool:
+        return bool(path) and any((f"{path}/").startswith(pre) for pre in prefixes)
+
+    out: list[Straggler] = []
+    attrs = ["pid", "name", "cmdline", "cwd", "environ", "status"]
+    for proc in psutil.process_iter(attrs, ad_value=None):
+        info = proc.info
+        if info["pid"] in skip or info["status"] in (psutil.STATUS_ZOMBIE, None):
+            continue
+        env: dict[str, str] = info["environ"] or {}
+        argv: list[str] = info["cmdline"] or []
+        cwd: str = info["cwd"] or ""
+        if run is not None and env.get(TEST_RUN_VAR) == run:
+            mark = f"{TEST_RUN_VAR}={run}"
+        elif under(cwd):
+            mark = "cwd inside the run's directories"
+        elif under(env.get("HOME")):
+            mark = f"HOME={env['HOME']}"
+        elif any(pre in f"{arg}/" for arg in argv for pre in prefixes):
+            mark = "argv names the run's directories"
+        else:
+            continue
+        out.append(Straggler(proc, str(info["name"]), " ".join(argv), cwd or "?", mark))
+    return out
+
+
+def reap(procs: Iterable[psutil.Process], timeout: float = 10.0) -> list[psutil.Process]:
+    """SIGKILL each process (psutil checks it is still the one it was, so a recycled pid is
+    never hit) and poll until all are gone; the ones still there after `timeout`."""
+    procs = list(procs)
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    deadline = time.monotonic() + timeout
+    while True:
+        left = [p for p in procs if _running(p)]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.02)
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _tree(pid: int) -> list[psutil.Process]:
+    """The process and its descendants, as they are now (empty when it is gone)."""
+    try:
+        return _tree_of(psutil.Process(pid))
+    except psutil.Error:
+        return []
+
+
+def _tree_of(proc: psutil.Process) -> list[psutil.Process]:
+    try:
+        return [proc, *proc.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
 class Tmux:
     """A private tmux server on its own socket."""
 
     def __init__(self, home: Path) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="fmtmux", dir="/tmp"))
+        self.dir = Path(tempfile.mkdtemp(prefix=TMUX_PREFIX.rsplit("/", 1)[1], dir="/tmp"))
         self.socket = str(self.dir / "s")
         self.env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -81,7 +192,11 @@ class Tmux:
             "SHELL": "/bin/bash",
             "TERM": "xterm",
             "LANG": "C.UTF-8",
+            TEST_RUN_VAR: TEST_RUN,
         }
+        # Every server this object started (pid and start time): ended by `stop` even when it
+        # no longer answers on the socket.
+        self.servers: list[psutil.Process] = []
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         r = subprocess.run(
@@ -102,6 +217,7 @@ class Tmux:
              session, "-n", "keep", "bash --norc --noprofile"],
             capture_output=True, env=self.env, cwd=cwd, check=True,
         )  # fmt: skip
+        self.servers += _tree(self.server_pid())[:1]
 
     def server_pid(self) -> int:
         return int(self.run("display-message", "-p", "#{pid}").stdout.strip())
@@ -140,12 +256,28 @@ class Tmux:
         return [int(x) for x in r.stdout.split()]
 
     def stop(self) -> None:
-        """End the server; tmux leaves its socket file behind."""
+        """End the server and every process that ran in it; tmux leaves its socket file
+        behind. `kill-server` only hangs up on the panes: a process that ignores SIGHUP (an
+        agent stand-in, a shell that traps it) would outlive it, and a server that does not
+        answer would stay: both are killed, found through the server's process tree."""
+        servers = list(self.servers)
+        answering = self.run("display-message", "-p", "#{pid}", check=False)
+        if answering.returncode == 0 and answering.stdout.strip().isdigit():
+            servers += _tree(int(answering.stdout.strip()))[:1]
+        procs: dict[int, psutil.Process] = {}
+        for server in servers:
+            if _running(server):  # still the server it was: its pid was not recycled
+                for proc in _tree_of(server):
+                    procs.setdefault(proc.pid, proc)
         self.run("kill-server", check=False)
+        reap(procs.values())
+        self.servers.clear()
 
     def kill(self) -> None:
-        self.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        try:
+            self.stop()
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 @dataclass
@@ -174,6 +306,14 @@ class Fleet:
         shutil.copy("/bin/sleep", self.bin / "claude")
         self.tmux = Tmux(self.home)
         self.tmux.start()
+        try:
+            self._build()
+        except BaseException:
+            self.tmux.kill()  # no fixture will: the fleet was never handed out
+            raise
+
+    def _build(self) -> None:
+        root = self.root
         self.origin = root / "origin.git"
         self.project = root / "project"
         git(root, "init", "-q", "--bare", "-b", "main", str(self.origin))
@@ -346,6 +486,7 @@ class Fleet:
             # The agent stand-ins (copies of sleep) never answer their quit keys: a short
             # grace keeps every teardown of a live endpoint from waiting the default 5 s.
             "FM_QUIT_GRACE_SECS": "0.3",
+            TEST_RUN_VAR: TEST_RUN,
         }
         env.update(extra)
         return env
@@ -424,18 +565,34 @@ class Fleet:
         return server
 
     def close(self) -> None:
+        """Reap everything the test started, whatever state it left things in: every step
+        runs even when one before it fails (the first failure is raised at the end)."""
+        failures: list[BaseException] = []
+
+        def attempt(step: Callable[[], object]) -> None:
+            try:
+                step()
+            except BaseException as exc:  # raised below, after the rest have run
+                failures.append(exc)
+
         for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-            p.wait()
+            attempt(p.kill)
+            attempt(p.wait)
         for server in self.other_servers:
-            server.kill()
-        self.tmux.kill()
+            attempt(server.kill)
+        attempt(self.tmux.kill)
+        # What the test started outside those trees (a worker re-parented when its spawner
+        # died, an agent that outlived its window, an fm the test ran in the background):
+        # found by this fleet's paths in its cwd, HOME or argv, and killed.
+        dirs = [self.root, self.tmux.dir, *(s.dir for s in self.other_servers)]
+        attempt(lambda: reap(s.proc for s in stragglers(dirs)))
         for path in self.tasktmps:
             if path.is_symlink() or path.is_file():
-                path.unlink()
+                attempt(path.unlink)
             elif path.is_dir():
                 shutil.rmtree(path, ignore_errors=True)
+        if failures:
+            raise failures[0]
 
 
 def run_unique(task_id: str) -> None:

@@ -20,6 +20,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -315,8 +316,13 @@ def spawn_in(
 
 
 def stop(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> int | None:
-    """Kill ``proc`` if it still runs, wait for it, close its pipe; return its returncode."""
+    """Kill ``proc`` if it still runs (its whole process group: :func:`spawn_in` gives it
+    its own, and a child it started must not outlive it), wait for it, close its pipe; return
+    its returncode."""
     if proc.returncode is None:
+        # While the leader runs its group id cannot name another group.
+        with suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
         with suppress(ProcessLookupError):
             proc.kill()
     with suppress(subprocess.TimeoutExpired):
