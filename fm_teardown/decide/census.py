@@ -53,6 +53,8 @@ class Member:
 
     def __str__(self) -> str:
         name = f"{self.proc.name or self.proc.argv0} ({self.proc.pid})"
+        if self.place.doubt and self.kind != Kind.OTHER_ENDPOINT:
+            return f"{name}, where it runs cannot be told"
         where = _where(self.place)
         if self.kind == Kind.OTHER_ENDPOINT:
             return f"{name}, {self.place.endpoint}'s endpoint"
