@@ -323,10 +323,15 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> Owners:
     # One in no pane is TASK's leftover when TASK is the slot's only claimant, else an owner.
     tmp = obs.tasktmp.get(task_id)
     agents = [*(facts.agents if facts is not None else ()), *_agents(tmp.procs if tmp else ())]
+    claimed = (
+        f"fm-{claim.task}" if claim is not None and claim.task and claim.task in owners else None
+    )
     for proc in dict.fromkeys(agents):
         if proc.pid in obs.endpoint_owner or proc.pid in obs.env.protected:
             continue
         place = placement(obs, proc)
+        if place.pane is not None and place.pane.window_name == claimed:
+            continue  # the endpoint of the task the slot claim names: an owner already
         if place.pane is not None:
             _add_process_owner(
                 owners,
