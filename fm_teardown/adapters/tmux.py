@@ -23,7 +23,6 @@ from fm_teardown.model.world import InventoryStatus, Pane, TmuxInventory
 __all__ = [
     "PANE_FORMAT",
     "SEP",
-    "Server",
     "TmuxResult",
     "fleet_socket",
     "held_socket",
@@ -32,10 +31,7 @@ __all__ = [
     "list_panes_at",
     "run",
     "send_keys",
-    "servers_named",
     "sessions_doubt",
-    "socket_variable",
-    "user_servers",
 ]
 
 SEP = "\x1f"
@@ -151,7 +147,7 @@ def fleet_socket(settings: Settings) -> str:
     return _default_socket()
 
 
-def socket_variable(settings: Settings) -> str | None:
+def _socket_variable(settings: Settings) -> str | None:
     """The variable that names the fleet's server, as set (None: the default server)."""
     if settings.tmux_socket_path:
         return f"FM_TMUX_SOCKET={settings.tmux_socket_path}"
@@ -165,7 +161,7 @@ def _socket_problem(settings: Settings) -> str | None:
 
     A socket that does not exist, or is not a socket, is a wrong setting, not "no server":
     reading it as `missing` would make every other task look not live."""
-    var = socket_variable(settings)
+    var = _socket_variable(settings)
     if var is None:
         return None
     path = fleet_socket(settings)
@@ -270,7 +266,7 @@ def _terminal_servers() -> list[tuple[int, int]]:
 
 
 @value
-class Server:
+class _Server:
     """Another tmux server of the user: its socket, and its pid when it answered."""
 
     socket: str
@@ -280,18 +276,18 @@ class Server:
         return f"{self.socket} (pid {self.pid})" if self.pid else self.socket
 
 
-def user_servers(settings: Settings) -> list[Server] | None:
+def _user_servers(settings: Settings) -> list[_Server] | None:
     """The user's tmux servers other than the fleet's, found by their sockets; None when
     that cannot be told (/proc unreadable)."""
     listening = _listening_sockets()
     if listening is None:
         return None
     fleet = fleet_socket(settings)
-    found: dict[str, Server] = {}
+    found: dict[str, _Server] = {}
     sockdir = _socket_dir()
     for path in sorted(set(listening.values())):
         if os.path.dirname(path) == sockdir and not _same_socket(path, fleet):
-            found[path] = Server(path, _answering_pid(settings, path))
+            found[path] = _Server(path, _answering_pid(settings, path))
     checked: set[int] = set()
     for _, server_pid in _terminal_servers():
         if server_pid in checked:
@@ -302,7 +298,7 @@ def user_servers(settings: Settings) -> list[Server] | None:
             continue
         pid = _answering_pid(settings, held)
         if pid is not None:  # it answers as tmux does
-            found[held] = Server(held, pid)
+            found[held] = _Server(held, pid)
     return [found[p] for p in sorted(found)]
 
 
@@ -312,7 +308,7 @@ def _answering_pid(settings: Settings, socket: str) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def servers_named(servers: list[Server]) -> str:
+def _servers_named(servers: list[_Server]) -> str:
     shown = ", ".join(str(s) for s in servers[:5])
     return shown + (f" and {len(servers) - 5} more" if len(servers) > 5 else "")
 
@@ -331,16 +327,16 @@ def list_panes_at(settings: Settings, socket: str) -> TmuxInventory:
 _answered: set[str] = set()
 
 
-def _no_server_doubt(settings: Settings, servers: list[Server] | None) -> str:
+def _no_server_doubt(settings: Settings, servers: list[_Server] | None) -> str:
     """No server answers on the fleet's socket. With a socket variable set, that is doubt:
     the variable names no running server. With none, the default server is authoritatively
     gone only when no other tmux server of this user runs."""
-    var = socket_variable(settings)
+    var = _socket_variable(settings)
     path = fleet_socket(settings)
     if servers is None:
         found = "whether another tmux server runs cannot be told (/proc unreadable)"
     elif servers:
-        found = f"other tmux servers of this user are running: {servers_named(servers)}"
+        found = f"other tmux servers of this user are running: {_servers_named(servers)}"
     else:
         found = "no other tmux server of this user was found"
     if var is not None:
@@ -357,7 +353,7 @@ def sessions_doubt(settings: Settings, inventory: TmuxInventory, sessions: set[s
     (the operator's own, say), where every fleet window would read `missing`. Once the
     records' sessions were seen there in this run, their going later is the fleet's own doing
     (a teardown killed their last window)."""
-    if socket_variable(settings) is not None or not sessions:
+    if _socket_variable(settings) is not None or not sessions:
         return None
     if inventory.status != InventoryStatus.OK:
         return None
@@ -367,11 +363,11 @@ def sessions_doubt(settings: Settings, inventory: TmuxInventory, sessions: set[s
         return None
     if socket in _sessions_seen:
         return None
-    servers = user_servers(settings)
+    servers = _user_servers(settings)
     if servers is not None and not servers:
         return None
     found = (
-        f"other tmux servers of this user are running: {servers_named(servers)}"
+        f"other tmux servers of this user are running: {_servers_named(servers)}"
         if servers
         else "whether another tmux server runs cannot be told (/proc unreadable)"
     )
@@ -414,9 +410,9 @@ def list_panes(settings: Settings) -> TmuxInventory:
     """Every pane of the fleet's server in one call (no subprocess per task)."""
     problem = _socket_problem(settings)
     if problem:
-        servers = user_servers(settings)
+        servers = _user_servers(settings)
         found = (
-            f"tmux servers of this user found: {servers_named(servers)}"
+            f"tmux servers of this user found: {_servers_named(servers)}"
             if servers
             else "no tmux server of this user was found"
             if servers is not None
@@ -429,8 +425,8 @@ def list_panes(settings: Settings) -> TmuxInventory:
     if inventory.status == InventoryStatus.NO_SERVER:
         if socket in _answered:
             return inventory  # it answered earlier in this run: it is gone now
-        servers = user_servers(settings)
-        if socket_variable(settings) is not None or servers != []:
+        servers = _user_servers(settings)
+        if _socket_variable(settings) is not None or servers != []:
             return TmuxInventory(InventoryStatus.ERROR, error=_no_server_doubt(settings, servers))
         return inventory
     if inventory.status == InventoryStatus.OK:

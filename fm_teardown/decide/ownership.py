@@ -323,21 +323,31 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> Owners:
     # One in no pane is TASK's leftover when TASK is the slot's only claimant, else an owner.
     tmp = obs.tasktmp.get(task_id)
     agents = [*(facts.agents if facts is not None else ()), *_agents(tmp.procs if tmp else ())]
-    claimed = (
-        f"fm-{claim.task}" if claim is not None and claim.task and claim.task in owners else None
-    )
     for proc in dict.fromkeys(agents):
         if proc.pid in obs.endpoint_owner or proc.pid in obs.env.protected:
             continue
         place = placement(obs, proc)
-        if place.pane is not None and place.pane.window_name == claimed:
-            continue  # the endpoint of the task the slot claim names: an owner already
-        if place.pane is not None:
+        pane = place.pane
+        named = pane.window_name[3:] if pane is not None and pane.window_name[:3] == "fm-" else ""
+        if pane is not None and named and named != task_id:
+            # A window named as a task's endpoint (`fm-<id>`, on any tmux server of the user)
+            # whose record fm did not read (another fleet home's, one written since): that
+            # task is working here, named as the owner by its id.
+            if named in owners and owners[named].live:
+                continue  # an owner already (the slot claim names it, say)
+            why = (
+                f"its window runs agent process {_name(proc)} in this slot ({pane}); no "
+                "record of it here says more"
+            )
+            owners[named] = Owner(named, OwnerKind.RECORD, EndpointState.ALIVE, True, slot, why)
+        elif pane is not None:
+            # Someone's pane (a window named as TASK's own but not TASK's endpoint included:
+            # on another server, say): refused, never signalled as a stranger.
             _add_process_owner(
                 owners,
                 proc,
                 slot,
-                f"agent process {_name(proc)} runs in {place.pane}, which is no task's endpoint",
+                f"agent process {_name(proc)} runs in {pane}, which is no task's endpoint",
             )
         elif others and proc in (facts.agents if facts is not None else ()):
             _add_process_owner(
