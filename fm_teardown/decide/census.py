@@ -26,7 +26,16 @@ from fm_teardown.model.values import value
 from fm_teardown.model.world import Observation, Placement, Proc
 from fm_teardown.observe.endpoint import ProcessClass, classify
 
-__all__ = ["Kind", "Member", "census", "doubts", "kind_of", "placement", "still_working"]
+__all__ = [
+    "Kind",
+    "Member",
+    "census",
+    "doubts",
+    "kind_of",
+    "placement",
+    "still_working",
+    "where_of",
+]
 
 
 class Kind(StrEnum):
@@ -55,13 +64,14 @@ class Member:
         name = f"{self.proc.name or self.proc.argv0} ({self.proc.pid})"
         if self.place.doubt and self.kind != Kind.OTHER_ENDPOINT:
             return f"{name}, where it runs cannot be told"
-        where = _where(self.place)
+        where = where_of(self.place)
         if self.kind == Kind.OTHER_ENDPOINT:
             return f"{name}, {self.place.endpoint}'s endpoint"
         return f"{name}, {self.kind}" + (f", {where}" if where else "")
 
 
-def _where(place: Placement) -> str:
+def where_of(place: Placement) -> str:
+    """Where a process runs, in words: its pane (and terminal), or its terminal alone."""
     if place.pane is not None:
         return f"in {place.pane}" + (f" ({place.tty})" if place.tty else "")
     return f"on terminal {place.tty}" if place.tty else ""

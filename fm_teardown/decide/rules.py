@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import TypeVar, overload
 
-from fm_teardown.decide.census import Kind, doubts, kind_of, placement
+from fm_teardown.decide.census import Kind, doubts, kind_of, placement, where_of
 from fm_teardown.decide.ownership import (
     claimed_by_other,
     current_owner,
@@ -1090,9 +1090,14 @@ def _target(c: Case, p: Proc) -> str:
     if t is not None:
         where = shell_where(t)
         return f"{p.name} ({p.pid}, {where}, no task's: cd out of the slot to keep it)"
-    if kind_of(c.task, placement(c.obs, p)) == Kind.AGENT_NO_PANE:
+    place = placement(c.obs, p)
+    kind = kind_of(c.task, place)
+    if kind == Kind.AGENT_NO_PANE:
         # The slot's only claimant's leftover agent (spec §14.1): the plan says what it is.
         return f"{p.name} ({p.pid}) [{Kind.AGENT_NO_PANE}, left in {c.task}'s slot]"
+    if kind == Kind.TERMINAL:
+        # Not a shell, but someone's terminal all the same (a program run from a pane).
+        return f"{p.name} ({p.pid}) [{Kind.TERMINAL}, {where_of(place)}]"
     return f"{p.name} ({p.pid})"
 
 
