@@ -1045,7 +1045,8 @@ def _owners_headline(live: list[Owner]) -> str:
         if o.kind == OwnerKind.LEASE and o.id.startswith("lease:"):
             parts.append(f"{o.id} holds the pool lease on this slot")
         elif o.kind == OwnerKind.PROCESS:
-            parts.append(f"{o.id} (an agent of no task's endpoint) is working in this slot")
+            # Its why says where it runs (`tmux pane other:scratch (%4) on <socket>`).
+            parts.append(f"{o.id} is working in this slot: {o.why}")
         else:
             parts.append(f"{o.id} is working in this slot")
     return "; ".join(parts)
