@@ -154,7 +154,7 @@ def test_the_default_server_ending_with_the_tasks_last_window_is_gone(
         env=env, check=True, capture_output=True,
     )  # fmt: skip
     code, doc = fleet.fm_json("teardown", tid("last"), env=env)
-    assert (code, doc["verdict"]) == (0, "proceed"), doc
+    assert (code, doc["verdict"]) == (0, "proceed"), json.dumps(doc, indent=1)
     assert doc["steps"][0]["outcome"] == "done"
     assert not (fleet.state / f"{tid('last')}.meta").exists()
 

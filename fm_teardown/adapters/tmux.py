@@ -53,6 +53,8 @@ _ABSENT = (
     "No such file or directory",
     "Connection refused",
     "server exited unexpectedly",
+    # The server went away while answering (it exits once its last window is killed).
+    "lost server",
 )
 
 
@@ -327,7 +329,7 @@ def list_panes_at(settings: Settings, socket: str) -> TmuxInventory:
 _answered: set[str] = set()
 
 
-def _no_server_doubt(settings: Settings, servers: list[_Server] | None) -> str:
+def _no_server_doubt(settings: Settings, servers: list[_Server] | None, said: str) -> str:
     """No server answers on the fleet's socket. With a socket variable set, that is doubt:
     the variable names no running server. With none, the default server is authoritatively
     gone only when no other tmux server of this user runs."""
@@ -339,11 +341,13 @@ def _no_server_doubt(settings: Settings, servers: list[_Server] | None) -> str:
         found = f"other tmux servers of this user are running: {_servers_named(servers)}"
     else:
         found = "no other tmux server of this user was found"
+    said = f" (tmux: {said})" if said else ""
     if var is not None:
-        return f"{var}: no tmux server answers on {path}; {found}"
+        return f"{var}: no tmux server answers on {path}{said}; {found}"
     return (
-        f"no tmux server answers on the default socket {path}, but {found}; set FM_TMUX_SOCKET "
-        "(the socket path) or FM_TMUX_SOCKET_NAME (as for tmux -L) to the fleet's server"
+        f"no tmux server answers on the default socket {path}{said}, but {found}; set "
+        "FM_TMUX_SOCKET (the socket path) or FM_TMUX_SOCKET_NAME (as for tmux -L) to the fleet's "
+        "server"
     )
 
 
@@ -427,7 +431,8 @@ def list_panes(settings: Settings) -> TmuxInventory:
             return inventory  # it answered earlier in this run: it is gone now
         servers = _user_servers(settings)
         if _socket_variable(settings) is not None or servers != []:
-            return TmuxInventory(InventoryStatus.ERROR, error=_no_server_doubt(settings, servers))
+            doubt = _no_server_doubt(settings, servers, inventory.error or "")
+            return TmuxInventory(InventoryStatus.ERROR, error=doubt)
         return inventory
     if inventory.status == InventoryStatus.OK:
         _answered.add(socket)
