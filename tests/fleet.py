@@ -632,3 +632,55 @@ RUN_TAG = f"{os.getpid():x}"
 def tid(name: str) -> str:
     """`name` made unique to this run (`t1` -> `t1-3f2a`)."""
     return f"{name}-{RUN_TAG}"
+
+
+# -- the slot census (spec §14.1): agents and terminals that are no task's endpoint ---------
+
+
+def other_tmux(fleet: Fleet) -> Tmux:
+    """Another tmux server of the user (started outside every slot), reaped with the fleet."""
+    server = Tmux(fleet.home)
+    server.start("elsewhere", cwd=fleet.root)
+    fleet.other_servers.append(server)
+    return server
+
+
+def pane_agent(fleet: Fleet, server: Tmux, session: str, name: str, cwd: Path) -> tuple[str, int]:
+    """An agent stand-in in a new window `session:name` of `server` (an operator's pane, no
+    task's endpoint), working in `cwd`: the window id and the agent's pid."""
+    command = f"bash --norc --noprofile -c '{fleet.bin}/claude 100000; exec bash'"
+    wid = server.new_window(session, name, cwd, command)
+    [root] = server.pane_pids(wid)
+
+    def agent() -> int | None:
+        kids = [c for c in psutil.Process(root).children() if c.name() == "claude"]
+        return kids[0].pid if kids else None
+
+    wait_for(lambda: agent() is not None, what=f"claude in {session}:{name}")
+    pid = agent()
+    assert pid is not None
+    fleet.tracked.update({root, pid})
+    return wid, pid
+
+
+def pane_shell(fleet: Fleet, server: Tmux, session: str, name: str, cwd: Path) -> tuple[str, int]:
+    """An interactive shell in a new window `session:name` of `server`, cd'd into `cwd`."""
+    wid = server.new_window(session, name, cwd, "bash --norc --noprofile -i")
+    [root] = server.pane_pids(wid)
+    fleet.tracked.add(root)
+    return wid, root
+
+
+def agent_alone(fleet: Fleet, cwd: Path) -> subprocess.Popen[bytes]:
+    """An agent stand-in in no pane and on no terminal (orphaned: its own session)."""
+    p = subprocess.Popen(
+        [str(fleet.bin / "claude"), "100000"],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    fleet.procs.append(p)
+    fleet.tracked.add(p.pid)
+    return p

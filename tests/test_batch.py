@@ -108,26 +108,29 @@ def test_landed_selects_exactly_what_the_audit_says_is_ready(fleet: Fleet) -> No
     fleet.record(ID_S7, stale, extra={"spawn_gen": "s2.1.b"})
     before = fleet.snapshot(*mine, *recycled, dirty, stale)
     # Launched a moment ago (m1, m2 by their records' mtime): only --min-age 0 selects them.
+    # s7 is not finished while s6's window (another task's endpoint) works in its slot.
     code, doc = fleet.fm_json("teardown", "--landed", "--dry-run", "--min-age", "0")
     assert code == 0, doc
     ready = [
         (ID_M1, "proceed", 0),
         (ID_M2, "proceed", 0),
         (ID_S6, "stale", 0),
-        (ID_S7, "proceed", 0),
     ]
     assert summary(doc) == ready
     assert all(r["steps"] for r in doc["results"])
+    s7 = next(n for n in doc["not_selected"] if n["task"] == ID_S7)
+    assert f"{ID_S6}'s endpoint" in s7["reason"] and s7["opt_in"] == "--include-live"
     assert fleet.snapshot(*mine, *recycled, dirty, stale) == before
     r = fleet.fm("teardown", "--landed", "--dry-run", "--min-age", "0")
-    assert (
-        r.stdout.splitlines()[0] == f"--landed selected 4 tasks: {ID_M1}, {ID_M2}, {ID_S6}, {ID_S7}"
-    )
+    assert r.stdout.splitlines()[0] == f"--landed selected 3 tasks: {ID_M1}, {ID_M2}, {ID_S6}"
     code, doc = fleet.fm_json("teardown", "--landed", "--min-age", "0")
     assert (code, summary(doc)) == (0, ready)
     for t in (ID_M3, ID_M4, ID_M5, ID_W3, ID_W4):
         assert (fleet.state / f"{t}.meta").exists(), t
     assert all(not any(gone(p) for p in w.pids) for w in workers)
+    # s6's window is gone: s7, the slot's current owner, is finished now.
+    code, doc = fleet.fm_json("teardown", "--landed", "--min-age", "0")
+    assert (code, summary(doc)) == (0, [(ID_S7, "proceed", 0)]), doc
     # Nothing is ready any more: an empty selection, exit 0.
     code, doc = fleet.fm_json("teardown", "--landed", "--min-age", "0")
     assert (code, doc["results"]) == (0, [])

@@ -1494,14 +1494,16 @@ def test_assembled_no_tmux_server_means_missing_endpoints(real: RealWorld) -> No
     assert d.verdict == Verdict.STALE  # b is not live, and b was written last or as a tie
 
 
-def test_assembled_unreadable_tmux_means_live_others(real: RealWorld) -> None:
+def test_assembled_unreadable_tmux_refuses_before_anything(real: RealWorld) -> None:
+    """An unreadable inventory: TASK's own window cannot be confirmed gone, and every other
+    claimant would look live; the decision refuses (5) on the inventory itself (spec §14.3)."""
     s1 = real.slot(1)
     real.record("a", s1)
     real.record("b", s1)
     real.inventory_status = InventoryStatus.ERROR
     d = real.decide("a")
-    assert d.verdict == Verdict.LIVE_OWNER
-    assert live_owners(d) == ["b"]
+    assert (d.verdict, d.plan) == (Verdict.UNSAFE, ())
+    assert "FM_TMUX_SOCKET" in d.hints[0]
 
 
 def test_assembled_invalid_other_claiming_the_slot_is_unsafe(real: RealWorld) -> None:

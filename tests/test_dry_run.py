@@ -190,21 +190,21 @@ def test_unreadable_inventory_fails_closed(fleet: Fleet) -> None:
     (fake / "tmux").chmod(0o755)
     env = fleet.env(PATH=f"{fake}:{os.environ['PATH']}")
     code, doc = fleet.fm_json("teardown", ID_T1, "--dry-run", env=env)
-    assert (code, owner_ids(doc)) == (4, [ID_T2])
-    assert doc["owners"][0]["endpoint"] == "unreadable"
+    # spec §14.3: TASK's own window cannot be confirmed gone: refused on the inventory itself.
+    assert (code, doc["verdict"]) == (5, "unsafe"), doc
+    assert "lost server" in doc["hints"][0] and "FM_TMUX_SOCKET" in doc["hints"][0]
 
 
-def test_no_tmux_server_means_missing(fleet: Fleet) -> None:
+def test_no_tmux_server_on_the_named_socket_is_unreadable(fleet: Fleet) -> None:
+    """spec §14.3: FM_TMUX_SOCKET names a socket where no server answers: the variable names
+    no running server, so TASK's own window cannot be confirmed gone."""
     slot = fleet.slot(1, holder=ID_T1)
     fleet.task(ID_T1, slot, "dead")
     fleet.task(ID_T2, slot, "dead", extra={"spawn_gen": "s9.1.a"})
     fleet.tmux.stop()  # the socket file stays behind: no server answers there
     code, doc = dry(fleet, ID_T1)
-    # t2 is newer by spawn_gen, but the pool lease is t1's: t1 is the slot's current owner.
-    assert (code, doc["verdict"], doc["endpoint"]) == (0, "proceed", "missing")
-    assert [(o["id"], o["endpoint"], o["live"]) for o in doc["owners"]] == [
-        (ID_T2, "missing", False)
-    ]
+    assert (code, doc["verdict"], doc["endpoint"]) == (5, "unsafe", "unreadable"), doc
+    assert f"FM_TMUX_SOCKET={fleet.tmux.socket}" in doc["hints"][0]
 
 
 def test_lease_of_a_dead_other_task_makes_the_slot_stale(fleet: Fleet) -> None:
@@ -230,9 +230,9 @@ def test_socket_path_that_does_not_exist_is_unreadable(fleet: Fleet) -> None:
     fleet.task(ID_T2, slot, "alive", extra={"spawn_gen": "s2.1.a"})
     for wrong in (str(fleet.root / "no-such-socket"), "/etc/passwd"):
         code, doc = dry(fleet, ID_T1, env=fleet.env(FM_TMUX_SOCKET=wrong))
-        assert (code, doc["verdict"]) == (4, "live-owner"), doc
-        [t2] = [o for o in doc["owners"] if o["id"] == ID_T2]
-        assert t2["endpoint"] == "unreadable" and wrong in t2["why"]
+        # spec §14.3: refused on the inventory itself, the hint naming the variable.
+        assert (code, doc["verdict"]) == (5, "unsafe"), doc
+        assert f"FM_TMUX_SOCKET={wrong}" in doc["hints"][0]
 
 
 def test_invalid_other_record_claiming_the_slot_refuses(fleet: Fleet) -> None:

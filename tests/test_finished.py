@@ -8,6 +8,7 @@ skipped); an interrupt at any step boundary stops the batch; a slot is returned 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 from pathlib import Path
@@ -15,7 +16,19 @@ from typing import Any
 
 import pytest
 
-from tests.fleet import Fleet, Task, gh_answering, git, gone, tid, tree_hash, wait_for
+from tests.fleet import (
+    Fleet,
+    Task,
+    agent_alone,
+    gh_answering,
+    git,
+    gone,
+    other_tmux,
+    pane_agent,
+    tid,
+    tree_hash,
+    wait_for,
+)
 
 OLD = {"spawn_gen": "s1000.1.a"}  # launched long ago (epoch 1000)
 
@@ -335,3 +348,48 @@ def test_landed_selects_work_whose_recorded_pr_is_merged(fleet: Fleet) -> None:
     code, doc = fleet.fm_json("teardown", "--landed", env=env)
     assert code == 0 and [r["verdict"] for r in doc["results"]] == ["proceed"], doc
     assert not (fleet.state / f"{task}.meta").exists()
+
+
+def test_someone_else_working_in_the_slot_is_not_finished_and_include_live_lifts_it(
+    fleet: Fleet,
+) -> None:
+    """spec §14.1: an agent in no pane in a merged task's slot keeps the task from being
+    finished (listed with what it is), and `--include-live` is the one opt-in that lifts it."""
+    task = tid("orphaned")
+    slot = fleet.slot(1, holder=task)
+    fleet.task(task, slot, "dead", extra=OLD)
+    agent = agent_alone(fleet, slot)
+    code, doc = fleet.fm_json("teardown", "--landed", "--dry-run")
+    assert (code, doc["results"]) == (0, []), doc
+    reason, opt_in = not_selected(doc)[task][1:]
+    assert opt_in == "--include-live"
+    assert reason == f"still working in its slot: claude ({agent.pid}), an agent in no pane"
+    code, doc = fleet.fm_json("teardown", "--landed", "--dry-run", "--include-live")
+    assert [r["task"] for r in doc["results"]] == [task], doc
+    assert not gone(agent.pid)
+
+
+def test_a_process_under_a_tmux_server_that_cannot_be_listed_is_doubt(fleet: Fleet) -> None:
+    """spec §14.1: a process in the slot runs in a pane of another tmux server of the user that
+    does not answer: whose it is cannot be told. Not finished (no opt-in lifts it), and a
+    single teardown refuses (5)."""
+    task = tid("doubt")
+    slot = fleet.slot(1, holder=task)
+    fleet.task(task, slot, "dead", extra=OLD)
+    server = other_tmux(fleet)
+    _, agent = pane_agent(fleet, server, "ops", "work", slot)
+    server_pid = server.server_pid()
+    env = fleet.env(FM_TMUX_TIMEOUT_SECS="1")
+    before = fleet.snapshot(slot)
+    os.kill(server_pid, signal.SIGSTOP)  # a hung server: it never answers
+    try:
+        code, doc = fleet.fm_json("teardown", "--landed", "--dry-run", "--include-live", env=env)
+        assert (code, doc["results"]) == (0, []), doc
+        reason, opt_in = not_selected(doc)[task][1:]
+        assert opt_in is None and "cannot be listed" in reason and server.socket in reason
+        code, doc = fleet.fm_json("teardown", task, env=env)
+        assert (code, doc["verdict"]) == (5, "unsafe"), doc
+        assert server.socket in doc["reasons"][0]
+    finally:
+        os.kill(server_pid, signal.SIGCONT)
+    assert fleet.snapshot(slot) == before and not gone(agent)

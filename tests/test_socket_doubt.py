@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet import Fleet, tid
+from tests.fleet import Fleet, gone, tid
 
 
 @pytest.fixture
@@ -44,15 +44,21 @@ def private_env(fleet: Fleet, tmpdir: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def test_a_socket_name_naming_no_socket_is_unreadable(fleet: Fleet, tmux_tmpdir: Path) -> None:
+def test_a_socket_name_naming_no_socket_refuses_dry_and_real_run_alike(
+    fleet: Fleet, tmux_tmpdir: Path
+) -> None:
+    """spec §14.3: the dry run predicts the real run: both refuse (5) on the inventory, the
+    first hint naming the variable and the servers found (the fleet's among them)."""
     slot = fleet.slot(1, holder=tid("orphan"))
     t = fleet.task(tid("orphan"), slot, "alive")
     env = private_env(fleet, tmux_tmpdir, FM_TMUX_SOCKET_NAME="nc-nothere")
     before = fleet.snapshot(slot)
-    _, doc = fleet.fm_json("teardown", t.id, "--dry-run", env=env)
-    assert doc["endpoint"] == "unreadable", doc
+    code, doc = fleet.fm_json("teardown", t.id, "--dry-run", env=env)
+    assert (code, doc["verdict"], doc["endpoint"]) == (5, "unsafe", "unreadable"), doc
+    assert "FM_TMUX_SOCKET_NAME=nc-nothere" in doc["hints"][0]
+    assert fleet.tmux.socket in doc["hints"][0] or " more" in doc["hints"][0]
     r = fleet.fm("teardown", t.id, env=env)
-    assert r.returncode not in (0, 130), r.stdout
+    assert r.returncode == 5, r.stdout
     assert "nc-nothere" in r.stdout + r.stderr and "TORN DOWN" not in r.stdout
     assert fleet.snapshot(slot) == before
     assert t.window in fleet.tmux.windows() and (fleet.state / f"{t.id}.meta").exists()
@@ -66,12 +72,13 @@ def test_a_refusal_on_an_unreadable_inventory_hints_at_the_inventory(
     fleet.task(tid("busy"), slot, "alive")
     env = private_env(fleet, tmux_tmpdir, FM_TMUX_SOCKET_NAME="nc-nothere")
     code, doc = fleet.fm_json("teardown", mine.id, "--dry-run", env=env)
-    assert (code, doc["verdict"]) == (4, "live-owner"), doc
-    assert "tmux inventory" in doc["hints"][0] and "FM_TMUX_SOCKET" in doc["hints"][0]
+    assert (code, doc["verdict"]) == (5, "unsafe"), doc
+    assert "tmux server" in doc["hints"][0] and "FM_TMUX_SOCKET" in doc["hints"][0]
     assert not any("--discard-live-owner" in h for h in doc["hints"]), doc["hints"]
 
 
-def test_a_socket_file_with_no_server_is_missing(fleet: Fleet, tmux_tmpdir: Path) -> None:
+def test_a_socket_file_with_no_server_is_unreadable(fleet: Fleet, tmux_tmpdir: Path) -> None:
+    """spec §14.3: no server on the named socket: the variable names no running server."""
     env = private_env(fleet, tmux_tmpdir, FM_TMUX_SOCKET_NAME="fmgone")
     subprocess.run(
         ["tmux", "-L", "fmgone", "-f", "/dev/null", "new-session", "-d", "-s", "x"],
@@ -84,7 +91,10 @@ def test_a_socket_file_with_no_server_is_missing(fleet: Fleet, tmux_tmpdir: Path
     slot = fleet.slot(1, holder=tid("done"))
     fleet.record(tid("done"), slot)
     code, doc = fleet.fm_json("teardown", tid("done"), "--dry-run", env=env)
-    assert (code, doc["endpoint"], doc["verdict"]) == (0, "missing", "proceed"), doc
+    assert (code, doc["endpoint"], doc["verdict"]) == (5, "unreadable", "unsafe"), doc
+    assert "FM_TMUX_SOCKET_NAME=fmgone" in doc["hints"][0]
+    r = fleet.fm("teardown", tid("done"), env=env)
+    assert r.returncode == 5 and (fleet.state / f"{tid('done')}.meta").exists()
 
 
 def test_no_default_server_with_another_server_running_is_unreadable(
@@ -94,11 +104,11 @@ def test_no_default_server_with_another_server_running_is_unreadable(
     t = fleet.task(tid("t"), slot, "alive")
     env = private_env(fleet, tmux_tmpdir)  # neither variable: the (private) default socket
     before = fleet.snapshot(slot)
-    _, doc = fleet.fm_json("teardown", t.id, "--dry-run", env=env)
-    assert doc["endpoint"] == "unreadable", doc
+    code, doc = fleet.fm_json("teardown", t.id, "--dry-run", env=env)
+    assert (code, doc["endpoint"]) == (5, "unreadable"), doc
     r = fleet.fm("teardown", t.id, env=env)
     out = r.stdout + r.stderr
-    assert r.returncode == 1, out
+    assert r.returncode == 5, out
     assert "other tmux servers of this user are running" in out and "FM_TMUX_SOCKET" in out
     # The fleet's own server is named (unless other test runs' servers fill the list).
     assert fleet.tmux.socket in out or " more; set" in out
@@ -144,6 +154,78 @@ def test_the_default_server_ending_with_the_tasks_last_window_is_gone(
         env=env, check=True, capture_output=True,
     )  # fmt: skip
     code, doc = fleet.fm_json("teardown", tid("last"), env=env)
-    assert (code, doc["verdict"]) == (0, "proceed"), doc
+    assert (code, doc["verdict"]) == (0, "proceed"), json.dumps(doc, indent=1)
     assert doc["steps"][0]["outcome"] == "done"
     assert not (fleet.state / f"{tid('last')}.meta").exists()
+
+
+def test_the_fleet_on_a_renamed_tmux_binary_is_found_by_its_socket(
+    fleet: Fleet, tmux_tmpdir: Path
+) -> None:
+    """No socket variable; the fleet's server runs from a copy of tmux under another name.
+    fm sees no process named tmux at all (a PID namespace of its own), yet finds that server
+    by its socket: "no server" on the default socket is doubt, and a live task's build is
+    not killed."""
+    if not _can_isolate_pids():
+        pytest.skip("needs a private PID namespace (unshare --pid) to hide the test's servers")
+    renamed = fleet.root / "mux"
+    shutil.copy(shutil.which("tmux") or "/usr/bin/tmux", renamed)
+    env = private_env(fleet, tmux_tmpdir)
+    mux = [str(renamed), "-L", "fleet", "-f", "/dev/null"]
+    try:
+        subprocess.run(
+            [*mux, "new-session", "-d", "-s", "firstmate", "-n", "keep", "bash --norc"],
+            env=env, check=True, capture_output=True, cwd=fleet.root,
+        )  # fmt: skip
+        slot = fleet.slot(1, holder=tid("older"))
+        fleet.record(tid("older"), slot, extra={"spawn_gen": "s1000.1.a"})
+        fleet.record(tid("newer"), slot, extra={"spawn_gen": "s2000.1.a"})
+        subprocess.run(
+            [*mux, "new-window", "-d", "-t", "firstmate:", "-n", f"fm-{tid('newer')}", "-c",
+             str(slot), f"bash --norc -c '{fleet.bin}/claude 100000; exec bash'"],
+            env=env, check=True, capture_output=True,
+        )  # fmt: skip
+        build = fleet.spawn(["sleep", "100000"], slot)
+        before = fleet.snapshot(slot)
+        for args in (["--dry-run"], []):
+            r = subprocess.run(
+                ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-m",
+                 "fm_teardown", "teardown", tid("older"), *args, "--json"],
+                capture_output=True, text=True, cwd=fleet.fm_home, env=env, timeout=60,
+                check=False,
+            )  # fmt: skip
+            doc = json.loads(r.stdout)
+            assert (r.returncode, doc["verdict"]) == (5, "unsafe"), doc
+            assert "FM_TMUX_SOCKET" in doc["hints"][0]
+            assert str(tmux_tmpdir / f"tmux-{os.getuid()}" / "fleet") in doc["hints"][0]
+        assert fleet.snapshot(slot) == before and build.poll() is None
+    finally:
+        subprocess.run([*mux, "kill-server"], env=env, capture_output=True, check=False)
+
+
+def test_a_default_server_without_the_fleets_sessions_is_doubt(
+    fleet: Fleet, tmux_tmpdir: Path
+) -> None:
+    """No socket variable; the operator's own default server answers, the fleet runs on
+    another: every fleet window would read `missing` there. With another server running and
+    none of the records' sessions on the default one, the inventory is unreadable."""
+    env = private_env(fleet, tmux_tmpdir)
+    default = ["tmux", "-f", "/dev/null"]
+    try:
+        subprocess.run(
+            [*default, "new-session", "-d", "-s", "operator", "bash --norc"],
+            env=env, check=True, capture_output=True, cwd=fleet.root,
+        )  # fmt: skip
+        slot = fleet.slot(1, holder=tid("older"))
+        older = fleet.task(tid("older"), slot, "dead", extra={"spawn_gen": "s1000.1.a"})
+        newer = fleet.task(tid("newer"), slot, "alive", extra={"spawn_gen": "s2000.1.a"})
+        before = fleet.snapshot(slot)
+        code, doc = fleet.fm_json("teardown", older.id, "--dry-run", env=env)
+        assert (code, doc["verdict"]) == (5, "unsafe"), doc
+        assert "none of the sessions the records name" in doc["hints"][0]
+        assert fleet.tmux.socket in doc["hints"][0] or " more" in doc["hints"][0]
+        r = fleet.fm("teardown", older.id, env=env)
+        assert r.returncode == 5, r.stdout + r.stderr
+        assert fleet.snapshot(slot) == before and not any(gone(p) for p in newer.pids)
+    finally:
+        subprocess.run([*default, "kill-server"], env=env, capture_output=True, check=False)

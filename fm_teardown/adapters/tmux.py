@@ -24,12 +24,15 @@ __all__ = [
     "PANE_FORMAT",
     "SEP",
     "TmuxResult",
+    "fleet_socket",
     "foreground_group",
+    "held_socket",
     "kill_window",
     "list_panes",
-    "other_servers",
+    "list_panes_at",
     "run",
     "send_keys",
+    "sessions_doubt",
     "synchronized",
 ]
 
@@ -52,6 +55,8 @@ _ABSENT = (
     "No such file or directory",
     "Connection refused",
     "server exited unexpectedly",
+    # The server went away while answering (it exits once its last window is killed).
+    "lost server",
 )
 
 
@@ -73,10 +78,13 @@ def _server_args(settings: Settings) -> list[str]:
 
 
 def run(settings: Settings, *args: str) -> TmuxResult:
+    return _run([*_server_args(settings), *args], settings.tmux_timeout)
+
+
+def _run(argv: list[str], timeout: float) -> TmuxResult:
     from libtmux import exc
     from libtmux.common import tmux_cmd
 
-    argv = [*_server_args(settings), *args]
     box: dict[str, object] = {}
 
     def call() -> None:
@@ -89,11 +97,11 @@ def run(settings: Settings, *args: str) -> TmuxResult:
 
     worker = threading.Thread(target=call, daemon=True)
     worker.start()
-    worker.join(settings.tmux_timeout)
+    worker.join(timeout)
     if worker.is_alive():
         _kill_hung_tmux_children()
         worker.join(2.0)
-        return TmuxResult(1, [], [f"tmux did not answer within {settings.tmux_timeout:g}s"], True)
+        return TmuxResult(1, [], [f"tmux did not answer within {timeout:g}s"], True)
     if "error" in box:
         return TmuxResult(127, [], [str(box["error"])])
     result = box["result"]
@@ -130,20 +138,37 @@ def _socket_dir() -> str:
     return os.path.join(os.environ.get("TMUX_TMPDIR") or "/tmp", f"tmux-{os.getuid()}")
 
 
+def _default_socket() -> str:
+    return os.environ.get("TMUX", "").split(",")[0] or os.path.join(_socket_dir(), "default")
+
+
+def fleet_socket(settings: Settings) -> str:
+    """The socket of the server fm works with, as a path (the variables, else the default)."""
+    if settings.tmux_socket_path:
+        return settings.tmux_socket_path
+    if settings.tmux_socket_name:
+        return os.path.join(_socket_dir(), settings.tmux_socket_name)
+    return _default_socket()
+
+
+def _socket_variable(settings: Settings) -> str | None:
+    """The variable that names the fleet's server, as set (None: the default server)."""
+    if settings.tmux_socket_path:
+        return f"FM_TMUX_SOCKET={settings.tmux_socket_path}"
+    if settings.tmux_socket_name:
+        return f"FM_TMUX_SOCKET_NAME={settings.tmux_socket_name}"
+    return None
+
+
 def _socket_problem(settings: Settings) -> str | None:
     """Why FM_TMUX_SOCKET or FM_TMUX_SOCKET_NAME cannot name a server, or None.
 
     A socket that does not exist, or is not a socket, is a wrong setting, not "no server":
-    reading it as `missing` would make every other task look not live. A socket that exists
-    but where no server answers is a server that is gone (`missing`).
-    """
-    path = settings.tmux_socket_path
-    var = "FM_TMUX_SOCKET"
-    if not path and settings.tmux_socket_name:
-        path = os.path.join(_socket_dir(), settings.tmux_socket_name)
-        var = f"FM_TMUX_SOCKET_NAME={settings.tmux_socket_name}"
-    if not path:
+    reading it as `missing` would make every other task look not live."""
+    var = _socket_variable(settings)
+    if var is None:
         return None
+    path = fleet_socket(settings)
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -155,94 +180,218 @@ def _socket_problem(settings: Settings) -> str | None:
     return None
 
 
-def other_servers() -> list[tuple[int, str | None]] | None:
-    """The tmux processes of this user that are running (pid, a socket path they listen on,
-    if it can be read), or None when the process table cannot be read."""
-    uid = os.getuid()
-    try:
-        pids = [int(n) for n in os.listdir("/proc") if n.isdigit()]
-    except OSError:
-        return None
-    found: list[int] = []
-    for pid in pids:
-        try:
-            if os.stat(f"/proc/{pid}").st_uid != uid:
-                continue
-            with open(f"/proc/{pid}/comm", "rb") as f:
-                comm = f.read().strip()
-        except OSError:
-            continue  # gone meanwhile
-        if comm.startswith(b"tmux"):
-            found.append(pid)
-    if not found:
-        return []
-    paths: dict[str, str] = {}  # socket inode -> path
+# -- the user's other tmux servers, found by their sockets ------------------------------------
+#
+# Never by process name: a server binary may be renamed (a copy of tmux under another name
+# serves all the same). A server is a listening unix socket: any in the user's tmux socket
+# directory, and, anywhere else, one held by a process that serves terminals (the parent of a
+# process with a controlling terminal, itself without one) and that answers as tmux does.
+
+_LISTENING = 0x10000  # __SO_ACCEPTCON in /proc/net/unix's Flags: a listening socket
+
+
+def _listening_sockets() -> dict[str, str] | None:
+    """Socket inode -> path of every listening unix socket bound to a path (None: unreadable)."""
+    out: dict[str, str] = {}
     try:
         with open("/proc/net/unix", encoding="utf-8", errors="replace") as f:
             next(f, None)
             for line in f:
                 fields = line.split()
-                if len(fields) >= 8 and fields[7].startswith("/"):
-                    paths[fields[6]] = fields[7]
+                if len(fields) < 8 or not fields[7].startswith("/"):
+                    continue
+                try:
+                    flags = int(fields[3], 16)
+                except ValueError:
+                    continue
+                if flags & _LISTENING:
+                    out[fields[6]] = fields[7]
     except OSError:
-        pass
-    out: list[tuple[int, str | None]] = []
-    for pid in found:
-        sock: str | None = None
-        try:
-            for fd in os.listdir(f"/proc/{pid}/fd"):
-                link = os.readlink(f"/proc/{pid}/fd/{fd}")
-                if link.startswith("socket:[") and link[8:-1] in paths:
-                    sock = paths[link[8:-1]]
-                    break
-        except OSError:
-            pass
-        out.append((pid, sock))
+        return None
     return out
 
 
-# The default socket answered earlier in this run: it is the server fm works with, so "no
-# server" there later (its last window was just killed) means that server is gone.
-_default_answered = threading.Event()
-
-
-def _default_doubt() -> str | None:
-    """No server answers on the default socket: authoritative only when no tmux server of
-    this user runs at all; otherwise fm may simply be looking at the wrong server."""
-    servers = other_servers()
-    default = os.environ.get("TMUX", "").split(",")[0] or os.path.join(_socket_dir(), "default")
-    if servers is None:
-        return (
-            f"no tmux server answers on the default socket {default}, and whether another "
-            "tmux server runs cannot be told (/proc unreadable): set FM_TMUX_SOCKET or "
-            "FM_TMUX_SOCKET_NAME to the fleet's server"
-        )
-    if not servers:
+def held_socket(pid: int, listening: dict[str, str] | None = None) -> str | None:
+    """The path of a listening unix socket that process `pid` holds, if any: how a server is
+    told from the processes it serves, whatever its name."""
+    listening = _listening_sockets() if listening is None else listening
+    if not listening:
         return None
-    named = ", ".join(f"{sock or 'socket unknown'} (pid {pid})" for pid, sock in servers[:5])
-    more = f" and {len(servers) - 5} more" if len(servers) > 5 else ""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return None
+    for fd in fds:
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:[") and link[8:-1] in listening:
+            return listening[link[8:-1]]
+    return None
+
+
+def _same_socket(a: str, b: str) -> bool:
+    try:
+        sa, sb = os.stat(a), os.stat(b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def _terminal_servers() -> list[tuple[int, int]]:
+    """(pid, parent's pid) of this user's processes with a controlling terminal whose parent
+    has none: the parent serves terminals (a tmux server, an ssh daemon, a terminal)."""
+    uid = os.getuid()
+    info: dict[int, tuple[int, int]] = {}  # pid -> (ppid, tty_nr)
+    try:
+        entries = [n for n in os.listdir("/proc") if n.isdigit()]
+    except OSError:
+        return []
+    for n in entries:
+        try:
+            if os.stat(f"/proc/{n}").st_uid != uid:
+                continue
+            with open(f"/proc/{n}/stat", "rb") as f:
+                raw = f.read()
+        except OSError:
+            continue
+        fields = raw[raw.rfind(b")") + 2 :].split()
+        try:
+            info[int(n)] = (int(fields[1]), int(fields[4]))
+        except (IndexError, ValueError):
+            continue
+    out = []
+    for pid, (ppid, tty) in info.items():
+        parent = info.get(ppid)
+        if tty > 0 and ppid > 1 and parent is not None and parent[1] <= 0:
+            out.append((pid, ppid))
+    return out
+
+
+@value
+class _Server:
+    """Another tmux server of the user: its socket, and its pid when it answered."""
+
+    socket: str
+    pid: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.socket} (pid {self.pid})" if self.pid else self.socket
+
+
+def _user_servers(settings: Settings) -> list[_Server] | None:
+    """The user's tmux servers other than the fleet's, found by their sockets; None when
+    that cannot be told (/proc unreadable)."""
+    listening = _listening_sockets()
+    if listening is None:
+        return None
+    fleet = fleet_socket(settings)
+    found: dict[str, _Server] = {}
+    sockdir = _socket_dir()
+    for path in sorted(set(listening.values())):
+        if os.path.dirname(path) == sockdir and not _same_socket(path, fleet):
+            found[path] = _Server(path, _answering_pid(settings, path))
+    checked: set[int] = set()
+    for _, server_pid in _terminal_servers():
+        if server_pid in checked:
+            continue
+        checked.add(server_pid)
+        held = held_socket(server_pid, listening)
+        if held is None or held in found or _same_socket(held, fleet):
+            continue
+        pid = _answering_pid(settings, held)
+        if pid is not None:  # it answers as tmux does
+            found[held] = _Server(held, pid)
+    return [found[p] for p in sorted(found)]
+
+
+def _answering_pid(settings: Settings, socket: str) -> int | None:
+    r = _run(["-u", f"-S{socket}", "display-message", "-p", "#{pid}"], settings.tmux_timeout)
+    text = r.stdout[0].strip() if r.returncode == 0 and r.stdout else ""
+    return int(text) if text.isdigit() else None
+
+
+def _servers_named(servers: list[_Server]) -> str:
+    shown = ", ".join(str(s) for s in servers[:5])
+    return shown + (f" and {len(servers) - 5} more" if len(servers) > 5 else "")
+
+
+def list_panes_at(settings: Settings, socket: str) -> TmuxInventory:
+    """Every pane of the server on `socket` (another server of the user): so that a process
+    in one of its panes can be named. No server there: NO_SERVER; any other failure: ERROR."""
+    result = _run(
+        ["-u", f"-S{socket}", "list-panes", "-a", "-F", PANE_FORMAT], settings.tmux_timeout
+    )
+    return _parsed(result, absent_ok=True)
+
+
+# The fleet's server answered earlier in this run: "no server" there later (its last window
+# was just killed) means that server is gone, not that fm looks at the wrong one.
+_answered: set[str] = set()
+
+
+def _no_server_doubt(settings: Settings, servers: list[_Server] | None, said: str) -> str:
+    """No server answers on the fleet's socket. With a socket variable set, that is doubt:
+    the variable names no running server. With none, the default server is authoritatively
+    gone only when no other tmux server of this user runs."""
+    var = _socket_variable(settings)
+    path = fleet_socket(settings)
+    if servers is None:
+        found = "whether another tmux server runs cannot be told (/proc unreadable)"
+    elif servers:
+        found = f"other tmux servers of this user are running: {_servers_named(servers)}"
+    else:
+        found = "no other tmux server of this user was found"
+    said = f" (tmux: {said})" if said else ""
+    if var is not None:
+        return f"{var}: no tmux server answers on {path}{said}; {found}"
     return (
-        f"no tmux server answers on the default socket {default}, but other tmux servers of "
-        f"this user are running: {named}{more}; set FM_TMUX_SOCKET (the socket path) or "
-        "FM_TMUX_SOCKET_NAME (as for tmux -L) to the fleet's server"
+        f"no tmux server answers on the default socket {path}{said}, but {found}; set "
+        "FM_TMUX_SOCKET (the socket path) or FM_TMUX_SOCKET_NAME (as for tmux -L) to the fleet's "
+        "server"
     )
 
 
-def list_panes(settings: Settings) -> TmuxInventory:
-    """Every pane of the server in one call (no subprocess per task)."""
-    problem = _socket_problem(settings)
-    if problem:
-        return TmuxInventory(InventoryStatus.ERROR, error=problem)
-    result = run(settings, "list-panes", "-a", "-F", PANE_FORMAT)
+def sessions_doubt(settings: Settings, inventory: TmuxInventory, sessions: set[str]) -> str | None:
+    """With no socket variable set, a default server that has none of the sessions the records
+    name while another tmux server of the user runs: fm may be looking at the wrong server
+    (the operator's own, say), where every fleet window would read `missing`. Once the
+    records' sessions were seen there in this run, their going later is the fleet's own doing
+    (a teardown killed their last window)."""
+    if _socket_variable(settings) is not None or not sessions:
+        return None
+    if inventory.status != InventoryStatus.OK:
+        return None
+    socket = fleet_socket(settings)
+    if any(p.session in sessions for p in inventory.panes):
+        _sessions_seen.add(socket)
+        return None
+    if socket in _sessions_seen:
+        return None
+    servers = _user_servers(settings)
+    if servers is not None and not servers:
+        return None
+    found = (
+        f"other tmux servers of this user are running: {_servers_named(servers)}"
+        if servers
+        else "whether another tmux server runs cannot be told (/proc unreadable)"
+    )
+    return (
+        f"the default tmux server ({socket}) has none of the sessions the records name "
+        f"({', '.join(sorted(sessions)[:5])}), and {found}; set FM_TMUX_SOCKET (the socket "
+        "path) or FM_TMUX_SOCKET_NAME (as for tmux -L) to the fleet's server"
+    )
+
+
+_sessions_seen: set[str] = set()
+
+
+def _parsed(result: TmuxResult, *, absent_ok: bool) -> TmuxInventory:
     if result.timed_out:
         return TmuxInventory(InventoryStatus.ERROR, error=" ".join(result.stderr))
     if result.returncode != 0:
-        if _absent(result.stderr):
-            default = not settings.tmux_socket_path and not settings.tmux_socket_name
-            if default and not _default_answered.is_set():
-                doubt = _default_doubt()
-                if doubt is not None:
-                    return TmuxInventory(InventoryStatus.ERROR, error=doubt)
+        if absent_ok and _absent(result.stderr):
             return TmuxInventory(InventoryStatus.NO_SERVER, error=" ".join(result.stderr))
         return TmuxInventory(
             InventoryStatus.ERROR, error=" ".join(result.stderr) or "tmux list-panes failed"
@@ -260,9 +409,36 @@ def list_panes(settings: Settings) -> TmuxInventory:
         panes.append(
             Pane(session, window_name, window_id, pane_id, int(pid), dead == "1", int(server))
         )
-    if not settings.tmux_socket_path and not settings.tmux_socket_name:
-        _default_answered.set()
     return TmuxInventory(InventoryStatus.OK, tuple(panes))
+
+
+def list_panes(settings: Settings) -> TmuxInventory:
+    """Every pane of the fleet's server in one call (no subprocess per task)."""
+    problem = _socket_problem(settings)
+    if problem:
+        servers = _user_servers(settings)
+        found = (
+            f"tmux servers of this user found: {_servers_named(servers)}"
+            if servers
+            else "no tmux server of this user was found"
+            if servers is not None
+            else "whether a tmux server runs cannot be told (/proc unreadable)"
+        )
+        return TmuxInventory(InventoryStatus.ERROR, error=f"{problem}; {found}")
+    result = run(settings, "list-panes", "-a", "-F", PANE_FORMAT)
+    inventory = _parsed(result, absent_ok=True)
+    socket = fleet_socket(settings)
+    if inventory.status == InventoryStatus.NO_SERVER:
+        if socket in _answered:
+            return inventory  # it answered earlier in this run: it is gone now
+        servers = _user_servers(settings)
+        if _socket_variable(settings) is not None or servers != []:
+            doubt = _no_server_doubt(settings, servers, inventory.error or "")
+            return TmuxInventory(InventoryStatus.ERROR, error=doubt)
+        return inventory
+    if inventory.status == InventoryStatus.OK:
+        _answered.add(socket)
+    return inventory
 
 
 def kill_window(settings: Settings, window_id: str) -> TmuxResult:

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fm_teardown.decide import fingerprint, finished
+from fm_teardown.decide import census, fingerprint, finished
 from fm_teardown.decide.ownership import live_of
 from fm_teardown.decide.rules import decide_all
 from fm_teardown.model.errors import Verdict
@@ -115,7 +115,15 @@ def audit(settings: Settings, opts: finished.Options | None = None) -> Audit:
             d.headline,
             tuple(o.id for o in live_of(d.owners)) if d.verdict == Verdict.LIVE_OWNER else (),
             finished.classify(
-                d.verdict, d.headline, str(ep.state), ep.detail, record, facts.get(task), opts
+                d.verdict,
+                d.headline,
+                str(ep.state),
+                ep.detail,
+                record,
+                facts.get(task),
+                opts,
+                working=census.still_working(task, obs),
+                doubt=census.doubts(task, obs),
             ),
             finished.identity(record, ep.window_ids),
             fingerprint.token(fingerprint.inputs(d, obs, facts.get(task))),

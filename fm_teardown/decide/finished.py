@@ -6,7 +6,10 @@ A task is finished when all of these hold:
 
 1. its verdict is `proceed` or `stale` (never a refusal);
 2. its own endpoint is `dead` or `missing`: an `alive`, `ambiguous` or `unreadable` endpoint
-   is a task still working;
+   is a task still working; and no one else works in its slot or temp dir: no other task's
+   endpoint, no agent that is not its own endpoint (in a pane or in none), no terminal no task
+   holds (the slot census, `decide.census`); where a process there runs cannot be told (a
+   tmux server whose panes cannot be listed) is not finished either;
 3. it was launched at least `min_age` ago (spawn_gen's epoch, else started_at, else the
    meta's modification time);
 4. for `proceed`, its work is merged: in the default branch (any rung of the proof of
@@ -14,7 +17,7 @@ A task is finished when all of these hold:
    merged; a scout's report or an empty secondmate home counts. A task with no commits of
    its own and a clean tree is finished only when its endpoint is gone.
 
-Each opt-in lifts exactly one condition: `--include-live` (2), `--min-age` (3),
+Each opt-in lifts exactly one condition: `--include-live` (2, not the doubt), `--min-age` (3),
 `--include-pushed` (4: landed is enough). The audit and `--landed` both call `classify`, so
 they cannot disagree; a batch calls it again at each task's turn.
 """
@@ -24,6 +27,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -75,6 +79,11 @@ def parse_duration(text: str) -> float | None:
     return float(int(m.group(1)) * _UNITS[m.group(2) or "s"])
 
 
+def _few(items: Sequence[str]) -> str:
+    shown = "; ".join(items[:3])
+    return shown + (f"; and {len(items) - 3} more" if len(items) > 3 else "")
+
+
 def _shown_duration(seconds: float) -> str:
     s = max(0, int(seconds))
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
@@ -117,15 +126,27 @@ def classify(
     landed: LandedFacts | None,
     opts: Options,
     now: float | None = None,
+    *,
+    working: Sequence[str] = (),
+    doubt: Sequence[str] = (),
 ) -> Finished:
+    """`working`: who else still works in the task's slot or temp dir, each with where it
+    runs (`census.still_working`); `doubt`: why that cannot be told (`census.doubts`)."""
+    others = f"; still working in its slot: {_few(working)}" if working else ""
     if verdict not in (Verdict.PROCEED, Verdict.STALE) or record is None:
-        return Finished(False, f"refused ({verdict}): {headline}")
+        return Finished(False, f"refused ({verdict}): {headline}{others}")
     live = endpoint not in NOT_LIVE
     if live and not opts.include_live:
         detail = f" ({endpoint_detail})" if endpoint_detail else ""
         return Finished(
-            False, f"still working: own endpoint is {endpoint}{detail}", "--include-live"
+            False, f"still working: own endpoint is {endpoint}{detail}{others}", "--include-live"
         )
+    if doubt:
+        return Finished(
+            False, f"whether someone still works in its slot cannot be told: {doubt[0]}"
+        )
+    if working and not opts.include_live:
+        return Finished(False, f"still working in its slot: {_few(working)}", "--include-live")
     when, source = _launched_at(record)
     age = (time.time() if now is None else now) - when
     if age < opts.min_age:

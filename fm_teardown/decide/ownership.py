@@ -3,9 +3,10 @@
 Owners are the other records that claim the slot (the same canonical slot, or one nested
 inside it or containing it), any pool lease on the slot that is not TASK's (a lease held by
 another task is that task's claim), another task whose live endpoint has a process working in
-the slot, and (only when another record also claims the slot) agent processes in the slot that
-belong to no task's endpoint. When none is live, the slot's current owner is resolved from the
-lease, then the launch order.
+the slot, an agent in the slot or TASK's temp dir that runs in a pane of no task's endpoint
+(any session, any tmux server of the user: spec §14.1), and (only when another record also
+claims the slot) an agent in the slot in no pane. When none is live, the slot's current owner
+is resolved from the lease, then the launch order.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar, overload
 
+from fm_teardown.decide.census import placement
 from fm_teardown.model.leases import lease_name, lease_task
 from fm_teardown.model.plan import Owner, OwnerKind
 from fm_teardown.model.records import Fleet, Record
 from fm_teardown.model.values import value
 from fm_teardown.model.world import EndpointState, Observation, PoolEntry, Proc, SlotClaim
+from fm_teardown.observe.endpoint import ProcessClass, classify
 
 __all__ = [
     "Claimants",
@@ -150,10 +153,6 @@ class SlotGroup:
         self.owners: tuple[Owner, ...] = tuple(owners)
         self.live: tuple[int, ...] = tuple(i for i, o in enumerate(owners) if o.live)
         self._epochs: list[int | None] | None = None
-
-    def live_without(self, task_id: str) -> list[Owner]:
-        i = self.index.get(task_id)
-        return [self.owners[j] for j in self.live if j != i]
 
     def newest_by_epoch(self, fleet: Fleet, exclude: str) -> str | None:
         """The member (other than `exclude`) with the latest spawn epoch, when every member
@@ -319,16 +318,44 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> Owners:
                 slot,
                 why,
             )
-    if others and facts is not None:
-        for proc in facts.agents:
-            if proc.pid not in obs.endpoint_owner:
-                _add_process_owner(
-                    owners,
-                    proc,
-                    slot,
-                    f"agent process {_name(proc)} runs in this slot and "
-                    "belongs to no task's endpoint",
-                )
+    # Agents of no task's endpoint (the slot census, spec §14.1). One in a pane (an operator's
+    # session, another window, another tmux server) is someone's live work: a live owner.
+    # One in no pane is TASK's leftover when TASK is the slot's only claimant, else an owner.
+    tmp = obs.tasktmp.get(task_id)
+    agents = [*(facts.agents if facts is not None else ()), *_agents(tmp.procs if tmp else ())]
+    for proc in dict.fromkeys(agents):
+        if proc.pid in obs.endpoint_owner or proc.pid in obs.env.protected:
+            continue
+        place = placement(obs, proc)
+        pane = place.pane
+        named = pane.window_name[3:] if pane is not None and pane.window_name[:3] == "fm-" else ""
+        if pane is not None and named and named != task_id:
+            # A window named as a task's endpoint (`fm-<id>`, on any tmux server of the user)
+            # whose record fm did not read (another fleet home's, one written since): that
+            # task is working here, named as the owner by its id.
+            if named in owners and owners[named].live:
+                continue  # an owner already (the slot claim names it, say)
+            why = (
+                f"its window runs agent process {_name(proc)} in this slot ({pane}); no "
+                "record of it here says more"
+            )
+            owners[named] = Owner(named, OwnerKind.RECORD, EndpointState.ALIVE, True, slot, why)
+        elif pane is not None:
+            # Someone's pane (a window named as TASK's own but not TASK's endpoint included:
+            # on another server, say): refused, never signalled as a stranger.
+            _add_process_owner(
+                owners,
+                proc,
+                slot,
+                f"agent process {_name(proc)} runs in {pane}, which is no task's endpoint",
+            )
+        elif others and proc in (facts.agents if facts is not None else ()):
+            _add_process_owner(
+                owners,
+                proc,
+                slot,
+                f"agent process {_name(proc)} runs in this slot and belongs to no task's endpoint",
+            )
     return owners.result()
 
 
@@ -383,6 +410,10 @@ class _Overlay:
         out = Owners(group.owners, mine, tuple(added), replaced)
         out.live_owners = tuple(o for _, o in sorted(live, key=lambda p: p[0]))
         return out
+
+
+def _agents(procs: tuple[Proc, ...]) -> list[Proc]:
+    return [p for p in procs if classify(p.name, p.argv0) == ProcessClass.AGENT]
 
 
 def _name(proc: Proc) -> str:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import TypeVar, overload
 
+from fm_teardown.decide.census import Kind, doubts, kind_of, placement, where_of
 from fm_teardown.decide.ownership import (
     claimed_by_other,
     current_owner,
@@ -99,8 +100,10 @@ __all__ = [
     "stray_records",
     "unlanded",
     "unreadable_claim",
+    "unreadable_inventory",
     "unsafe_tasktmp",
     "unsupported_duty",
+    "unsure_census",
     "unwritable_state_dir",
 ]
 
@@ -418,6 +421,44 @@ def unwritable_state_dir(c: Case) -> Refusal | None:
         [problem],
         ["run fm as the user that owns the state dir"],
         problem,
+    )
+
+
+def unreadable_inventory(c: Case) -> Refusal | None:
+    """TASK's own endpoint cannot be confirmed gone when the tmux inventory cannot be read (a
+    socket that does not exist, no server on the named socket, tmux too slow): the real run
+    could only fail at its endpoint step, so the dry run and the real run both refuse here,
+    alike (spec §14.3)."""
+    inventory = c.obs.inventory
+    if c.record.backend != "tmux" or inventory.status != InventoryStatus.ERROR:
+        return None
+    error = inventory.error or "unknown error"
+    return _refusal(
+        Verdict.UNSAFE,
+        [f"the tmux inventory could not be read: {error}"],
+        [
+            f"point fm at the fleet's tmux server: set FM_TMUX_SOCKET (the socket path) or "
+            f"FM_TMUX_SOCKET_NAME (as for tmux -L); what fm found: {error}; then re-run",
+        ],
+        f"the tmux inventory could not be read, so {c.task}'s own window cannot be confirmed "
+        f"gone: {error}",
+    )
+
+
+def unsure_census(c: Case) -> Refusal | None:
+    """A process in TASK's slot runs under a tmux server whose panes cannot be listed: whose
+    work it is cannot be told (spec §14.1)."""
+    found = doubts(c.task, c.obs)
+    if not found:
+        return None
+    return _refusal(
+        Verdict.UNSAFE,
+        list(found),
+        [
+            "see what runs there (tmux -S <socket> list-panes -a, ps -o pid,tty,args -p <pid>); "
+            "re-run once that server answers, or once the process has left the slot"
+        ],
+        found[0],
     )
 
 
@@ -821,6 +862,8 @@ RULES: tuple[tuple[int, Rule], ...] = (
     (1, unreadable_claim),
     (1, unsafe_tasktmp),
     (1, unwritable_state_dir),
+    (1, unreadable_inventory),
+    (1, unsure_census),
     # Rule 2: never reset a tree the pool does not own; never kill the window fm runs in.
     (2, protected_root),
     (2, inside_own_window),
@@ -1061,7 +1104,8 @@ def _owners_headline(live: list[Owner]) -> str:
         if o.kind == OwnerKind.LEASE and o.id.startswith("lease:"):
             parts.append(f"{o.id} holds the pool lease on this slot")
         elif o.kind == OwnerKind.PROCESS:
-            parts.append(f"{o.id} (an agent of no task's endpoint) is working in this slot")
+            # Its why says where it runs (`tmux pane other:scratch (%4) on <socket>`).
+            parts.append(f"{o.id} is working in this slot: {o.why}")
         else:
             parts.append(f"{o.id} is working in this slot")
     return "; ".join(parts)
@@ -1108,6 +1152,14 @@ def _target(c: Case, p: Proc) -> str:
     if t is not None:
         where = shell_where(t)
         return f"{p.name} ({p.pid}, {where}, no task's: cd out of the slot to keep it)"
+    place = placement(c.obs, p)
+    kind = kind_of(c.task, place)
+    if kind == Kind.AGENT_NO_PANE:
+        # The slot's only claimant's leftover agent (spec §14.1): the plan says what it is.
+        return f"{p.name} ({p.pid}) [{Kind.AGENT_NO_PANE}, left in {c.task}'s slot]"
+    if kind == Kind.TERMINAL:
+        # Not a shell, but someone's terminal all the same (a program run from a pane).
+        return f"{p.name} ({p.pid}) [{Kind.TERMINAL}, {where_of(place)}]"
     return f"{p.name} ({p.pid})"
 
 

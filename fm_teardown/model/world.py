@@ -28,7 +28,9 @@ __all__ = [
     "InventoryStatus",
     "Observation",
     "Pane",
+    "PaneRef",
     "PaneSeen",
+    "Placement",
     "PoolEntry",
     "PoolView",
     "Proc",
@@ -190,6 +192,34 @@ class PaneSeen:
     # The leader of the pane terminal's foreground process group (0: not known).
     foreground: int = 0
     foreground_start: float = 0.0
+
+
+@value
+class PaneRef:
+    """The tmux pane a process runs in (its process tree's root is the pane's), on any of the
+    user's tmux servers: named `session:window (%N)` and the server's socket."""
+
+    session: str
+    window_name: str
+    pane_id: str
+    server: str  # the server's socket path; "the fleet's server" for the one fm works with
+
+    def __str__(self) -> str:
+        return f"tmux pane {self.session}:{self.window_name} ({self.pane_id}) on {self.server}"
+
+
+@value
+class Placement:
+    """Where a process working in a slot (or a task's temp dir) runs, as observed: the slot
+    census (docs/spec.md §14.1) classes it from this. A process in some task's endpoint has
+    `endpoint` set and nothing else is looked up."""
+
+    agent: bool  # an agent by its name or argv[0]
+    endpoint: str | None = None  # the task whose endpoint's process trees hold it
+    pane: PaneRef | None = None  # the pane of no task's endpoint it runs in, if any
+    tty: str | None = None  # its controlling terminal, if any
+    # Why where it runs cannot be told (a tmux server holds it whose panes cannot be listed).
+    doubt: str | None = None
 
 
 @value
@@ -370,6 +400,9 @@ class Observation:
     endpoint_owners: Mapping[int, str] | None = None
     # Reads every pool state file of the recorded slots (each once) and returns its entries.
     read_pool_entries: Callable[[], tuple[PoolEntry, ...]] = _no_entries
+    # pid -> where that process runs, for the processes working in slots and temp dirs (the
+    # slot census); a process not in it is placed from the process table alone.
+    placements: Mapping[int, Placement] = field(default_factory=dict)
 
     # Derived indexes, computed once per observation, so that deciding for every task of a
     # fleet stays linear.

@@ -9,9 +9,10 @@ else is `ambiguous`. Only `dead` and `missing` count as not live.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 
+from fm_teardown.model.paths import is_within
 from fm_teardown.model.records import Record
 from fm_teardown.model.results import Terminal
 from fm_teardown.model.world import (
@@ -34,6 +35,7 @@ __all__ = [
     "classify",
     "endpoint_of",
     "is_tmux",
+    "moved_windows",
     "panes_by_window",
     "terminal_of",
 ]
@@ -101,11 +103,38 @@ def panes_by_window(inventory: TmuxInventory) -> dict[tuple[str, str], list[Pane
     return index
 
 
+def moved_windows(
+    record: Record,
+    slot: str,
+    by_name: Mapping[str, Sequence[Pane]],
+    processes: ProcessTable,
+) -> list[Pane]:
+    """The panes of TASK's own window moved to another session of the fleet's server: a
+    window named as TASK's (`fm-<TASK>`, which no other record can name) in another session,
+    one of whose panes runs a process in TASK's slot. It is TASK's endpoint, never a
+    stranger's pane (`tmux move-window` keeps the agent running)."""
+    out: list[Pane] = []
+    windows: dict[str, list[Pane]] = {}
+    for pane in by_name.get(record.window_name, ()):
+        if pane.session != record.session:
+            windows.setdefault(pane.window_id, []).append(pane)
+    for panes in windows.values():
+        if any(
+            proc.cwd and is_within(proc.cwd, slot)
+            for pane in panes
+            if not pane.dead
+            for proc in processes.tree(pane.pane_pid)
+        ):
+            out.extend(panes)
+    return out
+
+
 def endpoint_of(
     record: Record,
     inventory: TmuxInventory,
     processes: ProcessTable,
-    index: dict[tuple[str, str], list[Pane]] | None = None,
+    index: Mapping[tuple[str, str], Sequence[Pane]] | None = None,
+    moved: Sequence[Pane] = (),
 ) -> Endpoint:
     if record.backend != "tmux":
         return Endpoint(
@@ -119,7 +148,7 @@ def endpoint_of(
         )
     if index is None:
         index = panes_by_window(inventory)
-    panes = index.get((record.session, record.window_name), [])
+    panes = [*index.get((record.session, record.window_name), ()), *moved]
     if not panes:
         return Endpoint(EndpointState.MISSING, f"no window {record.window} in tmux")
     window_ids = tuple(dict.fromkeys(p.window_id for p in panes))

@@ -25,6 +25,8 @@ from fm_teardown.model.world import (
     InventoryStatus,
     Observation,
     Pane,
+    PaneRef,
+    Placement,
     PoolEntry,
     Proc,
     ProcessTable,
@@ -34,7 +36,13 @@ from fm_teardown.model.world import (
     TmuxInventory,
 )
 from fm_teardown.observe.claim import read_claim
-from fm_teardown.observe.endpoint import ProcessClass, classify, endpoint_of, panes_by_window
+from fm_teardown.observe.endpoint import (
+    ProcessClass,
+    classify,
+    endpoint_of,
+    moved_windows,
+    panes_by_window,
+)
 from fm_teardown.observe.gitdir import common_dir, slot_git_problem, worktree_lock
 from fm_teardown.observe.lazy import LazyMap
 from fm_teardown.observe.tasktmp import task_tmp, tmp_root_of
@@ -112,6 +120,10 @@ def observe(
     """One pass over the world, with what deciding each task of `deciding` reads worked out
     (`ready`)."""
     inventory, table = settled_scans(settings)
+    sessions = {r.session for r in fleet.records.values() if r.backend == "tmux"}
+    doubt = tmux.sessions_doubt(settings, inventory, sessions)
+    if doubt is not None:
+        inventory = TmuxInventory(InventoryStatus.ERROR, error=doubt)
     return ready(assemble(settings, fleet, inventory, table, remembered), fleet, deciding)
 
 
@@ -133,6 +145,7 @@ def ready(obs: Observation, fleet: Fleet, deciding: Iterable[str]) -> Observatio
         tmp = obs.tasktmp.get(task)
         for proc in tmp.procs if tmp is not None else ():
             proc.argv0  # noqa: B018 - classified (tmux?) and named
+            obs.placements.get(proc.pid)  # the slot census places it
         if fleet.records[task].kind == "secondmate":
             owners.update(k for k in fleet.children if k.startswith(f"{task}/"))
         slot = obs.slot_of[task]
@@ -156,6 +169,7 @@ def ready(obs: Observation, fleet: Fleet, deciding: Iterable[str]) -> Observatio
             owners.add(facts.claim.task)
         for proc in facts.procs:
             proc.argv0  # noqa: B018 - classified (tmux?) and named
+            obs.placements.get(proc.pid)  # the slot census places it
             owner = obs.endpoint_owner.get(proc.pid)
             if owner is not None:
                 owners.add(owner)
@@ -218,6 +232,18 @@ def assemble(
         for tid, bad in fleet.invalid.items()
     }
     index = panes_by_window(inventory)
+    by_name: dict[str, list[Pane]] = {}
+    for pane in inventory.panes:
+        by_name.setdefault(pane.window_name, []).append(pane)
+    # TASK's own window moved to another session (rare: only names met in two sessions).
+    moved: dict[str, list[Pane]] = {}
+    if not table.error and inventory.status == InventoryStatus.OK:
+        for tid, r in fleet.records.items():
+            same = by_name.get(r.window_name, ())
+            if r.backend == "tmux" and any(p.session != r.session for p in same):
+                found = moved_windows(r, slot_of[tid], by_name, table)
+                if found:
+                    moved[tid] = found
     # TASK's own endpoint processes from before its window was killed, still running.
     exact: dict[int, str] = {}
     for tid, procs_seen in (remembered or {}).items():
@@ -229,7 +255,7 @@ def assemble(
                 exact[p.pid] = tid
 
     def endpoint(tid: str) -> Endpoint:
-        ep = endpoint_of(fleet.records[tid], inventory, table, index)
+        ep = endpoint_of(fleet.records[tid], inventory, table, index, moved.get(tid, ()))
         if ep.window_ids:
             # What the endpoint step checks again before it types or kills (window_identity).
             seen, server = seen_of(ep.window_ids, inventory, table)
@@ -241,7 +267,7 @@ def assemble(
     if not table.error and inventory.status == InventoryStatus.OK:
         for tid, r in fleet.records.items():
             if r.backend == "tmux":
-                for pane in index.get((r.session, r.window_name), ()):
+                for pane in [*index.get((r.session, r.window_name), ()), *moved.get(tid, ())]:
                     if not pane.dead:
                         roots[pane.pane_pid] = tid
     in_slot = SlotProcs(table, slot_of.values())
@@ -291,6 +317,8 @@ def assemble(
             slots[slot]  # every slot's pool view read, each state file once
         return reader.entries()
 
+    owners = EndpointOwners(roots, exact, table)
+    placer = _Placer(settings, inventory, table, owners)
     return Observation(
         inventory=inventory,
         processes=table,
@@ -301,9 +329,92 @@ def assemble(
         invalid_slots=invalid_slots,
         project_of=project_of,
         tasktmp=tasktmp,
-        endpoint_owners=EndpointOwners(roots, exact, table),
+        endpoint_owners=owners,
         read_pool_entries=pool_entries,
+        placements=LazyMap(table.procs, placer.place),
     )
+
+
+class _Placer:
+    """Where a process working in a slot runs (the slot census, docs/spec.md §14.1): in some
+    task's endpoint; else in a pane of any tmux server of the user (found through the process's
+    ancestors: a pane's root is a child of its server, which holds a listening socket, whatever
+    the server binary is called); else nowhere but its terminal, if it has one. Another server
+    is listed only when a process in a slot runs in one of its panes, once per run."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        inventory: TmuxInventory,
+        table: ProcessTable,
+        owners: EndpointOwners,
+    ) -> None:
+        self._settings = settings
+        self._table = table
+        self._owners = owners
+        self._fleet_roots = {p.pane_pid: p for p in inventory.panes if not p.dead}
+        self._fleet_servers = inventory.server_pids
+        self._fleet_socket = tmux.fleet_socket(settings)
+        self._servers: dict[int, tuple[str, TmuxInventory] | None] = {}
+
+    def place(self, pid: int) -> Placement:
+        proc = self._table.procs[pid]
+        agent = classify(proc.name, proc.argv0) == ProcessClass.AGENT
+        owner = self._owners.get(pid)
+        if owner is not None:
+            return Placement(agent, owner, tty=proc.tty)
+        pane, doubt = self._pane_of(proc)
+        return Placement(agent, None, pane, proc.tty, doubt)
+
+    def _pane_of(self, proc: Proc) -> tuple[PaneRef | None, str | None]:
+        procs = self._table.procs
+        at: Proc | None = proc
+        seen: set[int] = set()
+        while at is not None and at.pid > 1 and at.pid not in seen:
+            seen.add(at.pid)
+            fleet_pane = self._fleet_roots.get(at.pid)
+            if fleet_pane is not None:
+                return _ref(fleet_pane, self._fleet_socket), None
+            parent = procs.get(at.ppid)
+            if (
+                parent is not None
+                and parent.pid > 1
+                and parent.pid not in self._fleet_servers
+                and at.tty
+                and not parent.tty
+            ):
+                # `parent` serves `at`'s terminal: a tmux server if it holds a listening socket
+                # that answers as tmux does.
+                served = self._server(parent.pid)
+                if served is not None:
+                    socket, listing = served
+                    if listing.status == InventoryStatus.ERROR:
+                        return None, (
+                            f"{proc.name or proc.argv0} ({proc.pid}) runs under the terminal "
+                            f"server pid {parent.pid} ({socket}), whose panes cannot be listed: "
+                            f"{listing.error or 'unknown error'}"
+                        )
+                    pane = next((p for p in listing.panes if p.pane_pid == at.pid), None)
+                    if pane is not None:
+                        return _ref(pane, socket), None
+            at = parent
+        return None, None
+
+    def _server(self, pid: int) -> tuple[str, TmuxInventory] | None:
+        if pid not in self._servers:
+            socket = tmux.held_socket(pid)
+            found: tuple[str, TmuxInventory] | None = None
+            if socket is not None:
+                listing = tmux.list_panes_at(self._settings, socket)
+                # No server answering as tmux there (another program's socket): not a pane.
+                if listing.status != InventoryStatus.NO_SERVER:
+                    found = (socket, listing)
+            self._servers[pid] = found
+        return self._servers[pid]
+
+
+def _ref(pane: Pane, server: str) -> PaneRef:
+    return PaneRef(pane.session, pane.window_name, pane.pane_id, server)
 
 
 def foreign_endpoint(
