@@ -14,7 +14,7 @@ from dataclasses import field
 from typing import TYPE_CHECKING, Any, cast
 
 from fm_teardown.adapters import interrupts
-from fm_teardown.commands.teardown import with_expected_plan
+from fm_teardown.commands.one import interrupted_before_acting, journalled, with_expected_plan
 from fm_teardown.model import messages
 from fm_teardown.model.errors import ExitCode, FmError, Verdict
 from fm_teardown.model.outcome import Outcome
@@ -38,7 +38,6 @@ __all__ = [
     "Selection",
     "Skipped",
     "exit_code",
-    "interrupted_before_acting",
     "named",
     "run",
     "select_landed",
@@ -218,7 +217,7 @@ def run(
             except KeyboardInterrupt:
                 # Interrupted while deciding: this task changed nothing.
                 outcome = interrupted_before_acting(task, flags)
-            if not flags.dry_run and outcome.verdict != Verdict.INVALID and not flags.no_journal:
+            if journalled(outcome, task) and not flags.no_journal:
                 journal.append(s.data_dir, journal.result_entry(outcome, flags))
             results.append(outcome)
             d = outcome.decision
@@ -263,18 +262,6 @@ def _render_selection(selection: Selection) -> None:
         for n in selection.not_selected:
             opt = f" [include with {n.opt_in}]" if n.opt_in else ""
             p.line(f"  {n.task:<{width}}  {n.reason}{opt}")
-
-
-def interrupted_before_acting(task: str, flags: Flags) -> Outcome:
-    return Outcome(
-        task=task,
-        dry_run=flags.dry_run,
-        verdict=Verdict.FAILED,
-        exit_code=int(ExitCode.INTERRUPTED),
-        reasons=("interrupted while deciding",),
-        interrupted=True,
-        tail=True,
-    )
 
 
 def _result_json(r: Result) -> dict[str, Any]:

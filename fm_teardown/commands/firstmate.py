@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def run(args: list[str]) -> int:
-    from fm_teardown.commands.teardown import journalled, run_one
+    from fm_teardown.commands.one import journalled, run_one
     from fm_teardown.model import settings
     from fm_teardown.model.errors import ExitCode, FmError
     from fm_teardown.model.plan import Flags
@@ -68,7 +68,7 @@ def run(args: list[str]) -> int:
         record = None  # the run below refuses it, with the same message
     flags = Flags(force=force)
     # The script had no journal: a journal that cannot be written only warns here.
-    outcome = run_one(s, task, flags, journal_required=False)
+    outcome = run_one(s, task, flags, journal_required=False, converge=False)
     if journalled(outcome, task):
         journal.append(s.data_dir, journal.result_entry(outcome, flags))
     for line in _operator_lines(outcome):
