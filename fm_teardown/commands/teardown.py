@@ -108,6 +108,7 @@ def teardown(
                 landed=landed,
                 opts=opts,
                 plans=expected,
+                again=("--state-dir", str(s.state_dir)) if state_dir else (),
             )
     if not tasks:
         if expected is not None:

@@ -40,6 +40,7 @@ __all__ = [
 VERDICT_STYLE = {
     "proceed": "green",
     "stale": "yellow",
+    "already-torn-down": "green",
     "unlanded": "red",
     "live-owner": "red",
     "unsafe": "red",
