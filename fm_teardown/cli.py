@@ -422,6 +422,9 @@ def _help_of(args: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the app; every error ends as one line on stderr and an exit code, never a traceback."""
+    from fm_teardown.report import closed_stdout
+
+    closed_stdout.guard()  # a reader that closes early never changes the exit code
     args = _optional_shell(sys.argv[1:] if argv is None else argv)
     _legacy_completion()
     try:
@@ -454,4 +457,5 @@ def main(argv: list[str] | None = None) -> None:
             else:
                 sys.stderr.write(f"fm: {usage}\nhint: {see}\nhint: runbook: fm runbook invalid\n")
             code = 2
+    closed_stdout.settle()
     sys.exit(code if isinstance(code, int) else 0)

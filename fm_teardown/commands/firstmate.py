@@ -21,6 +21,9 @@ USAGE = "usage: fm-teardown <task-id> [--force]"
 
 
 def main(argv: list[str] | None = None) -> None:
+    from fm_teardown.report import closed_stdout
+
+    closed_stdout.guard()  # a reader that closes early never changes the exit code
     args = sys.argv[1:] if argv is None else argv
     try:
         code = run(args)
@@ -30,6 +33,7 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # the last line of defence: one line, never a traceback
         sys.stderr.write(f"error: unexpected error: {type(exc).__name__}: {exc}\n")
         code = 1
+    closed_stdout.settle()
     sys.exit(code)
 
 
