@@ -143,7 +143,7 @@ def already_torn_down(task: str, when: str, *, dry_run: bool) -> Outcome:
         dry_run=dry_run,
         verdict=Verdict.ALREADY,
         exit_code=int(ExitCode.OK),
-        reasons=(f"already torn down at {when}: no record is left and nothing was changed",),
+        reasons=(f"already torn down at {when}: its record is gone, there is nothing left to do",),
     )
 
 

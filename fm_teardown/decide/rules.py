@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import TypeVar, overload
@@ -378,8 +379,8 @@ def unreadable_claim(c: Case) -> Refusal | None:
         [f"the slot claim {claim.path} {claim.problem}"],
         [
             f"the claim is written by spawn when the pool hands the slot on: look at it "
-            f"(ls -l {claim.path}; cat {claim.path}), fix it only if you know whose slot it is, "
-            "then re-run"
+            f"(ls -l {shlex.quote(claim.path)}; cat {shlex.quote(claim.path)}), fix it only "
+            "if you know whose slot it is, then re-run"
         ],
         f"the slot claim {claim.path} {claim.problem}",
     )
@@ -395,7 +396,7 @@ def unsafe_tasktmp(c: Case) -> Refusal | None:
         [tmp.problem],
         [
             f"fm never follows or removes a tasktmp that is not its own directory: look "
-            f"at it (ls -ld {tmp.path}), remove it if it is not needed, then re-run"
+            f"at it (ls -ld {shlex.quote(tmp.path)}), remove it if it is not needed, then re-run"
         ],
         tmp.problem,
     )
@@ -603,9 +604,9 @@ def foreign_git_dir(c: Case) -> Refusal | None:
         Verdict.UNSAFE,
         [c.facts.git_problem],
         [
-            "see whose tree it is (git -C <slot> rev-parse --git-dir --show-toplevel); "
-            "copy out what the task needs, then fix the record's worktree= or the slot with "
-            "the pool's owner, and re-run"
+            f"see whose tree it is (git -C {shlex.quote(c.slot)} rev-parse --git-dir "
+            "--show-toplevel); copy out what the task needs, then fix the record's "
+            "worktree= or the slot with the pool's owner, and re-run"
         ],
         c.facts.git_problem,
     )
@@ -665,7 +666,10 @@ def unlanded(c: Case) -> Refusal | GoOn | NeedsLanded | None:
     lines += [f"unpushed: {u}" for u in landed.unpushed]
     lines += [f"could not tell: {n}" for n in landed.notes]
     if c.record.kind == "scout":
-        land = f"land it: the scout's work product is data/{c.task}/report.md: have it written"
+        # The report's full path is in the reasons above (the data dir may be anywhere).
+        land = (
+            "land it: the scout's work product is its report (its path is above): have it written"
+        )
     elif c.record.kind == "secondmate":
         land = "land it: let its child tasks finish, or tear them down first"
     elif landed.branch:
@@ -673,7 +677,8 @@ def unlanded(c: Case) -> Refusal | GoOn | NeedsLanded | None:
     elif landed.head:
         land = (
             "land it: HEAD is detached, so put the work on a branch first "
-            "(git -C <slot> switch -c <name>), then commit and push it, or merge its PR"
+            f"(git -C {shlex.quote(c.slot)} switch -c <name>), then commit and push it, or "
+            "merge its PR"
         )
     else:
         land = "land it: commit and push it, or merge its PR"

@@ -256,7 +256,9 @@ def render_outcome(
     for text in o.warnings:
         err_p.line(f"warning: {short(text)}", "yellow")
     for h in o.hints:
-        err_p.line(f"hint: {short(h)}")
+        # Never shortened: a hint is a command to run from where the operator stands, so its
+        # paths stay absolute.
+        err_p.line(f"hint: {h}")
     if o.exit_code == ExitCode.FAILED and not o.interrupted:
         err_p.line(f"hint: re-run `fm teardown {o.task}` to finish (it re-checks ownership first)")
     hint = _runbook_hint(runbook)
