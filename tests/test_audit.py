@@ -325,12 +325,12 @@ def test_a_long_why_is_cut_in_its_row_and_said_once_in_full_below(
     assert r.returncode == 0, r.stderr
     # Not finished: its own endpoint cannot be confirmed gone, every server named.
     full = {row["task"]: row["finished"]["reason"] for row in doc["tasks"]}
-    assert all(len(why) > 100 for why in full.values()), full  # what made 600-char rows
+    assert all(len(why) > 120 for why in full.values()), full  # what made 600-char rows
     lines = r.stdout.splitlines()
     table = [x for x in lines if x.startswith(tuple(tasks))]
     assert len(table) == 3 and all(len(x) < 250 for x in table), table
     assert all(x.endswith("…") for x in table)
     below = [x for x in lines if x.startswith("  ") and ", ".join(tasks) in x]
     # (--json was a run of its own: the servers it names may differ by then.)
-    assert len(below) == 1 and len(below[0]) > 100 + len(", ".join(tasks)), below
+    assert len(below) == 1 and len(below[0]) > 120 + len(", ".join(tasks)), below
     assert "own endpoint is unreadable" in below[0] and not below[0].endswith("…")

@@ -307,7 +307,7 @@ def _why(r: AuditRow) -> str:
 
 # A WHY cell longer than this is cut (`…`); the reason is then said in full once, below the
 # table, for every task it applies to (a socket doubt names every server: 600 characters).
-_WHY_WIDTH = 100
+_WHY_WIDTH = 120
 
 
 def _cut(text: str) -> str:
