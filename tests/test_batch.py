@@ -216,6 +216,8 @@ def test_an_interrupted_batch_stops_at_a_step_boundary_and_converges(fleet: Flee
         (ID_I3, "skipped", None),
     ]
     assert all((fleet.state / f"{t}.meta").exists() for t in (ID_I1, ID_I2, ID_I3))
+    assert doc["not_done"] == [ID_I1, ID_I2, ID_I3]
+    assert doc["finish"] == f"fm teardown {ID_I1} {ID_I2} {ID_I3}"
     assert [(e["task"], e["exit_code"]) for e in journal(fleet)] == [(ID_I1, 130)]
     code, doc = fleet.fm_json("teardown", ID_I1, ID_I2, ID_I3)  # the same command converges
     assert (code, [v for _, v, _ in summary(doc)]) == (0, ["proceed"] * 3)

@@ -115,3 +115,27 @@ def test_another_tasks_lock_does_not_concern_this_one(fleet: Fleet) -> None:
     firstmate_lock(fleet.state / f".control-{ID_B}.lock", holder(fleet).pid)
     r = fleet.fm("teardown", ID_A)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_forced_secondmate_teardown_holds_its_childrens_locks(fleet: Fleet) -> None:
+    """The children's records go with the home: one child's control lock held (another
+    action on it) refuses the forced teardown before anything changes, naming the child."""
+    from tests.test_secondmate import child, secondmate
+
+    sm, kid_a, kid_b = tid("lock-sm"), tid("lock-ka"), tid("lock-kb")
+    home = fleet.slot(1, holder=sm)
+    secondmate(fleet, sm, home)
+    child(fleet, home, kid_a, fleet.slot(2, holder=kid_a))
+    child(fleet, home, kid_b, fleet.slot(3, holder=kid_b))
+    firstmate_lock(home / "state" / f".control-{kid_b}.lock", holder(fleet).pid)
+    before = fleet.snapshot(home)
+    r = fleet.fm("teardown", sm, "--force")
+    assert r.returncode == 5, r.stdout + r.stderr
+    assert f"descendant task {kid_b} has a lifecycle action in flight" in r.stderr
+    assert fleet.snapshot(home) == before
+    assert (home / "state" / f"{kid_a}.meta").exists() and (fleet.state / f"{sm}.meta").exists()
+    # Nothing of fm's is left: not its own locks, not the locks it took of kid_a.
+    left = sorted(p for p in os.listdir(home / "state") if p.startswith("."))
+    assert left == [f".control-{kid_b}.lock"] + [
+        p for p in left if p.startswith(f".control-{kid_b}.lock.owner.")
+    ]
