@@ -23,7 +23,7 @@ cli_values.plain_argument_help()
 
 EXIT_CODES = """\b
 Exit codes:
-  0    torn down, or stale slot cleared (--dry-run: would proceed)
+  0    torn down, stale slot cleared, or already torn down (--dry-run: would proceed)
   1    failed partway; the record is kept: re-run the same command
   2    invalid request: usage, bad task id, no such task
   3    refused: this task's own work is not landed (--force lifts it)
@@ -42,6 +42,7 @@ Environment:
   FM_GIT_FETCH_TIMEOUT_SECS, FM_TMUX_TIMEOUT_SECS, FM_TREEHOUSE_TIMEOUT_SECS
   FM_TREEHOUSE_RETURN_LOCK_RETRIES, FM_TREEHOUSE_RETURN_LOCK_RETRY_WAIT_SECS,
   FM_STALE_WORKTREE_LOCK_AGE_SECS            a git index.lock in the way
+  FM_LOCK_WAIT_SECS                          wait for a lock another process holds
   GROK_HOME, FM_CONFIG_OVERRIDE, FM_ATTRIBUTION_LOCK_ATTEMPTS   firstmate duties
   NO_MISTAKES_GATE, FM_GATE_REFUSE_BYPASS    the gate-agent refusal
   NO_COLOR                                   plain output on a terminal
@@ -165,7 +166,8 @@ def _root(
 )
 def _complete(ctx: typer.Context, what: Annotated[str, typer.Argument()] = "") -> None:
     """For the completion scripts: `fm __complete owners [--state-dir DIR] TASK` prints the
-    live owners of TASK's slot, one per line. Always exits 0."""
+    live owners of TASK's slot, `fm __complete saves [--state-dir DIR]` the tasks that have
+    saves (what `fm restore` takes), one per line. Always exits 0."""
     from fm_teardown.commands import completion
 
     completion.print_answers(what, ctx.args)
