@@ -139,3 +139,34 @@ def test_a_forced_secondmate_teardown_holds_its_childrens_locks(fleet: Fleet) ->
     assert left == [f".control-{kid_b}.lock"] + [
         p for p in left if p.startswith(f".control-{kid_b}.lock.owner.")
     ]
+
+
+def test_an_interrupt_ends_the_wait_for_a_record_writer_in_a_batch(fleet: Fleet) -> None:
+    """In a batch an interrupt only raises a flag: the wait for a held record lock still
+    ends at once (not after FM_LOCK_WAIT_SECS), the task changed nothing, the rest skipped."""
+    import json
+    import signal
+
+    fleet.task(ID_A, fleet.slot(1, holder=ID_A), "dead")
+    fleet.task(ID_B, fleet.slot(2, holder=ID_B), "dead")
+    firstmate_lock(fleet.state / f".meta-{ID_A}.lock", holder(fleet).pid)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fm_teardown", "teardown", ID_A, ID_B, "--json"],
+        cwd=fleet.fm_home,
+        env=fleet.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    fleet.procs.append(proc)  # type: ignore[arg-type]
+    wait_for((fleet.state / f".control-{ID_A}.lock").is_symlink, what="fm waiting for A")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)  # the default wait is 300 s
+    doc = json.loads(out)
+    assert proc.returncode == 130, err
+    assert [(r["task"], r["verdict"]) for r in doc["results"]] == [
+        (ID_A, "failed"),
+        (ID_B, "skipped"),
+    ]
+    assert (fleet.state / f"{ID_A}.meta").exists() and (fleet.state / f"{ID_B}.meta").exists()
+    assert not (fleet.state / f".control-{ID_A}.lock").exists()

@@ -214,6 +214,10 @@ def release(lock: Path, owner: Path) -> None:
 
 
 def _waited(lock: Path, timeout: float) -> Path:
+    """Take `lock`, waiting up to `timeout` for its holder; an interrupt ends the wait (in a
+    batch, where it only raises a flag, too): nothing was changed yet."""
+    from fm_teardown.adapters import interrupts
+
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -221,7 +225,8 @@ def _waited(lock: Path, timeout: float) -> Path:
         except Held:
             if time.monotonic() >= deadline:
                 raise
-            time.sleep(_POLL)
+            if interrupts.sleep(_POLL):
+                raise KeyboardInterrupt from None
 
 
 def _taken_by(held: Held) -> str:
