@@ -129,9 +129,14 @@ def _owner_dir(lock: Path) -> Path:
     return Path(tempfile.mkdtemp(prefix=lock.name + ".owner.", dir=lock.parent))
 
 
+# The files firstmate's scripts may put in a lock's owner dir (fm_lock_clean_known_files).
+_KNOWN_FILES = ("pid", "fm-home", "pid-identity", "role", "watcher-path")
+
+
 def _discard(owner: Path) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(owner / "pid")
+    for name in _KNOWN_FILES:
+        with contextlib.suppress(OSError):
+            os.unlink(owner / name)
     with contextlib.suppress(OSError):
         os.rmdir(owner)
 
