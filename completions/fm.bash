@@ -1,8 +1,9 @@
 # bash completion for fm (spec §11).
 #
 # Subcommands, options and runbook names are static; task ids come from listing
-# <state dir>/*.meta right here, in the shell: no Python, no `fm` process. Only the value of
-# --discard-live-owner asks `fm __complete owners [--state-dir DIR] TASK`.
+# <state dir>/*.meta right here, in the shell: no Python, no `fm` process. Two answers ask fm:
+# the value of --discard-live-owner (`fm __complete owners [--state-dir DIR] TASK`) and the
+# task of `fm restore` (`fm __complete saves [--state-dir DIR]`: the tasks that have saves).
 #
 # Install: source this file, or copy it to
 # ${XDG_DATA_HOME:-~/.local/share}/bash-completion/completions/fm (`fm --install-completion bash`).
@@ -132,6 +133,19 @@ _fm_owners() {
     _fm_reply "${owners[@]}"
 }
 
+# _fm_saves: the tasks `fm restore` has saves of, from `fm __complete saves`.
+_fm_saves() {
+    local args=() line saves=()
+    if [[ -n $_fm_sd ]]; then
+        _fm_unquote "$_fm_sd"
+        args=(--state-dir "$REPLY")
+    fi
+    while IFS= read -r line; do
+        [[ -n $line ]] && saves+=("$line")
+    done < <(command fm __complete saves "${args[@]}" 2>/dev/null)
+    _fm_reply "${saves[@]}"
+}
+
 _fm() {
     local _fm_words _fm_cword _fm_cur _fm_sd="" _fm_pos=() REPLY
     COMPREPLY=()
@@ -166,8 +180,8 @@ _fm() {
 
     case $cmd in
     teardown)
-        opts="--dry-run --force --discard-live-owner --json --state-dir --landed --include-live --include-pushed --min-age --help"
-        valued=" --discard-live-owner --state-dir --min-age "
+        opts="--dry-run --force --discard-live-owner --json --state-dir --expect-plan --no-journal --landed --include-live --include-pushed --min-age --help"
+        valued=" --discard-live-owner --state-dir --min-age --expect-plan "
         ;;
     restore)
         opts="--to --ref --project --json --state-dir --help"
@@ -219,7 +233,7 @@ _fm() {
         _fm_dirs "$value"
         return 0
         ;;
-    ?*) return 0 ;; # --ref: no static answer
+    ?*) return 0 ;; # --ref, --min-age, --expect-plan: no static answer
     esac
 
     if [[ $cur == -* ]] && ((!dd)); then
@@ -229,7 +243,7 @@ _fm() {
     fi
     case $cmd in
     teardown) _fm_ids ;;
-    restore) ((${#_fm_pos[@]})) || _fm_ids ;;
+    restore) ((${#_fm_pos[@]})) || _fm_saves ;;
     runbook) ((${#_fm_pos[@]})) || _fm_reply "${_fm_runbooks[@]}" ;;
     esac
     return 0

@@ -1,8 +1,10 @@
 # fish completion for fm (spec §11).
 #
 # Subcommands, options and runbook names are static; task ids come from listing
-# <state dir>/*.meta right here, in the shell: no Python, no `fm` process. Only the value of
-# --discard-live-owner asks `fm __complete owners [--state-dir DIR] TASK`, once per Tab.
+# <state dir>/*.meta right here, in the shell: no Python, no `fm` process. Two answers ask fm,
+# once per Tab: the value of --discard-live-owner (`fm __complete owners [--state-dir DIR]
+# TASK`) and the task of `fm restore` (`fm __complete saves [--state-dir DIR]`: the tasks that
+# have saves).
 #
 # Install: copy to ${XDG_CONFIG_HOME:-~/.config}/fish/completions/fm.fish
 # (`fm --install-completion fish`), or `source` it.
@@ -56,7 +58,7 @@ end
 function __fm_scan
     set -g __fm_sd
     set -g __fm_pos
-    set -l valued --discard-live-owner --state-dir --to --ref --project
+    set -l valued --discard-live-owner --state-dir --to --ref --project --min-age --expect-plan
     set -l expect
     set -l dd 0
     set -l seen_command 0
@@ -127,6 +129,14 @@ function __fm_owners
     command fm __complete owners $args $__fm_pos[1] 2>/dev/null | string replace -r -- '$' \t'live owner'
 end
 
+# The tasks `fm restore` has saves of: `fm __complete saves`, one call.
+function __fm_saves
+    __fm_scan
+    set -l args
+    test -n "$__fm_sd"; and set args --state-dir $__fm_sd
+    command fm __complete saves $args 2>/dev/null
+end
+
 complete -c fm -e
 complete -c fm -f
 
@@ -143,7 +153,7 @@ complete -c fm -n '__fm_no_command; and __fm_after --install-completion --show-c
     -a 'bash zsh fish'
 
 # fm teardown
-complete -c fm -n '__fm_using teardown; and not __fm_after --discard-live-owner --state-dir --min-age' \
+complete -c fm -n '__fm_using teardown; and not __fm_after --discard-live-owner --state-dir --min-age --expect-plan' \
     -a '(__fm_task_ids)' -d 'task'
 complete -c fm -n '__fm_using teardown' -l dry-run -d 'Print the verdict and the plan; change nothing'
 complete -c fm -n '__fm_using teardown' -l force -d "Also discard THIS task's unlanded work"
@@ -152,6 +162,9 @@ complete -c fm -n '__fm_using teardown' -l discard-live-owner -x -a '(__fm_owner
 complete -c fm -n '__fm_using teardown' -l json -d 'One JSON object on stdout'
 complete -c fm -n '__fm_using teardown' -l state-dir -x -a '(__fish_complete_directories)' \
     -d 'Task records directory'
+complete -c fm -n '__fm_using teardown' -l expect-plan -x \
+    -d 'Refuse unless the plan is this dry run token ([TASK=]TOKEN)'
+complete -c fm -n '__fm_using teardown' -l no-journal -d 'Run although the journal cannot be written'
 complete -c fm -n '__fm_using teardown' -l landed -d 'Tear down every finished task'
 complete -c fm -n '__fm_using teardown' -l include-live -d 'With --landed: also tasks whose endpoint is alive'
 complete -c fm -n '__fm_using teardown' -l include-pushed -d 'With --landed: also tasks pushed, not merged'
@@ -160,7 +173,7 @@ complete -c fm -n '__fm_using teardown' -l help -d 'Show help and exit'
 
 # fm restore
 complete -c fm -n '__fm_using restore; and not __fm_after --to --ref --project --state-dir; and __fm_first_word' \
-    -a '(__fm_task_ids)' -d 'task'
+    -a '(__fm_saves)' -d 'saved task'
 complete -c fm -n '__fm_using restore' -l to -x -a '(__fish_complete_directories)' \
     -d 'Add a worktree at DIR on the save'
 complete -c fm -n '__fm_using restore' -l ref -x -d 'The save to restore (default: the newest)'

@@ -23,7 +23,7 @@ cli_values.plain_argument_help()
 
 EXIT_CODES = """\b
 Exit codes:
-  0    torn down, or stale slot cleared (--dry-run: would proceed)
+  0    torn down, stale slot cleared, or already torn down (--dry-run: would proceed)
   1    failed partway; the record is kept: re-run the same command
   2    invalid request: usage, bad task id, no such task
   3    refused: this task's own work is not landed (--force lifts it)
@@ -42,6 +42,7 @@ Environment:
   FM_GIT_FETCH_TIMEOUT_SECS, FM_TMUX_TIMEOUT_SECS, FM_TREEHOUSE_TIMEOUT_SECS
   FM_TREEHOUSE_RETURN_LOCK_RETRIES, FM_TREEHOUSE_RETURN_LOCK_RETRY_WAIT_SECS,
   FM_STALE_WORKTREE_LOCK_AGE_SECS            a git index.lock in the way
+  FM_LOCK_WAIT_SECS                          wait for a lock another process holds
   GROK_HOME, FM_CONFIG_OVERRIDE, FM_ATTRIBUTION_LOCK_ATTEMPTS   firstmate duties
   NO_MISTAKES_GATE, FM_GATE_REFUSE_BYPASS    the gate-agent refusal
   NO_COLOR                                   plain output on a terminal
@@ -165,7 +166,8 @@ def _root(
 )
 def _complete(ctx: typer.Context, what: Annotated[str, typer.Argument()] = "") -> None:
     """For the completion scripts: `fm __complete owners [--state-dir DIR] TASK` prints the
-    live owners of TASK's slot, one per line. Always exits 0."""
+    live owners of TASK's slot, `fm __complete saves [--state-dir DIR]` the tasks that have
+    saves (what `fm restore` takes), one per line. Always exits 0."""
     from fm_teardown.commands import completion
 
     completion.print_answers(what, ctx.args)
@@ -422,6 +424,9 @@ def _help_of(args: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the app; every error ends as one line on stderr and an exit code, never a traceback."""
+    from fm_teardown.report import closed_stdout
+
+    closed_stdout.guard()  # a reader that closes early never changes the exit code
     args = _optional_shell(sys.argv[1:] if argv is None else argv)
     _legacy_completion()
     try:
@@ -454,4 +459,5 @@ def main(argv: list[str] | None = None) -> None:
             else:
                 sys.stderr.write(f"fm: {usage}\nhint: {see}\nhint: runbook: fm runbook invalid\n")
             code = 2
+    closed_stdout.settle()
     sys.exit(code if isinstance(code, int) else 0)

@@ -548,7 +548,7 @@ class Fleet:
     def snapshot(self, *slots: Path) -> dict[str, Any]:
         return {
             "slots": {str(s): tree_hash(s) for s in slots},
-            "state": tree_hash(self.state),
+            "state": state_hash(self.state),
             "pool": (self.pool / "treehouse-state.json").read_bytes()
             if (self.pool / "treehouse-state.json").exists()
             else None,
@@ -593,6 +593,38 @@ class Fleet:
                 shutil.rmtree(path, ignore_errors=True)
         if failures:
             raise failures[0]
+
+
+# firstmate's lifecycle locks (`.control-<id>.lock`, `.meta-<id>.lock`, `.task-set.lock`, each
+# with its `<lock>.owner.XXXXXX` dir): a run that refuses may still have taken over, and so
+# removed, a lock whose holder died (a crashed run's), as every firstmate script does. Locks
+# are not state: "nothing changed" compares the records and everything else in the dir.
+_LIFECYCLE_LOCK = re.compile(r"\.(?:control-.+|meta-.+|task-set)\.lock(?:\.owner\..*|\.steal.*)?")
+
+
+def state_hash(state: Path) -> str:
+    """`tree_hash` of the state dir without firstmate's lifecycle locks (the same walk: a
+    FIFO or a link is hashed by its mode and name, never opened or followed)."""
+    if not state.exists():
+        return "absent"
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(state):
+        top = dirpath == str(state)
+        dirnames[:] = sorted(d for d in dirnames if not (top and _LIFECYCLE_LOCK.fullmatch(d)))
+        for name in sorted(
+            filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        ):
+            if top and _LIFECYCLE_LOCK.fullmatch(name):
+                continue
+            p = os.path.join(dirpath, name)
+            st = os.lstat(p)
+            h.update(os.path.relpath(p, state).encode() + b"\0" + str(st.st_mode).encode())
+            if os.path.islink(p):
+                h.update(os.readlink(p).encode())
+            elif os.path.isfile(p):
+                with open(p, "rb") as f:
+                    h.update(f.read())
+    return h.hexdigest()
 
 
 def run_unique(task_id: str) -> None:

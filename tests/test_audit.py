@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +128,8 @@ def test_names_no_task_can_have_are_loose_ends_and_an_empty_record_still_blocks(
     assert any("fm runbook unsafe" in h for h in one["hints"]), one["hints"]
     assert fleet.snapshot(slot)["slots"] == before["slots"]
     text = fleet.fm("runbook", "unsafe").stdout
-    assert "An empty or\nhalf-written record is a spawn in progress" in text and "ALL hold" in text
+    flat = " ".join(text.split())
+    assert "An empty or half-written record is a spawn in progress" in flat and "ALL hold" in flat
 
 
 def test_the_audit_names_the_state_dir_owners_and_bad_records(fleet: Fleet) -> None:
@@ -157,7 +159,12 @@ def test_the_audit_names_the_state_dir_owners_and_bad_records(fleet: Fleet) -> N
     )
     assert "proceed" in by_task[ID_CHARLIE]
     assert "unsafe" in by_task[ID_DELTA] and f"{ID_TYPO}.meta" in by_task[ID_DELTA]
-    assert "'worktree=' must appear exactly once" in by_task[ID_TYPO]
+    # A reason too long for its row is cut there and said in full once, below the table.
+    assert by_task[ID_TYPO].endswith("…")
+    assert any(
+        x.startswith(f"  {ID_TYPO}: ") and "'worktree=' must appear exactly once" in x
+        for x in lines
+    )
     assert str(fleet.pool) not in by_task[ID_CHARLIE]  # pool paths are shortened
     doc = audit(fleet)
     assert doc["state_dir"] == str(fleet.state)
@@ -269,3 +276,62 @@ def test_a_task_branch_left_by_a_stale_teardown_is_a_loose_end(fleet: Fleet) -> 
     assert f"branch fm/{old}" in r.stdout.split("loose ends", 1)[1]
     refs = git(fleet.project, "for-each-ref", "--format=%(refname:short)", "refs/heads/fm/")
     assert sorted(refs.split()) == sorted([f"fm/{old}", f"fm/{new}", f"fm/{gone}"])
+
+
+def test_a_secondmates_child_window_and_the_state_dirs_readme_are_no_loose_ends(
+    fleet: Fleet,
+) -> None:
+    """A child recorded in a secondmate's home (`<secondmate>/<id>`) accounts for its window
+    `fm-<id>`; a README in the state dir documents it. A window nobody records stays one."""
+    from tests.test_secondmate import child, secondmate
+
+    sm, kid, stray = tid("sm"), tid("kid"), tid("nobody")
+    home = fleet.slot(1, holder=sm)
+    secondmate(fleet, sm, home)
+    kid_slot = fleet.slot(2, holder=kid)
+    child(fleet, home, kid, kid_slot)
+    fleet.endpoint(kid, kid_slot, "alive")
+    fleet.endpoint(stray, fleet.slot(3, holder=stray), "alive")
+    (fleet.state / "README.md").write_text("# what this directory holds\n")
+    (fleet.state / "notes.txt").write_text("a stray\n")
+    loose = {(o["kind"], o["id"]) for o in audit(fleet)["orphans"]}
+    assert ("window", kid) not in loose
+    assert ("file", "README.md") not in loose
+    assert {("window", stray), ("file", "notes.txt")} <= loose
+
+
+def test_a_long_why_is_cut_in_its_row_and_said_once_in_full_below(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    """Socket doubt names every tmux server in every row's reason: the table's rows stay
+    short, the reason is said once below them for the tasks it applies to, --json keeps it."""
+    import subprocess
+
+    tasks = [tid(f"w{i}") for i in range(3)]
+    for i, task in enumerate(tasks, start=1):
+        fleet.task(task, fleet.slot(i, holder=task), "alive")
+    private = Path(tempfile.mkdtemp(prefix="fmtt", dir="/tmp"))
+    try:
+        env = fleet.env(TMUX_TMPDIR=str(private))
+        env.pop("FM_TMUX_SOCKET")
+        env.pop("TMUX", None)
+        r = fleet.fm("teardown", "--dry-run", env=env)
+        doc = audit(fleet, env)
+    finally:
+        subprocess.run(
+            ["tmux", "kill-server"], env={**os.environ, "TMUX_TMPDIR": str(private)},
+            capture_output=True, check=False,
+        )  # fmt: skip
+        shutil.rmtree(private, ignore_errors=True)
+    assert r.returncode == 0, r.stderr
+    # Refused: its own endpoint cannot be confirmed gone, every server named.
+    full = {row["task"]: row["finished"]["reason"] for row in doc["tasks"]}
+    assert all(len(why) > 120 for why in full.values()), full  # what made 600-char rows
+    lines = r.stdout.splitlines()
+    table = [x for x in lines if x.startswith(tuple(tasks))]
+    assert len(table) == 3 and all(len(x) < 250 for x in table), table
+    assert all(x.endswith("…") for x in table)
+    below = [x for x in lines if x.startswith("  ") and ", ".join(tasks) in x]
+    # (--json was a run of its own: the servers it names may differ by then.)
+    assert len(below) == 1 and len(below[0]) > 120 + len(", ".join(tasks)), below
+    assert "tmux inventory could not be read" in below[0] and not below[0].endswith("…")

@@ -219,6 +219,78 @@ def test_an_interrupted_batch_stops_at_a_step_boundary_and_converges(fleet: Flee
         (ID_I3, "skipped", None),
     ]
     assert all((fleet.state / f"{t}.meta").exists() for t in (ID_I1, ID_I2, ID_I3))
+    assert doc["not_done"] == [ID_I1, ID_I2, ID_I3]
+    assert doc["finish"] == f"fm teardown {ID_I1} {ID_I2} {ID_I3}"
     assert [(e["task"], e["exit_code"]) for e in journal(fleet)] == [(ID_I1, 130)]
     code, doc = fleet.fm_json("teardown", ID_I1, ID_I2, ID_I3)  # the same command converges
     assert (code, [v for _, v, _ in summary(doc)]) == (0, ["proceed"] * 3)
+
+
+ID_B1 = tid("b1")
+ID_B2 = tid("b2")
+ID_B3 = tid("b3")
+ID_B4 = tid("b4")
+
+
+def test_a_batch_interrupted_after_its_first_task_is_finished_by_the_same_command(
+    fleet: Fleet,
+) -> None:
+    """Ctrl-C in `fm teardown b1 b2 b3 b4` after b1 is done (b2 interrupted, b3 b4
+    skipped): the summary names every task not done and one command for them; re-running
+    the very same command finishes the batch, b1 reported `already torn down at …`."""
+    ids = [ID_B1, ID_B2, ID_B3, ID_B4]
+    for i, task_id in enumerate(ids, start=1):
+        fleet.task(task_id, fleet.slot(i, holder=task_id), "dead")
+    first, second = fleet.root / "pause-b1", fleet.root / "pause-b2"
+    first.touch()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fm_teardown", "teardown", *ids],
+        cwd=fleet.fm_home,
+        # b1 waits once its record is gone; b2 waits after its endpoint step, once the pause
+        # file exists (b1 passes that boundary before the file is made).
+        env=fleet.env(FM_TEST_FAULT=f"pause:after-record:{first},pause:after-endpoint:{second}"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for(lambda: Path(f"{first}.reached").exists(), what="b1 torn down")
+    Path(f"{second}.reached").unlink(missing_ok=True)  # b1 passed that boundary already
+    second.touch()
+    first.unlink()
+    wait_for(lambda: Path(f"{second}.reached").exists(), what="b2 paused")
+    proc.send_signal(signal.SIGINT)
+    second.unlink()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert not (fleet.state / f"{ID_B1}.meta").exists()
+    assert all((fleet.state / f"{t}.meta").exists() for t in ids[1:])
+    finish = f"fm teardown {ID_B2} {ID_B3} {ID_B4}"
+    assert f"not done: {ID_B2}, {ID_B3}, {ID_B4}; to finish them: {finish}" in out
+
+    again = fleet.fm("teardown", *ids)  # the very same command
+    assert again.returncode == 0, again.stdout + again.stderr
+    line = next(x for x in again.stdout.splitlines() if x.startswith(f"{ID_B1}: "))
+    assert line.startswith(f"{ID_B1}: already torn down at 20"), line
+    assert not any((fleet.state / f"{t}.meta").exists() for t in ids)
+    # The finishing command the summary named converges too, now that all are done.
+    code, doc = fleet.fm_json("teardown", *finish.split()[2:])
+    assert (code, [v for _, v, _ in summary(doc)]) == (0, ["already-torn-down"] * 3)
+    # Re-runs that did nothing leave no line of their own: the journal keeps the teardowns'.
+    done = [(e["task"], e["exit_code"]) for e in journal(fleet) if e["exit_code"] == 0]
+    assert sorted(done) == sorted((t, 0) for t in ids)
+
+
+def test_a_task_torn_down_earlier_converges_alone_and_an_unknown_one_stays_unknown(
+    fleet: Fleet,
+) -> None:
+    fleet.task(ID_T1, fleet.slot(1, holder=ID_T1), "dead")
+    assert fleet.fm("teardown", ID_T1).returncode == 0
+    for args in ([ID_T1], [ID_T1, "--dry-run"]):
+        code, doc = fleet.fm_json("teardown", *args)
+        assert (code, doc["verdict"], doc["exit_code"]) == (0, "already-torn-down", 0)
+        assert doc["reasons"][0].startswith("already torn down at ")
+    # Never torn down here: still no such task (exit 2), alone and in a batch.
+    code, doc = fleet.fm_json("teardown", ID_T2)
+    assert (code, doc["verdict"]) == (2, "invalid")
+    code, doc = fleet.fm_json("teardown", ID_T1, ID_T2)
+    assert (code, summary(doc)) == (2, [(ID_T1, "already-torn-down", 0), (ID_T2, "invalid", 2)])

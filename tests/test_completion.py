@@ -29,13 +29,18 @@ SHELLS = ("bash", "zsh", "fish")
 PROMPT = "PROMPT>"
 COMMANDS = {"bash": "bash --norc --noprofile", "zsh": "zsh -f", "fish": "fish --no-config"}
 OWNERS = ("bravo", "lease:ci-bot", "pid:1234")
+SAVES = ("saved-one", "saved-two")
 
 # A stand-in for `fm` (and for python): logs its argv, one call per line, fields ended by `|`;
-# answers `fm __complete owners ...` with fixed owners.
+# answers `fm __complete owners ...` with fixed owners and `fm __complete saves` with tasks.
 STUB = """#!/bin/sh
 {{ printf '%s|' "$(basename "$0")" "$@"; echo; }} >> {log}
 if [ "$1" = __complete ] && [ "$2" = owners ]; then
   printf '%s\\n' {owners}
+  exit 0
+fi
+if [ "$1" = __complete ] && [ "$2" = saves ]; then
+  printf '%s\\n' {saves}
   exit 0
 fi
 exit 1
@@ -68,7 +73,9 @@ class World:
         self.log = root / "calls.log"
         for d in (self.home, self.fm_home, self.bin):
             d.mkdir()
-        stub = STUB.format(log=shlex.quote(str(self.log)), owners=" ".join(OWNERS))
+        stub = STUB.format(
+            log=shlex.quote(str(self.log)), owners=" ".join(OWNERS), saves=" ".join(SAVES)
+        )
         for name in ("fm", "python3", "python"):
             (self.bin / name).write_text(stub)
             (self.bin / name).chmod(0o755)
@@ -279,8 +286,25 @@ def test_task_ids_from_fm_home_state(shell: str, world: World, pane: Callable[..
     assert "hidden" not in screen and "alpha.status" not in screen and "bad" not in screen
     # Several ids may be given: every positional word completes, without the ids already there.
     p.complete("fm teardown alpha al", "fm teardown alpha alps")
-    p.complete("fm restore be", "fm restore beta")
     assert world.calls() == [], "task-id completion started a process"
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_restore_offers_the_tasks_that_have_saves(
+    shell: str, world: World, pane: Callable[..., Pane]
+) -> None:
+    """Not the current records: a task torn down with --force has no record any more, and
+    its saves are what `fm restore` brings back (`fm __complete saves`, one call per Tab)."""
+    records(world.fm_home / "state", "beta.meta")
+    p = pane(shell, {"FM_HOME": str(world.fm_home)})
+    p.complete("fm restore saved-t", "fm restore saved-two")
+    assert world.calls() == [["fm", "__complete", "saves"]]
+    state = records(world.root / "sd", "x.meta")
+    p.complete(
+        f"fm restore --state-dir {state} saved-o", f"fm restore --state-dir {state} saved-one"
+    )
+    assert world.calls()[-1] == ["fm", "__complete", "saves", "--state-dir", str(state)]
+    p.complete_nothing("fm restore be")
 
 
 @pytest.mark.parametrize("shell", SHELLS)
@@ -325,6 +349,10 @@ def test_subcommands_options_and_runbooks(
     p.complete("fm runbook mass", "fm runbook mass-cleanup")
     p.complete("fm teardown --dry", "fm teardown --dry-run")
     p.complete("fm teardown --lan", "fm teardown --landed")
+    p.complete("fm teardown --no-j", "fm teardown --no-journal")
+    p.complete(
+        "fm teardown --expect-p", "fm teardown --expect-plan" + ("=" if shell == "zsh" else "")
+    )
     # zsh offers an option that takes a value as `--opt=`.
     p.complete("fm restore --pro", "fm restore --project" + ("=" if shell == "zsh" else ""))
     p.complete("fm demo --k", "fm demo --keep")
@@ -718,3 +746,53 @@ def test_script_path_prefers_the_package_copy(
 def test_the_checkout_scripts_are_found() -> None:
     for shell in SHELLS:
         assert completion.script_path(shell) == SCRIPTS / completion.SCRIPT_FILES[shell]
+
+
+def _save(repo: Path, task: str, stamp: str) -> None:
+    head = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    subprocess.run(
+        ["git", "-C", str(repo), "update-ref", f"refs/fm/discarded/{task}/{stamp}", head],
+        check=True,
+    )
+
+
+def _repo(path: Path) -> Path:
+    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
+    (path / "f").write_text("x\n")
+    subprocess.run(["git", "-C", str(path), "add", "f"], check=True)
+    subprocess.run(["git", "-C", str(path), "commit", "-q", "-m", "one"], check=True)
+    return path
+
+
+def test_fm_complete_saves_lists_the_tasks_with_saves_in_the_named_projects(
+    tmp_path: Path,
+) -> None:
+    """The projects the journal names for a save and those the records name: their
+    refs/fm/discarded/<task>/<stamp> refs, whatever records exist now."""
+    journalled, recorded, unnamed = (_repo(tmp_path / n) for n in ("p1", "p2", "p3"))
+    _save(journalled, "gone-task", "20260101T000000Z")
+    _save(journalled, "gone-task", "20260102T000000Z")
+    _save(journalled, "not-a-save", "yesterday")  # not a stamp fm writes: not a save
+    _save(recorded, "live-task", "20260103T000000Z")
+    _save(unnamed, "elsewhere", "20260104T000000Z")  # no record or journal names it
+    home = tmp_path / "fleet"
+    (home / "state").mkdir(parents=True)
+    (home / "data").mkdir()
+    (home / "state" / "live-task.meta").write_text(
+        f"window=s:fm-live-task\nworktree={recorded}\nproject={recorded}\n"
+    )
+    line = {
+        "task": "gone-task",
+        "phase": "result",
+        "discarded_ref": "refs/fm/discarded/gone-task/20260102T000000Z",
+        "project": str(journalled),
+    }
+    import json
+
+    (home / "data" / "teardown-log.jsonl").write_text(json.dumps(line) + "\n")
+    r = fm("__complete", "saves", env={"FM_HOME": str(home)})
+    assert (r.returncode, r.stdout, r.stderr) == (0, "gone-task\nlive-task\n", "")
+    r = fm("__complete", "saves", env={"FM_HOME": str(tmp_path / "nowhere")})
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "")

@@ -1073,6 +1073,7 @@ def test_exit_codes_of_every_verdict() -> None:
     assert {v: int(v.exit_code) for v in Verdict} == {
         Verdict.PROCEED: 0,
         Verdict.STALE: 0,
+        Verdict.ALREADY: 0,
         Verdict.FAILED: 1,
         Verdict.INVALID: 2,
         Verdict.UNLANDED: 3,
@@ -1083,6 +1084,7 @@ def test_exit_codes_of_every_verdict() -> None:
     assert {str(v) for v in Verdict} == {
         "proceed",
         "stale",
+        "already-torn-down",
         "unlanded",
         "live-owner",
         "unsafe",

@@ -17,6 +17,7 @@ MAX_LINES = 120
 
 # Each refusal cause of exit 5 has its own `##` section; one keyword of its heading per cause.
 UNSAFE_CAUSES = {
+    "firstmate's lifecycle locks": "lifecycle",
     "TASK's own record": "own record",
     "another invalid record": "another record",
     "the slot claim": "slot claim",

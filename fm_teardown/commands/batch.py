@@ -14,7 +14,7 @@ from dataclasses import field
 from typing import TYPE_CHECKING, Any, cast
 
 from fm_teardown.adapters import interrupts
-from fm_teardown.commands.teardown import with_expected_plan
+from fm_teardown.commands.one import interrupted_before_acting, journalled, with_expected_plan
 from fm_teardown.model import messages
 from fm_teardown.model.errors import ExitCode, FmError, Verdict
 from fm_teardown.model.outcome import Outcome
@@ -38,7 +38,6 @@ __all__ = [
     "Selection",
     "Skipped",
     "exit_code",
-    "interrupted_before_acting",
     "named",
     "run",
     "select_landed",
@@ -189,7 +188,10 @@ def run(
     landed: bool = False,
     opts: Options | None = None,
     plans: dict[str, str] | None = None,
+    again: tuple[str, ...] = (),
 ) -> int:
+    """Tear down `selection` one task after another; the batch's exit code. `again`: the
+    options a command finishing this batch repeats (`--state-dir DIR`)."""
     from fm_teardown.pipeline import NotSelected
 
     tasks = list(selection.tasks)
@@ -218,7 +220,7 @@ def run(
             except KeyboardInterrupt:
                 # Interrupted while deciding: this task changed nothing.
                 outcome = interrupted_before_acting(task, flags)
-            if not flags.dry_run and outcome.verdict != Verdict.INVALID and not flags.no_journal:
+            if journalled(outcome, task) and not flags.no_journal:
                 journal.append(s.data_dir, journal.result_entry(outcome, flags))
             results.append(outcome)
             d = outcome.decision
@@ -236,8 +238,13 @@ def run(
                 results += [Skipped(t, f"not run: {why}") for t in tasks[i + 1 :]]
                 break
         code = exit_code(results, interrupted=stopped)
+        not_done = _not_done(results)
+        finish = _finish_command(not_done, flags, plans, landed, opts, again) if not_done else None
         if json_out:
             doc = _batch_json(results, dry_run=flags.dry_run, code=code)
+            if finish is not None:
+                doc["not_done"] = not_done
+                doc["finish"] = finish
             if landed:
                 doc["not_selected"] = [
                     {"task": n.task, "verdict": n.verdict, "reason": n.reason, "opt_in": n.opt_in}
@@ -245,8 +252,48 @@ def run(
                 ]
             report.emit_json(doc)
         else:
-            _render_summary(results, code)
+            _render_summary(results, code, not_done, finish)
     return code
+
+
+def _not_done(results: list[Result]) -> list[str]:
+    """The tasks a stopped batch did not finish: interrupted, failed or never reached.
+    A refusal is not among them: it needs the operator first (its hints say what)."""
+    return [
+        r.task or ""
+        for r in results
+        if isinstance(r, Skipped) or r.interrupted or r.exit_code == ExitCode.FAILED
+    ]
+
+
+def _finish_command(
+    left: list[str],
+    flags: Flags,
+    plans: dict[str, str] | None,
+    landed: bool,
+    opts: Options | None,
+    again: tuple[str, ...],
+) -> str:
+    """One command that finishes what a stopped batch left: the tasks not done, by name (a
+    task finished meanwhile is reported `already torn down`), or `--landed` again."""
+    import shlex
+
+    if landed:
+        words = ["fm", "teardown", "--landed"]
+        if opts is not None:
+            words += ["--include-live"] if opts.include_live else []
+            words += ["--include-pushed"] if opts.include_pushed else []
+            words += ["--min-age", f"{opts.min_age:g}s"]
+    else:
+        words = ["fm", "teardown", *left]
+        for task in left:
+            if plans is not None and task in plans:
+                words += ["--expect-plan", f"{task}={plans[task]}"]
+    if flags.dry_run:
+        words.append("--dry-run")
+    if flags.no_journal:
+        words.append("--no-journal")
+    return shlex.join([*words, *again])
 
 
 def _render_selection(selection: Selection) -> None:
@@ -263,18 +310,6 @@ def _render_selection(selection: Selection) -> None:
         for n in selection.not_selected:
             opt = f" [include with {n.opt_in}]" if n.opt_in else ""
             p.line(f"  {n.task:<{width}}  {n.reason}{opt}")
-
-
-def interrupted_before_acting(task: str, flags: Flags) -> Outcome:
-    return Outcome(
-        task=task,
-        dry_run=flags.dry_run,
-        verdict=Verdict.FAILED,
-        exit_code=int(ExitCode.INTERRUPTED),
-        reasons=("interrupted while deciding",),
-        interrupted=True,
-        tail=True,
-    )
 
 
 def _result_json(r: Result) -> dict[str, Any]:
@@ -306,6 +341,8 @@ def _what_was_done(r: Result) -> str:
         return f"stopped at {failed.step}" if failed else "stopped"
     if r.exit_code != 0:
         return f"refused: {headline}"
+    if r.verdict == Verdict.ALREADY:
+        return reasons[0] if reasons else "already torn down"
     if r.dry_run:
         return (
             f"would {'clear its window and record' if r.verdict == Verdict.STALE else 'tear down'}"
@@ -316,7 +353,7 @@ def _what_was_done(r: Result) -> str:
     return "torn down" + ("; slot returned" if returned else "")
 
 
-def _render_summary(results: list[Result], code: int) -> None:
+def _render_summary(results: list[Result], code: int, left: list[str], finish: str | None) -> None:
     p = human.Printer(sys.stdout)
     p.line(f"summary ({len(results)} task{'s' if len(results) != 1 else ''}, exit {code}):", "bold")
     if not results:
@@ -331,3 +368,5 @@ def _render_summary(results: list[Result], code: int) -> None:
             f"  {task:<{width}}  {verdict:<10}  {ec:>3}  {_what_was_done(r)}",
             VERDICT_STYLE.get(verdict),
         )
+    if finish is not None:
+        p.line(f"not done: {', '.join(left)}; to finish them: {finish}", "bold")

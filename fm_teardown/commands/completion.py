@@ -3,11 +3,14 @@ one answer those scripts ask `fm` for.
 
 The scripts live in `completions/` (`fm.bash`, `_fm` for zsh, `fm.fish`). They answer
 subcommands, options, runbook names and task ids in the shell itself — task ids by listing
-`<state dir>/*.meta`, so `fm teardown <TAB>` starts no Python. Only `--discard-live-owner`'s
-value asks `fm __complete owners [--state-dir DIR] TASK` (`live_owners` below), since telling
-which owners of a slot are live needs the whole observation.
+`<state dir>/*.meta`, so `fm teardown <TAB>` starts no Python. Two answers ask `fm`:
+`--discard-live-owner`'s value asks `fm __complete owners [--state-dir DIR] TASK`
+(`live_owners` below), since telling which owners of a slot are live needs the whole
+observation; `fm restore <TAB>` asks `fm __complete saves [--state-dir DIR]` (`saved_tasks`),
+since the saves are refs in the projects' repositories, not records.
 
-Only the standard library is imported here; the pipeline is imported inside `live_owners`.
+Only the standard library is imported here; the pipeline is imported inside `live_owners`,
+the restore command inside `saved_tasks`.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ __all__ = [
     "live_owners",
     "owner_request",
     "print_answers",
+    "saved_tasks",
     "script",
     "script_path",
     "shell_of",
@@ -124,7 +128,23 @@ def answers(what: str, args: Sequence[str]) -> list[str]:
     if what == "owners":
         state_dir, task = owner_request(args)
         return live_owners(state_dir, task) if task else []
+    if what == "saves":
+        state_dir, _ = owner_request(args)
+        return saved_tasks(state_dir)
     return []
+
+
+def saved_tasks(state_dir: str | None) -> list[str]:
+    """The task ids `fm restore` has saves of (`commands/restore.py` lists them: the refs
+    under refs/fm/discarded/ in the projects the journal and the records name); [] on any
+    error."""
+    try:
+        from fm_teardown.commands.restore import saved_tasks as listed
+        from fm_teardown.model import settings
+
+        return listed(settings.load(state_dir or None))
+    except Exception:
+        return []
 
 
 def print_answers(what: str, args: Sequence[str]) -> None:

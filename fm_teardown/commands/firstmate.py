@@ -21,6 +21,9 @@ USAGE = "usage: fm-teardown <task-id> [--force]"
 
 
 def main(argv: list[str] | None = None) -> None:
+    from fm_teardown.report import closed_stdout
+
+    closed_stdout.guard()  # a reader that closes early never changes the exit code
     args = sys.argv[1:] if argv is None else argv
     try:
         code = run(args)
@@ -30,11 +33,12 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # the last line of defence: one line, never a traceback
         sys.stderr.write(f"error: unexpected error: {type(exc).__name__}: {exc}\n")
         code = 1
+    closed_stdout.settle()
     sys.exit(code)
 
 
 def run(args: list[str]) -> int:
-    from fm_teardown.commands.teardown import journalled, run_one
+    from fm_teardown.commands.one import journalled, run_one
     from fm_teardown.model import settings
     from fm_teardown.model.errors import ExitCode, FmError
     from fm_teardown.model.plan import Flags
@@ -68,7 +72,7 @@ def run(args: list[str]) -> int:
         record = None  # the run below refuses it, with the same message
     flags = Flags(force=force)
     # The script had no journal: a journal that cannot be written only warns here.
-    outcome = run_one(s, task, flags, journal_required=False)
+    outcome = run_one(s, task, flags, journal_required=False, converge=False)
     if journalled(outcome, task):
         journal.append(s.data_dir, journal.result_entry(outcome, flags))
     for line in _operator_lines(outcome):

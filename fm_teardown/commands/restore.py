@@ -33,13 +33,13 @@ from fm_teardown.adapters.interrupts import Interrupted
 from fm_teardown.model import messages, settings
 from fm_teardown.model.errors import ExitCode, FmError, Verdict, invalid, unsafe
 from fm_teardown.model.paths import canonical, is_within
-from fm_teardown.model.records import check_task_id, near_ids, shown
+from fm_teardown.model.records import RecordProblem, check_task_id, near_ids, read_meta, shown
 from fm_teardown.model.values import value
 from fm_teardown.report.human import Printer, render_error
 from fm_teardown.report.journal import JOURNAL, bounded_lines
 from fm_teardown.report.render import SCHEMA, emit_json
 
-__all__ = ["PREFIX", "USAGE", "Found", "Project", "Restored", "Save", "restore"]
+__all__ = ["PREFIX", "USAGE", "Found", "Project", "Restored", "Save", "restore", "saved_tasks"]
 
 USAGE = "usage: fm restore TASK [--to DIR [--ref REF]] [--project DIR] [--json]"
 PREFIX = "refs/fm/discarded/"
@@ -215,6 +215,66 @@ def _journal_projects(journal: Path, task: str) -> tuple[list[str], int]:
         else:
             old += 1
     return list(dict.fromkeys(reversed(named))), old
+
+
+def saved_tasks(s: settings.Settings) -> list[str]:
+    """The task ids `fm restore` has saves of (what `fm restore <TAB>` offers): the refs under
+    refs/fm/discarded/<TASK>/<stamp> in every project the journal names for a save and every
+    project a record names. One `git for-each-ref` per project; [] when nothing can be read."""
+    projects: list[str] = []
+    try:
+        for raw in _journal_lines(s.data_dir / JOURNAL, ""):
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                continue
+            if not isinstance(line, dict):
+                continue
+            saved, project = line.get("discarded_ref"), line.get("project")
+            if isinstance(saved, str) and saved.startswith(PREFIX) and isinstance(project, str):
+                projects.append(project)
+    except FmError:
+        pass  # a journal fm will not read: the records' projects still count
+    projects += _record_projects(s.state_dir)
+    found: set[str] = set()
+    seen: set[str] = set()
+    for project in dict.fromkeys(p for p in projects if os.path.isabs(p) and "\0" not in p):
+        common, _ = _common_dir(project)
+        if common is None or common in seen:
+            continue
+        seen.add(common)
+        r = _git(project, "for-each-ref", "--format=%(refname)", PREFIX)
+        for name in r.text.splitlines() if r.ok else ():
+            task, _, stamp = name[len(PREFIX) :].partition("/")
+            if _STAMP.fullmatch(stamp) and _is_task_id(task):
+                found.add(task)
+    return sorted(found)
+
+
+def _is_task_id(task: str) -> bool:
+    try:
+        check_task_id(task)
+    except FmError:
+        return False
+    return True
+
+
+def _record_projects(state_dir: Path) -> list[str]:
+    """The `project=` of every record in the state dir (read without following a link)."""
+    out: list[str] = []
+    try:
+        names = sorted(n for n in os.listdir(state_dir) if n.endswith(".meta"))
+    except OSError:
+        return out
+    for name in names:
+        try:
+            text, _ = read_meta(str(state_dir / name))
+        except (OSError, RecordProblem):
+            continue
+        out += [
+            line[len("project=") :] for line in text.splitlines() if line.startswith("project=")
+        ]
+    return out
 
 
 def _saved_tasks(journal: Path, task: str) -> list[str]:

@@ -6,32 +6,29 @@ ready), or none with `--dry-run` (the fleet audit, spec §8).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from fm_teardown.adapters import interrupts
+from fm_teardown.commands.one import (
+    interrupted_before_acting,
+    journalled,
+    run_one,
+    with_expected_plan,
+)
 from fm_teardown.decide import fingerprint
 from fm_teardown.model import settings
-from fm_teardown.model.errors import ExitCode, FmError, Verdict, invalid
+from fm_teardown.model.errors import ExitCode, FmError, invalid
 from fm_teardown.model.outcome import Outcome
-from fm_teardown.model.plan import Decision, Flags
-from fm_teardown.model.records import task_id_problem
+from fm_teardown.model.plan import Flags
 from fm_teardown.report import human, journal
 from fm_teardown.report import render as report
 
 if TYPE_CHECKING:
     from fm_teardown.decide.finished import Options
     from fm_teardown.observe.loose_ends import Orphan
-    from fm_teardown.pipeline import Guard
 
-__all__ = [
-    "USAGE",
-    "journalled",
-    "run_one",
-    "teardown",
-    "with_expected_plan",
-]
+__all__ = ["USAGE", "teardown"]
 
 USAGE = (
     "usage: fm teardown TASK [TASK ...] [--dry-run] [--force] [--json] "
@@ -111,6 +108,7 @@ def teardown(
                 landed=landed,
                 opts=opts,
                 plans=expected,
+                again=("--state-dir", str(s.state_dir)) if state_dir else (),
             )
     if not tasks:
         if expected is not None:
@@ -123,8 +121,6 @@ def teardown(
         try:
             outcome = run_one(s, task, flags)
         except KeyboardInterrupt:
-            from fm_teardown.commands.batch import interrupted_before_acting
-
             outcome = interrupted_before_acting(task, flags)
     if journalled(outcome, task) and not flags.no_journal:
         # Every real run for a valid task id is journalled, refusals included.
@@ -159,61 +155,6 @@ def _usage(task: str | None, err: FmError, flags: Flags, json_out: bool) -> int:
     return outcome.exit_code
 
 
-def run_one(
-    s: settings.Settings,
-    task: str,
-    flags: Flags,
-    guard: Guard | None = None,
-    *,
-    journal_required: bool = True,
-) -> Outcome:
-    """One task's teardown (or dry run) as an Outcome: never raises FmError.
-
-    `journal_required`: a real run whose intent cannot be journalled refuses (exit 5);
-    False only warns (the firstmate drop-in: the script it replaces had no journal)."""
-    if flags.discard_live_owner is not None and flags.discard_live_owner == "":
-        return Outcome.of_error(
-            task,
-            invalid("--discard-live-owner needs the id of the live owner"),
-            dry_run=flags.dry_run,
-        )
-    if not flags.dry_run and task_id_problem(task) is None:
-        import os
-
-        from fm_teardown.observe import gate
-
-        refused = gate.refusal(os.environ, os.getcwd())
-        if refused is not None:
-            return Outcome.of_error(task, refused, dry_run=False)
-    from fm_teardown import pipeline
-
-    if flags.dry_run or flags.no_journal or task_id_problem(task) is not None:
-        return pipeline.teardown(s, task, flags, guard)
-    left = journal.unfinished(s.data_dir, task).get(task)
-    outcome = pipeline.teardown(
-        s, task, flags, guard, intent=_intent_writer(s, flags, required=journal_required)
-    )
-    if left is not None:
-        from dataclasses import replace
-
-        outcome = replace(outcome, warnings=(journal.unfinished_line(left), *outcome.warnings))
-    return outcome
-
-
-def _intent_writer(
-    s: settings.Settings, flags: Flags, *, required: bool
-) -> Callable[[Decision, str], str | None]:
-    """Journal a real run's intent; why it could not (the run then refuses), or None."""
-
-    def write(d: Decision, plan_id: str) -> str | None:
-        line = journal.intent_entry(d.task, plan_id, [str(st.step) for st in d.plan], flags)
-        if journal.append(s.data_dir, line) or not required:
-            return None
-        return f"the journal {s.data_dir / journal.JOURNAL} cannot be written"
-
-    return write
-
-
 def _expected_plans(values: list[str], tasks: list[str], landed: bool) -> dict[str, str] | None:
     """`--expect-plan TOKEN` (one TASK) or `--expect-plan TASK=TOKEN` (any number of TASKs,
     repeated once per task) as {task: token}; None when not given. Bad ones: exit 2."""
@@ -242,20 +183,6 @@ def _expected_plans(values: list[str], tasks: list[str], landed: bool) -> dict[s
         if missing:
             raise invalid("--expect-plan gives no token for " + ", ".join(missing), USAGE)
     return out
-
-
-def with_expected_plan(flags: Flags, task: str, expected: dict[str, str]) -> Flags:
-    """TASK's flags with its approved token. A task with none (a --landed selection the
-    tokens do not name) gets "": it refuses, its plan was never approved."""
-    from dataclasses import replace
-
-    return replace(flags, expect_plan=expected.get(task, ""))
-
-
-def journalled(outcome: Outcome, task: str) -> bool:
-    return (
-        not outcome.dry_run and outcome.verdict != Verdict.INVALID and task_id_problem(task) is None
-    )
 
 
 def _unfinished_runs(s: settings.Settings) -> tuple[Orphan, ...]:

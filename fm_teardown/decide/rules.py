@@ -388,8 +388,8 @@ def unreadable_claim(c: Case) -> Refusal | None:
         [f"the slot claim {claim.path} {claim.problem}"],
         [
             f"the claim is written by spawn when the pool hands the slot on: look at it "
-            f"(ls -l {claim.path}; cat {claim.path}), fix it only if you know whose slot it is, "
-            "then re-run"
+            f"(ls -l {shlex.quote(claim.path)}; cat {shlex.quote(claim.path)}), fix it only "
+            "if you know whose slot it is, then re-run"
         ],
         f"the slot claim {claim.path} {claim.problem}",
     )
@@ -405,7 +405,7 @@ def unsafe_tasktmp(c: Case) -> Refusal | None:
         [tmp.problem],
         [
             f"fm never follows or removes a tasktmp that is not its own directory: look "
-            f"at it (ls -ld {tmp.path}), remove it if it is not needed, then re-run"
+            f"at it (ls -ld {shlex.quote(tmp.path)}), remove it if it is not needed, then re-run"
         ],
         tmp.problem,
     )
@@ -440,7 +440,8 @@ def unreadable_inventory(c: Case) -> Refusal | None:
             f"point fm at the fleet's tmux server: set FM_TMUX_SOCKET (the socket path) or "
             f"FM_TMUX_SOCKET_NAME (as for tmux -L); what fm found: {error}; then re-run",
         ],
-        f"the tmux inventory could not be read, so {c.task}'s own window cannot be confirmed "
+        # Not the task's id: in the audit every row says the same, and it is said once.
+        f"the tmux inventory could not be read, so the task's own window cannot be confirmed "
         f"gone: {error}",
     )
 
@@ -651,9 +652,9 @@ def foreign_git_dir(c: Case) -> Refusal | None:
         Verdict.UNSAFE,
         [c.facts.git_problem],
         [
-            "see whose tree it is (git -C <slot> rev-parse --git-dir --show-toplevel); "
-            "copy out what the task needs, then fix the record's worktree= or the slot with "
-            "the pool's owner, and re-run"
+            f"see whose tree it is (git -C {shlex.quote(c.slot)} rev-parse --git-dir "
+            "--show-toplevel); copy out what the task needs, then fix the record's "
+            "worktree= or the slot with the pool's owner, and re-run"
         ],
         c.facts.git_problem,
     )
@@ -736,7 +737,10 @@ def unlanded(c: Case) -> Refusal | GoOn | NeedsLanded | None:
     lines += [f"unpushed: {u}" for u in landed.unpushed]
     lines += [f"could not tell: {n}" for n in landed.notes]
     if c.record.kind == "scout":
-        land = f"land it: the scout's work product is data/{c.task}/report.md: have it written"
+        # The report's full path is in the reasons above (the data dir may be anywhere).
+        land = (
+            "land it: the scout's work product is its report (its path is above): have it written"
+        )
     elif c.record.kind == "secondmate":
         land = _secondmate_landing(c, landed)
     elif landed.branch:
@@ -744,7 +748,8 @@ def unlanded(c: Case) -> Refusal | GoOn | NeedsLanded | None:
     elif landed.head:
         land = (
             "land it: HEAD is detached, so put the work on a branch first "
-            "(git -C <slot> switch -c <name>), then commit and push it, or merge its PR"
+            f"(git -C {shlex.quote(c.slot)} switch -c <name>), then commit and push it, or "
+            "merge its PR"
         )
     else:
         land = "land it: commit and push it, or merge its PR"

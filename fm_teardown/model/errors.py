@@ -24,6 +24,9 @@ class ExitCode(IntEnum):
 class Verdict(StrEnum):
     PROCEED = "proceed"
     STALE = "stale"
+    # No record, and the journal's newest line for the task is a teardown that finished:
+    # a re-run has nothing left to do (spec §14.4).
+    ALREADY = "already-torn-down"
     UNLANDED = "unlanded"
     LIVE_OWNER = "live-owner"
     UNSAFE = "unsafe"
@@ -38,6 +41,7 @@ class Verdict(StrEnum):
 _VERDICT_EXIT: dict[Verdict, ExitCode] = {
     Verdict.PROCEED: ExitCode.OK,
     Verdict.STALE: ExitCode.OK,
+    Verdict.ALREADY: ExitCode.OK,
     Verdict.UNLANDED: ExitCode.UNLANDED,
     Verdict.LIVE_OWNER: ExitCode.LIVE_OWNER,
     Verdict.UNSAFE: ExitCode.UNSAFE,

@@ -41,7 +41,8 @@ class Settings:
     lock_retries: int = 3
     lock_retry_wait: float = 1.0
     stale_lock_age: float = 30.0
-    # How long a teardown waits for another teardown of the same slot to release its lock.
+    # How long a teardown waits for a lock held by another process: another teardown's slot
+    # lock, firstmate's record lock (FM_LOCK_WAIT_SECS).
     lock_timeout: float = 300.0
     # firstmate's duties (spec §10): the config dir (FM_CONFIG_OVERRIDE, else
     # $FM_HOME/config: the backlog backend), grok's home (GROK_HOME, else $HOME/.grok), and
@@ -121,6 +122,7 @@ def load(state_dir_flag: str | None = None, env: Mapping[str, str] | None = None
         quit_grace=_float(env, "FM_QUIT_GRACE_SECS", Settings.quit_grace),
         kill_wait=_float(env, "FM_KILL_WAIT_SECS", Settings.kill_wait),
         fetch_timeout=_float(env, "FM_GIT_FETCH_TIMEOUT_SECS", Settings.fetch_timeout),
+        lock_timeout=_float(env, "FM_LOCK_WAIT_SECS", Settings.lock_timeout),
         lock_retries=_lenient_int(env, "FM_TREEHOUSE_RETURN_LOCK_RETRIES", Settings.lock_retries),
         lock_retry_wait=_lenient_float(
             env,

@@ -46,7 +46,9 @@ def orphans(fleet: Fleet, obs: Observation) -> tuple[Orphan, ...]:
     processes working in such slots that no endpoint accounts for (spec §8); names in the state dir
     that are no task's record or sidecar. They never change an exit code."""
     out: list[Orphan] = []
-    known = set(fleet.records) | set(fleet.invalid)
+    # A secondmate's child is recorded in the secondmate's home (`<secondmate>/<id>`): its
+    # window `fm-<id>` is accounted for.
+    known = {k for tid in (*fleet.records, *fleet.invalid) for k in (tid, tid.rsplit("/", 1)[-1])}
     seen: set[tuple[str, str]] = set()
     for pane in obs.inventory.panes:
         name = pane.window_name
@@ -114,6 +116,8 @@ def orphans(fleet: Fleet, obs: Observation) -> tuple[Orphan, ...]:
         )
     out += _dead_branches(fleet, obs)
     for name, why in fleet.strays:
+        if _documentation(name):
+            continue
         detail = f"{why}; it owns no slot and fm leaves it alone"
         out.append(Orphan("file", name, None, detail))
     out += _kept_sidecars(fleet)
@@ -139,6 +143,12 @@ def _kept_sidecars(fleet: Fleet) -> list[Orphan]:
             )
             out.append(Orphan("file", name, None, detail))
     return out
+
+
+def _documentation(name: str) -> bool:
+    """A state dir's README (README, README.md, README.txt, ...) documents the dir: it is no
+    loose end."""
+    return name.split(".", 1)[0].upper() == "README"
 
 
 # firstmate's spawn names a task's branch `fm/<id>`.

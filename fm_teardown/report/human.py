@@ -40,6 +40,7 @@ __all__ = [
 VERDICT_STYLE = {
     "proceed": "green",
     "stale": "yellow",
+    "already-torn-down": "green",
     "unlanded": "red",
     "live-owner": "red",
     "unsafe": "red",
@@ -255,7 +256,9 @@ def render_outcome(
     for text in o.warnings:
         err_p.line(f"warning: {short(text)}", "yellow")
     for h in o.hints:
-        err_p.line(f"hint: {short(h)}")
+        # Never shortened: a hint is a command to run from where the operator stands, so its
+        # paths stay absolute.
+        err_p.line(f"hint: {h}")
     if o.exit_code == ExitCode.FAILED and not o.interrupted:
         err_p.line(f"hint: re-run `fm teardown {o.task}` to finish (it re-checks ownership first)")
     hint = _runbook_hint(runbook)
@@ -302,6 +305,28 @@ def _why(r: AuditRow) -> str:
     return f"not finished: {f.reason}{opt}"
 
 
+# A WHY cell longer than this is cut (`…`); the reason is then said in full once, below the
+# table, for every task it applies to (a socket doubt names every server: 600 characters).
+_WHY_WIDTH = 120
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _WHY_WIDTH else text[: _WHY_WIDTH - 1] + "…"
+
+
+def _reasons_in_full(p: Printer, rows: Sequence[AuditRow]) -> None:
+    by_reason: dict[str, list[str]] = {}
+    for r in rows:
+        why = _why(r)
+        if len(why) > _WHY_WIDTH:
+            by_reason.setdefault(why, []).append(r.task)
+    if not by_reason:
+        return
+    p.line("WHY in full (cut above; --json has every row's):", "bold")
+    for why, tasks in by_reason.items():
+        p.line(f"  {', '.join(tasks)}: {why}")
+
+
 def render_audit(a: Audit, out: TextIO | None = None) -> None:
     """The audit for a person: a header naming the state dir, one row per task with the one
     reason that matters, then the shared slots, then the loose ends."""
@@ -323,12 +348,13 @@ def render_audit(a: Audit, out: TextIO | None = None) -> None:
                 r.endpoint or "-",
                 "yes" if r.finished.finished else "no",
                 _short_path(r.slot, a.pools),
-                _why(r),
+                _cut(_why(r)),
             )
             for r in a.rows
         ]
         styles = [VERDICT_STYLE.get(str(r.verdict)) for r in a.rows]
         p.table(headers, table, styles, indent=0)
+        _reasons_in_full(p, a.rows)
     if a.shared_slots:
         p.line("slots claimed by more than one record:", "bold")
         for slot, tasks in a.shared_slots:

@@ -32,6 +32,7 @@ __all__ = [
     "entry",
     "intent_entry",
     "result_entry",
+    "torn_down_at",
     "unfinished",
     "unfinished_line",
 ]
@@ -127,19 +128,17 @@ def intent_entry(task: str, plan_id: str, steps: list[str], flags: Flags) -> dic
     }
 
 
-def unfinished(data_dir: Path, task: str | None = None) -> dict[str, dict[str, Any]]:
-    """The intents with no later line for their task (all tasks, or `task` only): runs that
-    ended between their intent and their result. Read without following a link or blocking;
-    an unreadable journal reports nothing."""
+def _lines(data_dir: Path, task: str | None) -> Iterator[dict[str, Any]]:
+    """The journal's lines (all tasks, or `task`'s only), oldest first, as a stream: read
+    without following a link or blocking; an unreadable journal yields nothing."""
     path = data_dir / JOURNAL
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
-        return {}
-    open_: dict[str, dict[str, Any]] = {}
+        return
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return {}
+            return
         with os.fdopen(fd, "rb", closefd=False) as f:
             for raw in bounded_lines(f):
                 if task is not None and task.encode() not in raw:
@@ -152,15 +151,37 @@ def unfinished(data_dir: Path, task: str | None = None) -> dict[str, dict[str, A
                     continue
                 if task is not None and line["task"] != task:
                     continue
-                if line.get("phase") == "intent":
-                    open_[line["task"]] = line
-                else:
-                    open_.pop(line["task"], None)
+                yield line
     except OSError:
-        return {}
+        return
     finally:
         os.close(fd)
+
+
+def unfinished(data_dir: Path, task: str | None = None) -> dict[str, dict[str, Any]]:
+    """The intents with no later line for their task (all tasks, or `task` only): runs that
+    ended between their intent and their result."""
+    open_: dict[str, dict[str, Any]] = {}
+    for line in _lines(data_dir, task):
+        if line.get("phase") == "intent":
+            open_[line["task"]] = line
+        else:
+            open_.pop(line["task"], None)
     return open_
+
+
+def torn_down_at(data_dir: Path, task: str) -> str | None:
+    """When TASK was torn down, if the journal's newest line for it is a real run's result
+    that exited 0 (a teardown, or a stale slot's clearing); else None (no line, a refusal, a
+    failure, or an intent with no result after it: a run that ended partway)."""
+    newest: dict[str, Any] | None = None
+    for line in _lines(data_dir, task):
+        newest = line
+    if newest is None or newest.get("phase", "result") != "result":
+        return None
+    done = newest.get("exit_code") == 0 and newest.get("verdict") in ("proceed", "stale")
+    when = newest.get("time")
+    return when if done and isinstance(when, str) else None
 
 
 def unfinished_line(intent: dict[str, Any]) -> str:

@@ -184,6 +184,10 @@ def render(
     if json_out:
         emit_json(outcome_json(o), out)
         return
+    if o.decision is None and o.exit_code == ExitCode.OK:
+        # Nothing left to do (a re-run of a task already torn down): said on stdout.
+        Printer(out).line(f"{o.task}: {o.reasons[0]}" if o.reasons else str(o.verdict), "green")
+        return
     if o.decision is None:
         said = messages.bare_reasons(o)
         message = said[0] if said else str(o.verdict)
