@@ -115,7 +115,7 @@ def audit(settings: Settings, opts: finished.Options | None = None) -> Audit:
                 d.verdict, d.headline, str(ep.state), ep.detail, record, facts.get(task), opts
             ),
             finished.identity(record, ep.window_ids),
-            fingerprint.token(fingerprint.inputs(d, obs, facts.get(task))),
+            fingerprint.token(fingerprint.digests(d, obs, facts.get(task))),
         )
     return Audit(
         settings.state_dir,

@@ -45,6 +45,7 @@ VERDICT_STYLE = {
     "unsafe": "red",
     "invalid": "red",
     "failed": "red",
+    "plan-changed": "red",
     "skipped": "yellow",
 }
 
