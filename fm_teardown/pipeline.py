@@ -194,7 +194,8 @@ def teardown(
     if flags.dry_run:
         from fm_teardown.report import plans
 
-        plans.keep(settings.data_dir, task, planned.plan_id or "", planned.plan_inputs or {})
+        slots = planned.observation.slot_of.values()
+        plans.keep(settings.data_dir, task, planned.plan_id or "", planned.plan_inputs or {}, slots)
         return replace(Outcome.of_decision(planned.decision, dry_run=True), plan_id=planned.plan_id)
     from fm_teardown.act import steps as act
 

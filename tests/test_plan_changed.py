@@ -181,3 +181,22 @@ def test_a_boot_time_that_moves_by_a_second_keeps_the_token(
         p.start_time for p in first.observation.processes.procs.values()
     }  # the same processes, each a second later
     assert second.plan_id == first.plan_id
+
+
+def test_the_words_are_kept_in_the_data_dir_and_never_in_a_slot(fleet: Fleet) -> None:
+    t = base(fleet, "pc-keep")
+    token = token_of(fleet, t.id)
+    kept = json.loads((fleet.data / "plans" / f"{token}.json").read_text())
+    assert (kept["task"], kept["plan_id"]) == (t.id, token)
+    assert kept["fields"]["verdict"] == "proceed"
+    inside = t.slot / "fm-data"
+    inside.mkdir()
+    link = fleet.root / "data-link"
+    link.symlink_to(t.slot)
+    for data in (inside, link):
+        r = fleet.fm("teardown", t.id, "--dry-run", env=fleet.env(FM_DATA_OVERRIDE=str(data)))
+        assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in t.slot.iterdir() if p.name.startswith(("fm-", "plans"))) == [
+        "fm-data"
+    ]
+    assert list(inside.iterdir()) == []

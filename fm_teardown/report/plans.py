@@ -4,8 +4,9 @@ A token is a digest: it cannot say what the approved plan was. So a one-task dry
 plan's fields in words under `data/plans/<token>.json` (the newest `KEEP` plans; older ones are
 removed), and a plan-changed refusal reads them back to show each changed field as
 `before → now` (spec §14.5). This is the one file a dry run writes; it is written only into a
-data dir that already exists, never through a link, and a failure changes nothing (the
-refusal then says the approved plan is not known here). The audit keeps no words.
+data dir that already exists, is reached through no link and lies in no slot or task's temp
+dir, never through a linked file, and a failure changes nothing (the refusal then says the
+approved plan is not known here). The audit keeps no words.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ import contextlib
 import json
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from fm_teardown.adapters import safefile
+from fm_teardown.model.paths import is_within
 
 __all__ = ["DIR", "KEEP", "keep", "recall"]
 
@@ -26,11 +28,15 @@ KEEP = 200
 _MAX = 4 << 20  # bytes read back at most: a plan's words are far smaller
 
 
-def _dir(data_dir: Path) -> Path | None:
-    """`data/plans`, made if the data dir exists; None when it is not a plain directory."""
+def _dir(data_dir: Path, slots: Iterable[str]) -> Path | None:
+    """`data/plans`, made if the data dir exists; None when it is not a plain directory, is
+    reached through a link, or lies inside a slot or a task's temp dir (someone's tree)."""
     path = data_dir / DIR
     try:
-        if not stat.S_ISDIR(os.lstat(data_dir).st_mode):
+        real = os.path.realpath(data_dir)
+        if real != os.path.abspath(data_dir) or not stat.S_ISDIR(os.lstat(data_dir).st_mode):
+            return None
+        if real.startswith("/tmp/fm-") or any(is_within(real, s) for s in slots):
             return None
         with contextlib.suppress(FileExistsError):
             os.mkdir(path, 0o700)
@@ -39,9 +45,12 @@ def _dir(data_dir: Path) -> Path | None:
         return None
 
 
-def keep(data_dir: Path, task: str, token: str, words: Mapping[str, str]) -> None:
-    """Keep a dry run's plan in words; silently nothing when it cannot."""
-    where = _dir(data_dir)
+def keep(
+    data_dir: Path, task: str, token: str, words: Mapping[str, str], slots: Iterable[str] = ()
+) -> None:
+    """Keep a dry run's plan in words; silently nothing when it cannot. `slots`: the
+    canonical slots the fleet's records name (the words are never written inside one)."""
+    where = _dir(data_dir, slots)
     if where is None:
         return
     body = json.dumps({"task": task, "plan_id": token, "fields": dict(words)}).encode()
