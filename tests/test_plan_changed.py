@@ -13,6 +13,7 @@ import pytest
 
 from fm_teardown import pipeline
 from fm_teardown.adapters import processes
+from fm_teardown.decide import fingerprint
 from fm_teardown.model.plan import Flags
 from fm_teardown.model.settings import load
 from tests.fleet import Fleet, Task, tid
@@ -200,3 +201,28 @@ def test_the_words_are_kept_in_the_data_dir_and_never_in_a_slot(fleet: Fleet) ->
         "fm-data"
     ]
     assert list(inside.iterdir()) == []
+
+
+def test_the_audit_and_each_dry_run_agree_on_a_shared_slot(fleet: Fleet) -> None:
+    """Records sharing a slot share one sum of owner digests, minus each record itself, with
+    what differs for it on top (a lease it holds, an unattributed agent): each row's token is
+    the one its own dry run prints, and the sum equals the owners digested one by one."""
+    ids = [tid(f"pc-sh{i}") for i in range(4)]
+    slot = fleet.slot(1, holder=ids[0])
+    fleet.task(ids[0], slot, "dead", extra={"treehouse_lease_holder": ids[0]})
+    for i, state in zip(ids[1:], ("alive", "missing", "dead"), strict=True):
+        fleet.task(i, slot, state)  # ids[0]'s lease makes it an owner of a changed kind
+    fleet.tracked.add(fleet.agent_in(slot).pid)
+    _, doc = fleet.fm_json("teardown", "--dry-run")
+    rows = {r["task"]: r["plan_id"] for r in doc["tasks"]}
+    assert {t: token_of(fleet, t) for t in ids} == {t: rows[t] for t in ids}
+    settings = load(None, fleet.env())
+    changed: set[str] = set()
+    for t in ids:
+        planned = pipeline.plan(settings, t, Flags(dry_run=True))
+        owners = planned.decision.owners
+        assert len(owners) >= 3
+        changed.update(o.id for o in owners if "lease" in o.why)
+        one_by_one = fingerprint._owners_digest(list(owners), planned.observation)
+        assert fingerprint._owners_digest(owners, planned.observation) == one_by_one
+    assert changed == {ids[0]}  # the case where TASK's owners differ from the group's
