@@ -250,11 +250,12 @@ def words(d: Decision, obs: Observation, facts: LandedLike | None) -> dict[str, 
         "lease": lease,
         "windows": "\n".join(names.get(w, w) for w in sorted(ep.window_ids if ep else ())),
         "processes": "\n".join(f"{p.name or p.argv0 or '?'} (pid {p.pid})" for p in procs),
-        "steps": "\n".join(f"{s.step} {s.target}" for s in d.plan),
+        # By name: a step's target (a path) is bound by the token, too long to read here.
+        "steps": "\n".join(str(s.step) for s in d.plan),
     }
 
 
-_SHOWN = 6  # items of a field shown in full; past that, what was added and what is gone
+_SHOWN = 10  # items of a field shown in full; past that, what was added and what is gone
 
 
 def _items(text: str) -> list[str]:
@@ -274,6 +275,10 @@ def _change(before: str | None, now: str) -> str:
     if before is None:
         return f"before: not known here (the dry run was made elsewhere) → now {_list(now_items)}"
     before_items = _items(before)
+    if before_items == now_items:
+        # A pid that names another process now, a step with another target: what changed is
+        # bound by the token but not said in these words.
+        return f"{_list(now_items)} (the same in words: a start time or a target differs)"
     if len(before_items) <= _SHOWN and len(now_items) <= _SHOWN:
         return f"{_list(before_items)} → {_list(now_items)}"
     gone = [x for x in before_items if x not in set(now_items)]
