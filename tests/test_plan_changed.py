@@ -226,3 +226,21 @@ def test_the_audit_and_each_dry_run_agree_on_a_shared_slot(fleet: Fleet) -> None
         one_by_one = fingerprint._owners_digest(list(owners), planned.observation)
         assert fingerprint._owners_digest(owners, planned.observation) == one_by_one
     assert changed == {ids[0]}  # the case where TASK's owners differ from the group's
+
+
+def test_the_words_of_a_change() -> None:
+    """Long lists show what was added and what is gone; equal words say that what differs
+    is bound by the token only (a pid that now names another process)."""
+    many = "\n".join(f"w{i} (pid {i})" for i in range(12))
+    (line,) = fingerprint.describe(["processes"], {"processes": many + "\nx (pid 99)"}, None)
+    assert line.startswith("the processes to signal: before: not known here")
+    (line,) = fingerprint.describe(
+        ["processes"], {"processes": many + "\nx (pid 99)"}, {"processes": many}
+    )
+    assert line == "the processes to signal: 12 → 13 (added: x (pid 99); gone: none)"
+    (line,) = fingerprint.describe(
+        ["processes"], {"processes": "a (pid 7)"}, {"processes": "a (pid 7)"}
+    )
+    assert line == (
+        "the processes to signal: a (pid 7) (the same in words: a start time or a target differs)"
+    )
