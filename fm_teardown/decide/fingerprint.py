@@ -118,8 +118,10 @@ def problem(text: str) -> str | None:
 
 def changed(expected: str, now: str) -> list[str]:
     """The fields whose tag differs between the approved token and the one now; [] when the
-    tokens are equal or when the digests differ but no tag does (`describe` says so)."""
-    if expected == now:
+    tokens are equal, when the digests differ but no tag does, and when only the tags differ
+    (a token altered by hand): `describe` says so."""
+    if expected == now or expected[:DIGEST] == now[:DIGEST]:
+        # The same digest: the same plan, and tags no dry run printed with it (`describe`).
         return []
     return [
         name
@@ -292,8 +294,8 @@ def describe(
     """One line per changed field, `the processes to signal: sleep (pid 7) → none`."""
     if not names:
         return [
-            "a field the token cannot name changed (the digests differ, no field's tag does), "
-            "or the token is not one a dry run printed"
+            "no field's tag differs: either a field changed that the tags cannot name, or the "
+            "token is not as a dry run printed it"
         ]
     label = dict(FIELDS)
     return [
