@@ -102,9 +102,7 @@ def decide_with_landed(
     return decision
 
 
-def _expected_plan_refusal(
-    settings: Settings, planned: Planned, expected: str, *, dry_run: bool
-) -> Outcome | None:
+def _expected_plan_refusal(planned: Planned, expected: str, *, dry_run: bool) -> Outcome | None:
     """`--expect-plan`: None when the first decision gives the approved token; else a refusal
     of its own (`plan-changed`, spec §14.5) naming each changed field as `before → now`, and
     nothing is done. It exits 4 only when the plan as it is now has a live owner, else 5."""
@@ -116,12 +114,9 @@ def _expected_plan_refusal(
         changes: list[str] = []
         say = f"no --expect-plan token names {d.task}: its plan (now {now}) was never approved"
     else:
-        from fm_teardown.report import plans
-
         names = fingerprint.changed(expected, now)
-        changes = fingerprint.describe(
-            names, words, plans.recall(settings.data_dir, d.task, expected)
-        )
+        before = fingerprint.recover(expected, d, planned.observation, planned.landed)
+        changes = fingerprint.describe(names, words, before)
         label = dict(fingerprint.FIELDS)
         what = ", ".join(label[n] for n in names) if names else "a field the token cannot name"
         # The headline is what a person reads first: every field that changed, by name.
@@ -186,16 +181,10 @@ def teardown(
         if why is not None:
             raise NotSelected(why)
     if flags.expect_plan is not None:
-        refused = _expected_plan_refusal(
-            settings, planned, flags.expect_plan, dry_run=flags.dry_run
-        )
+        refused = _expected_plan_refusal(planned, flags.expect_plan, dry_run=flags.dry_run)
         if refused is not None:
             return refused
     if flags.dry_run:
-        from fm_teardown.report import plans
-
-        slots = planned.observation.slot_of.values()
-        plans.keep(settings.data_dir, task, planned.plan_id or "", planned.plan_inputs or {}, slots)
         return replace(Outcome.of_decision(planned.decision, dry_run=True), plan_id=planned.plan_id)
     from fm_teardown.act import steps as act
 

@@ -112,17 +112,20 @@ def test_a_new_plan_that_refuses_is_said_to_and_no_new_token_is_offered(fleet: F
     assert (code, doc["verdict"]) == (4, "plan-changed")
 
 
-def test_before_is_not_known_for_a_token_no_dry_run_here_kept(fleet: Fleet) -> None:
-    """The audit keeps no words: a token approved from its rows still binds, and the refusal
-    says the approved words are not known here."""
+def test_before_is_found_from_the_token_alone(fleet: Fleet) -> None:
+    """A dry run keeps nothing: the approved values are found again from the token's tags and
+    the plan now, here from a token the audit printed."""
     t = base(fleet, "pc-audit")
+    files = sorted(str(p) for p in fleet.fm_home.rglob("*"))
     _, doc = fleet.fm_json("teardown", "--dry-run")
     (token,) = [r["plan_id"] for r in doc["tasks"] if r["task"] == t.id]
+    assert token_of(fleet, t.id) == token
+    assert sorted(str(p) for p in fleet.fm_home.rglob("*")) == files  # nothing kept anywhere
     (t.slot / "late.txt").write_text("late\n")
     r = fleet.fm("teardown", t.id, "--force", "--expect-plan", token)
     assert r.returncode == 5, r.stderr
     change = refusal_lines(r.stderr)["the slot's uncommitted or untracked paths"]
-    assert change == "before: not known here (the dry run was made elsewhere) → now late.txt"
+    assert change == "none → late.txt"
 
 
 def test_the_runbook_is_listed_and_printed() -> None:
@@ -186,25 +189,6 @@ def test_a_boot_time_that_moves_by_a_second_keeps_the_token(
     assert second.plan_id == first.plan_id
 
 
-def test_the_words_are_kept_in_the_data_dir_and_never_in_a_slot(fleet: Fleet) -> None:
-    t = base(fleet, "pc-keep")
-    token = token_of(fleet, t.id)
-    kept = json.loads((fleet.data / "plans" / f"{token}.json").read_text())
-    assert (kept["task"], kept["plan_id"]) == (t.id, token)
-    assert kept["fields"]["verdict"] == "proceed"
-    inside = t.slot / "fm-data"
-    inside.mkdir()
-    link = fleet.root / "data-link"
-    link.symlink_to(t.slot)
-    for data in (inside, link):
-        r = fleet.fm("teardown", t.id, "--dry-run", env=fleet.env(FM_DATA_OVERRIDE=str(data)))
-        assert r.returncode == 0, r.stderr
-    assert sorted(p.name for p in t.slot.iterdir() if p.name.startswith(("fm-", "plans"))) == [
-        "fm-data"
-    ]
-    assert list(inside.iterdir()) == []
-
-
 def test_the_audit_and_each_dry_run_agree_on_a_shared_slot(fleet: Fleet) -> None:
     """Records sharing a slot share one sum of owner digests, minus each record itself, with
     what differs for it on top (a lease it holds, an unattributed agent): each row's token is
@@ -235,7 +219,7 @@ def test_the_words_of_a_change() -> None:
     is bound by the token only (a pid that now names another process)."""
     many = "\n".join(f"w{i} (pid {i})" for i in range(12))
     (line,) = fingerprint.describe(["processes"], {"processes": many + "\nx (pid 99)"}, None)
-    assert line.startswith("the processes to signal: before: not known here")
+    assert line.startswith("the processes to signal: before: not found from the token → now")
     (line,) = fingerprint.describe(
         ["processes"], {"processes": many + "\nx (pid 99)"}, {"processes": many}
     )

@@ -15,7 +15,7 @@ import pytest
 
 from tests.fleet import Fleet, Task, git, tid
 
-TOKEN = r"[0-9a-f]{64}"
+TOKEN = r"[0-9a-f]{96}"
 
 
 def token_of(fleet: Fleet, task: str, *extra: str) -> str:
@@ -173,9 +173,9 @@ def test_bad_tokens_and_combinations_are_usage_errors(fleet: Fleet) -> None:
     for args in (
         ("teardown", t.id, "--expect-plan", "nothex"),
         ("teardown", t.id, "--expect-plan", "0" * 24),  # the old, short token
-        ("teardown", t.id, "--expect-plan", f"{tid('else')}={'0' * 64}"),
-        ("teardown", t.id, tid("x"), "--expect-plan", "0" * 64),
-        ("teardown", "--dry-run", "--expect-plan", "0" * 64),
+        ("teardown", t.id, "--expect-plan", f"{tid('else')}={'0' * 96}"),
+        ("teardown", t.id, tid("x"), "--expect-plan", "0" * 96),
+        ("teardown", "--dry-run", "--expect-plan", "0" * 96),
     ):
         r = fleet.fm(*args)
         assert r.returncode == 2, (args, r.stderr)
@@ -210,7 +210,7 @@ def test_landed_dry_run_prints_tokens_and_unnamed_tasks_refuse(fleet: Fleet) -> 
     fleet.task(a, sa, "dead", extra={"treehouse_lease_holder": a})
     tb = fleet.task(b, sb, "dead", extra={"treehouse_lease_holder": b})
     r = fleet.fm("teardown", "--landed", "--dry-run", "--min-age", "0")
-    tokens = dict(re.findall(r"^task (\S+) .*?\nplan: ([0-9a-f]{64})$", r.stdout, re.M | re.S))
+    tokens = dict(re.findall(r"^task (\S+) .*?\nplan: ([0-9a-f]{96})$", r.stdout, re.M | re.S))
     code, doc = fleet.fm_json("teardown", "--landed", "--dry-run", "--min-age", "0")
     assert {x["task"]: x["plan_id"] for x in doc["results"]} == tokens
     assert set(tokens) == {a, b}

@@ -3,12 +3,12 @@
 A dry run prints it (`plan: <token>`, JSON `"plan_id"`); `--expect-plan TOKEN` makes a real
 run refuse when its first decision gives another token (spec §13.9, §14.5, §14.8).
 
-The token is 64 hex digits: a 128-bit digest of every field's own 256-bit digest (32 hex
-digits), then one 16-bit tag per field (4 hex digits each, in `FIELDS` order). A real run
+The token is 96 hex digits: a 128-bit digest of every field's own 256-bit digest (32 hex
+digits), then one 32-bit tag per field (8 hex digits each, in `FIELDS` order). A real run
 compares the whole token, so any change to any field refuses, whatever the tags say: the
-tags only name the fields that changed, and a change whose tag happens to stay the same
-(1 in 65,536) is still refused, as "a field the token cannot name". No field is truncated
-before it is digested, and the comparison never rests on a tag.
+tags only name the fields that changed and let a refusal find the approved values again
+(`recover`); a change whose tag stays the same is still refused, as one the token cannot
+name. No field is truncated before it is digested, and the comparison never rests on a tag.
 
 The fields: the verdict; the owners of the slot and their liveness; the slot's HEAD; the dirty
 paths; the lease the pool return is conditional on; TASK's window ids; the processes that
@@ -23,7 +23,8 @@ slot share one sum, worked out once per slot, and each record's owners are that 
 itself, so the audit's tokens cost k, not k squared, for k records on one slot.
 
 `words` says each field in words for people (processes by name and pid, windows by name,
-owners by id, HEAD by short hash): what a refusal shows as `before → now`.
+owners by id, HEAD by short hash): what a refusal shows as `before → now`, the before found
+by `recover`.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ __all__ = [
     "describe",
     "digests",
     "problem",
+    "recover",
     "token",
     "words",
 ]
@@ -69,7 +71,7 @@ FIELDS: tuple[tuple[str, str], ...] = (
     ("steps", "the steps"),
 )
 DIGEST = 32  # hex digits of the whole plan's digest: 128 bits, compared in full
-TAG = 4  # hex digits of each field's tag: only names the field, never decides
+TAG = 8  # hex digits of each field's tag: names the field and finds its approved value
 LENGTH = DIGEST + TAG * len(FIELDS)
 _HEX = frozenset("0123456789abcdef")
 # The owners' sum: 512-bit digests added modulo 2**512, so that finding two owner sets with
@@ -92,7 +94,7 @@ def digests(d: Decision, obs: Observation, facts: LandedLike | None) -> dict[str
         "verdict": _h("verdict", str(d.verdict)),
         "owners": _owners_digest(d.owners, obs),
         "head": _h("head", head),
-        "dirty": _h("dirty", "\n".join(dirty)),
+        "dirty": _h("dirty", "\n".join(dirty)),  # sorted: as `_Items` joins them
         "lease": _h("lease", _lease(d)),
         "windows": _h("windows", " ".join(sorted(ep.window_ids) if ep is not None else ())),
         "processes": _h(
@@ -102,11 +104,15 @@ def digests(d: Decision, obs: Observation, facts: LandedLike | None) -> dict[str
     }
 
 
+def _tag(digest: bytes) -> str:
+    return digest.hex()[:TAG]
+
+
 def token(fields: Mapping[str, bytes]) -> str:
     whole = blake2s(digest_size=DIGEST // 2)
     for name, _ in FIELDS:
         whole.update(name.encode() + b"\0" + fields[name])
-    return whole.hexdigest() + "".join(fields[name].hex()[:TAG] for name, _ in FIELDS)
+    return whole.hexdigest() + "".join(_tag(fields[name]) for name, _ in FIELDS)
 
 
 def problem(text: str) -> str | None:
@@ -241,12 +247,7 @@ def words(d: Decision, obs: Observation, facts: LandedLike | None) -> dict[str, 
     procs = sorted(_processes(d, obs, ep), key=lambda p: p.pid)
     return {
         "verdict": str(d.verdict),
-        "owners": "\n".join(
-            sorted(
-                f"{o.id} ({o.kind}, endpoint {o.endpoint}, {'live' if o.live else 'not live'})"
-                for o in d.owners
-            )
-        ),
+        "owners": "\n".join(sorted(_owner_words(o) for o in d.owners)),
         "head": facts.head[:12] if facts is not None and facts.head else "not read",
         "dirty": "\n".join(sorted(facts.dirty) if facts is not None else ()),
         "lease": lease,
@@ -255,6 +256,137 @@ def words(d: Decision, obs: Observation, facts: LandedLike | None) -> dict[str, 
         # By name: a step's target (a path) is bound by the token, too long to read here.
         "steps": "\n".join(str(s.step) for s in d.plan),
     }
+
+
+# -- the approved values, found again ---------------------------------------------------------
+#
+# A token keeps digests, not words. But a plan that changed is mostly the plan now with one
+# thing more, less or different: a process started, a record added, an owner come alive, a
+# verdict. So a refusal tries the values the approved field could have had, made from the
+# plan now (each item left out, one or two at a time; each owner in another endpoint state;
+# every verdict; no lease, no HEAD read), and a candidate whose 32-bit tag is the approved
+# one gives the field's words before. What it cannot find is said to be unknown. Nothing is
+# kept anywhere: a dry run writes no file.
+
+_PAIRS = 40  # items up to which two left out at once are tried
+_FLIPS = 500  # owners up to which each one's other endpoint states are tried
+
+
+class _Items:
+    """A list field's items now, (canonical, words), and how its digest joins them."""
+
+    def __init__(self, name: str, items: list[tuple[str, str]], sep: str, ordered: bool) -> None:
+        self.name, self.items, self.sep, self.ordered = name, items, sep, ordered
+
+    def tag(self, keep: list[tuple[str, str]]) -> str:
+        canon = [c for c, _ in keep]
+        return _tag(_h(self.name, self.sep.join(canon if self.ordered else sorted(canon))))
+
+    def before(self, want: str) -> str | None:
+        n = len(self.items)
+        candidates: list[list[tuple[str, str]]] = [[]]
+        candidates += [self.items[:i] + self.items[i + 1 :] for i in range(n)]
+        if n <= _PAIRS:
+            candidates += [
+                [x for k, x in enumerate(self.items) if k not in (i, j)]
+                for i in range(n)
+                for j in range(i + 1, n)
+            ]
+        for keep in candidates:
+            if self.tag(keep) == want:
+                return "\n".join(w for _, w in keep)
+        return None
+
+
+def _owner_words(o: Owner) -> str:
+    return f"{o.id} ({o.kind}, endpoint {o.endpoint}, {'live' if o.live else 'not live'})"
+
+
+def _owners_before(owners: list[Owner], want: str) -> str | None:
+    from dataclasses import replace
+
+    from fm_teardown.model.world import EndpointState
+
+    def tag(n: int, total: int) -> str:
+        return _tag(_h("owners", f"{n} {total % _MOD:x}"))
+
+    values = [_owner_value(o) for o in owners]
+    total, n = sum(values), len(owners)
+    if tag(0, 0) == want:
+        return ""
+    for i in range(n):
+        if tag(n - 1, total - values[i]) == want:
+            return "\n".join(sorted(_owner_words(x) for k, x in enumerate(owners) if k != i))
+    for i, o in enumerate(owners[:_FLIPS]):
+        for state in EndpointState:
+            if state == o.endpoint:
+                continue
+            other = replace(o, endpoint=state, live=state.live)
+            if tag(n, total - values[i] + _owner_value(other)) == want:
+                rest = [_owner_words(x) for k, x in enumerate(owners) if k != i]
+                return "\n".join(sorted([*rest, _owner_words(other)]))
+    return None
+
+
+def recover(
+    expected: str, d: Decision, obs: Observation, facts: LandedLike | None
+) -> dict[str, str]:
+    """The approved plan's fields in words, for those the plan now lets fm find again."""
+    from fm_teardown.model.errors import Verdict
+
+    want = {
+        name: expected[DIGEST + i * TAG : DIGEST + (i + 1) * TAG]
+        for i, (name, _) in enumerate(FIELDS)
+    }
+    now = words(d, obs, facts)
+    out: dict[str, str] = {}
+    for v in Verdict:
+        if _tag(_h("verdict", str(v))) == want["verdict"]:
+            out["verdict"] = str(v)
+    head = facts.head if facts is not None and facts.head else "-"
+    for value, said in (("-", "not read"), (head, now["head"])):
+        if _tag(_h("head", value)) == want["head"]:
+            out["head"] = said
+    leases = {"-": "no pool return", "|": "no lease (an unconditional return)"}
+    leases[_lease(d)] = now["lease"]
+    facts_now = obs.slots.get(d.slot) if d.slot is not None else None
+    entry = facts_now.pool.entry if facts_now is not None else None
+    if entry is not None and entry.leased:
+        leases[f"{entry.lease_id}|{entry.lease_holder}"] = (
+            f"lease {entry.lease_id or 'none'} held by '{entry.lease_holder}'"
+        )
+    for value, said in leases.items():
+        if _tag(_h("lease", value)) == want["lease"]:
+            out["lease"] = said
+    ep = obs.endpoints.get(d.task)
+    names = {
+        p.window_id: f"{p.session}:{p.window_name} ({p.window_id})" for p in obs.inventory.panes
+    }
+    procs = sorted(_processes(d, obs, ep), key=lambda p: p.pid)
+    lists = (
+        _Items("dirty", [(x, x) for x in sorted(facts.dirty)] if facts else [], "\n", False),
+        _Items(
+            "windows",
+            [(w, names.get(w, w)) for w in sorted(ep.window_ids if ep else ())],
+            " ",
+            False,
+        ),
+        _Items(
+            "processes",
+            [(_pid_at(p, obs), f"{p.name or p.argv0 or '?'} (pid {p.pid})") for p in procs],
+            " ",
+            False,
+        ),
+        _Items("steps", [(f"{s.step}|{s.target}", str(s.step)) for s in d.plan], "\n", True),
+    )
+    for field in lists:
+        found = field.before(want[field.name])
+        if found is not None:
+            out[field.name] = found
+    owners = _owners_before(list(d.owners), want["owners"])
+    if owners is not None:
+        out["owners"] = owners
+    return out
 
 
 _SHOWN = 10  # items of a field shown in full; past that, what was added and what is gone
@@ -275,7 +407,7 @@ def _list(items: list[str]) -> str:
 def _change(before: str | None, now: str) -> str:
     now_items = _items(now)
     if before is None:
-        return f"before: not known here (the dry run was made elsewhere) → now {_list(now_items)}"
+        return f"before: not found from the token → now {_list(now_items)}"
     before_items = _items(before)
     if before_items == now_items:
         # A pid that names another process now, a step with another target: what changed is
@@ -291,7 +423,8 @@ def _change(before: str | None, now: str) -> str:
 def describe(
     names: list[str], now: Mapping[str, str], before: Mapping[str, str] | None
 ) -> list[str]:
-    """One line per changed field, `the processes to signal: sleep (pid 7) → none`."""
+    """One line per changed field, `the processes to signal: sleep (pid 7) → none`; a field
+    `before` does not hold is said to be not found."""
     if not names:
         return [
             "no field's tag differs: either a field changed that the tags cannot name, or the "
