@@ -13,7 +13,7 @@ from dataclasses import replace
 from fm_teardown.adapters import safefile
 from fm_teardown.decide import fingerprint
 from fm_teardown.decide import rules as decide
-from fm_teardown.model.errors import FmError, Verdict
+from fm_teardown.model.errors import FmError, Verdict, plan_changed_exit
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.paths import canonical, is_within
 from fm_teardown.model.plan import Decision, Flags, LandedLike, Planned
@@ -65,8 +65,9 @@ def plan(
     facts: list[LandedLike] = []
     decision = decide_with_landed(settings, task, fleet, obs, flags, fetch=fetch, facts=facts)
     landed = facts[0] if facts else None
-    inputs = fingerprint.inputs(decision, obs, landed)
-    return Planned(decision, fleet, obs, landed, inputs, fingerprint.token(inputs))
+    words = fingerprint.words(decision, obs, landed)
+    token = fingerprint.token(fingerprint.digests(decision, obs, landed))
+    return Planned(decision, fleet, obs, landed, words, token)
 
 
 def _landed_facts(settings: Settings, record: Record, *, fetch: bool) -> LandedLike:
@@ -116,38 +117,47 @@ def decide_with_landed(
 
 def _expected_plan_refusal(planned: Planned, expected: str, *, dry_run: bool) -> Outcome | None:
     """`--expect-plan`: None when the first decision gives the approved token; else a refusal
-    naming what changed (exit 4 when the owners did, else 5), and nothing is done."""
+    of its own (`plan-changed`, spec §14.5) naming each changed field as `before → now`, and
+    nothing is done. It exits 4 only when the plan as it is now has a live owner, else 5."""
     d = planned.decision
-    inputs = planned.plan_inputs
-    if inputs is not None and planned.plan_id == expected:
+    now, words = planned.plan_id or "", planned.plan_inputs
+    if words is not None and now == expected:
         return None
-    if not expected or inputs is None:  # a --landed selection no token names
-        names: list[str] = []
-        say = (
-            f"no --expect-plan token names {d.task}: its plan (now {planned.plan_id}) "
-            "was never approved"
+    if not expected or words is None:  # a --landed selection no token names
+        changes: list[str] = []
+        say = f"no --expect-plan token names {d.task}: its plan (now {now}) was never approved"
+    else:
+        names = fingerprint.changed(expected, now)
+        before = fingerprint.recover(expected, d, planned.observation, planned.landed)
+        changes = fingerprint.describe(names, words, before)
+        label = dict(fingerprint.FIELDS)
+        what = ", ".join(label[n] for n in names) if names else "a field the token cannot name"
+        # The headline is what a person reads first: every field that changed, by name.
+        say = f"the plan changed since it was approved: {what}"
+        changes.append(f"approved plan {expected}; the plan now {now}")
+    if d.refused:
+        # Not an invitation to approve the new token: the new plan would refuse anyway. A
+        # refusal's runbook bears its verdict's name (live-owner, unsafe, unlanded).
+        why = d.headline or (d.reasons[0] if d.reasons else str(d.verdict))
+        hint = (
+            f"the plan now refuses ({d.verdict}): {why}; "
+            f"see fm runbook {d.verdict}, and fm teardown {d.task} --dry-run"
         )
     else:
-        names = fingerprint.changed(expected, dict(inputs))
-        what = fingerprint.describe(names, dict(inputs))
-        # The headline is what a person reads: it names every field that changed.
-        say = (
-            f"the plan changed since it was approved (expected {expected}, now "
-            f"{planned.plan_id}): {what}"
+        hint = (
+            f"review the new plan: fm teardown {d.task} --dry-run; then run it with "
+            f"--expect-plan {d.task}={now} if it is still what you want"
         )
-    verdict = Verdict.LIVE_OWNER if "owners" in names else Verdict.UNSAFE
     refused = replace(
         d,
-        verdict=verdict,
-        reasons=(say,),
+        verdict=Verdict.PLAN_CHANGED,
+        reasons=(say, *changes),
         headline=say,
-        hints=(
-            f"review the new plan: fm teardown {d.task} --dry-run; then run it with "
-            f"--expect-plan {planned.plan_id} if it is still what you want",
-        ),
+        hints=(hint,),
         warnings=(),
     )
-    return replace(Outcome.of_decision(refused, dry_run=dry_run), plan_id=planned.plan_id)
+    out = Outcome.of_decision(refused, dry_run=dry_run)
+    return replace(out, exit_code=int(plan_changed_exit(d.verdict)), plan_id=now)
 
 
 class NotSelected(Exception):

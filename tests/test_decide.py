@@ -1079,6 +1079,7 @@ def test_exit_codes_of_every_verdict() -> None:
         Verdict.UNLANDED: 3,
         Verdict.LIVE_OWNER: 4,
         Verdict.UNSAFE: 5,
+        Verdict.PLAN_CHANGED: 5,  # 4 when the plan now has a live owner: errors.plan_changed_exit
     }
     assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 4, 5, 130]  # 130: interrupted (spec §7a)
     assert {str(v) for v in Verdict} == {
@@ -1090,6 +1091,7 @@ def test_exit_codes_of_every_verdict() -> None:
         "unsafe",
         "invalid",
         "failed",
+        "plan-changed",
     }
 
 

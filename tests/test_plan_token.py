@@ -15,10 +15,12 @@ import pytest
 
 from tests.fleet import Fleet, Task, git, tid
 
+TOKEN = r"[0-9a-f]{96}"
+
 
 def token_of(fleet: Fleet, task: str, *extra: str) -> str:
     code, doc = fleet.fm_json("teardown", task, "--dry-run", *extra)
-    assert isinstance(doc["plan_id"], str) and re.fullmatch(r"[0-9a-f]{24}", doc["plan_id"])
+    assert isinstance(doc["plan_id"], str) and re.fullmatch(TOKEN, doc["plan_id"])
     r = fleet.fm("teardown", task, "--dry-run", *extra)
     assert r.returncode == code
     assert f"plan: {doc['plan_id']}" in r.stdout.splitlines()
@@ -82,7 +84,7 @@ def change_steps(fleet: Fleet, t: Task) -> None:
 
 
 CASES: dict[str, tuple[Callable[[Fleet, Task], None], set[str], int]] = {
-    "owners": (change_owner, {"owners"}, 4),
+    "owners": (change_owner, {"owners"}, 5),  # a new owner, not live: exit 4 says one is
     "liveness": (change_liveness, {"verdict", "owners", "head", "lease", "steps"}, 4),
     "head": (change_head, {"head"}, 5),
     "dirty": (change_dirty, {"dirty"}, 5),
@@ -93,14 +95,22 @@ CASES: dict[str, tuple[Callable[[Fleet, Task], None], set[str], int]] = {
 }
 WORDS = {
     "verdict": "the verdict",
-    "owners": "the owners of the slot",
+    "owners": "the owners of the slot or their liveness",
     "head": "the slot's HEAD",
-    "dirty": "uncommitted or untracked paths",
+    "dirty": "the slot's uncommitted or untracked paths",
     "lease": "the pool lease",
-    "windows": "window ids",
+    "windows": "TASK's windows",
     "processes": "the processes to signal",
     "steps": "the steps",
 }
+HEADLINE = "the plan changed since it was approved: "
+
+
+def named_fields(stderr: str) -> set[str]:
+    """The fields a plan-changed refusal's first line names."""
+    first = next(line for line in stderr.splitlines() if HEADLINE in line)
+    listed = first.split(HEADLINE, 1)[1].rsplit("; nothing was changed", 1)[0]
+    return {f for f, words in WORDS.items() if words in listed.split(", ")}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -122,15 +132,22 @@ def test_each_input_changed_alone_flips_the_token_and_is_named(fleet: Fleet, cas
     snap = fleet.snapshot(t.slot)
     r = fleet.fm("teardown", t.id, *force, "--expect-plan", before)
     assert r.returncode == code, r.stderr
-    assert f"the plan changed since it was approved (expected {before}, now {after})" in r.stderr
-    named = {f for f, words in WORDS.items() if words in r.stderr.split("now " + after, 1)[1]}
-    assert named == fields, r.stderr
+    assert "REFUSED — plan-changed: " + HEADLINE in r.stderr
+    assert f"approved plan {before}; the plan now {after}" in r.stderr
+    assert named_fields(r.stderr) == fields, r.stderr
+    # Each changed field on a line of its own, before → now.
+    for f in fields:
+        assert any(
+            line.strip().startswith(WORDS[f] + ": ") and " → " in line
+            for line in r.stderr.splitlines()
+        ), (f, r.stderr)
+    assert r.stderr.splitlines()[-1] == "hint: runbook: fm runbook plan-changed"
     assert "nothing was changed" in r.stderr
     assert fleet.snapshot(t.slot) == snap and t.meta.exists()
     # The refusal is journalled with the token it found; no intent (nothing was about to run).
     lines = journal(fleet)
-    assert [(e.get("phase"), e["exit_code"], e["plan_id"]) for e in lines] == [
-        ("result", code, after)
+    assert [(e.get("phase"), e["verdict"], e["exit_code"], e["plan_id"]) for e in lines] == [
+        ("result", "plan-changed", code, after)
     ]
     # The dry run of the changed fleet is approved as it stands now.
     code_now, doc = fleet.fm_json("teardown", t.id, "--dry-run", "--expect-plan", after, *force)
@@ -155,9 +172,10 @@ def test_bad_tokens_and_combinations_are_usage_errors(fleet: Fleet) -> None:
     snap = fleet.snapshot(t.slot)
     for args in (
         ("teardown", t.id, "--expect-plan", "nothex"),
-        ("teardown", t.id, "--expect-plan", f"{tid('else')}={'0' * 24}"),
-        ("teardown", t.id, tid("x"), "--expect-plan", "0" * 24),
-        ("teardown", "--dry-run", "--expect-plan", "0" * 24),
+        ("teardown", t.id, "--expect-plan", "0" * 24),  # the old, short token
+        ("teardown", t.id, "--expect-plan", f"{tid('else')}={'0' * 96}"),
+        ("teardown", t.id, tid("x"), "--expect-plan", "0" * 96),
+        ("teardown", "--dry-run", "--expect-plan", "0" * 96),
     ):
         r = fleet.fm(*args)
         assert r.returncode == 2, (args, r.stderr)
@@ -172,7 +190,7 @@ def test_a_batch_takes_one_token_per_task(fleet: Fleet) -> None:
     tb = fleet.task(b, sb, "dead", extra={"treehouse_lease_holder": b})
     code, doc = fleet.fm_json("teardown", a, b, "--dry-run")
     tokens = {r["task"]: r["plan_id"] for r in doc["results"]}
-    assert code == 0 and all(re.fullmatch(r"[0-9a-f]{24}", v) for v in tokens.values())
+    assert code == 0 and all(re.fullmatch(TOKEN, v) for v in tokens.values())
     r = fleet.fm("teardown", a, b, "--expect-plan", tokens[a])
     assert r.returncode == 2 and "TASK=TOKEN" in r.stderr
     # b's slot gets a process after the dry run: b refuses (5), a goes ahead.
@@ -181,6 +199,7 @@ def test_a_batch_takes_one_token_per_task(fleet: Fleet) -> None:
         "teardown", a, b, "--expect-plan", f"{a}={tokens[a]}", "--expect-plan", f"{b}={tokens[b]}"
     )
     assert [(x["task"], x["exit_code"]) for x in doc["results"]] == [(a, 0), (b, 5)]
+    assert doc["results"][1]["verdict"] == "plan-changed"
     assert "the processes to signal" in doc["results"][1]["reasons"][0]
     assert tb.meta.exists() and not (fleet.state / f"{a}.meta").exists()
 
@@ -191,7 +210,7 @@ def test_landed_dry_run_prints_tokens_and_unnamed_tasks_refuse(fleet: Fleet) -> 
     fleet.task(a, sa, "dead", extra={"treehouse_lease_holder": a})
     tb = fleet.task(b, sb, "dead", extra={"treehouse_lease_holder": b})
     r = fleet.fm("teardown", "--landed", "--dry-run", "--min-age", "0")
-    tokens = dict(re.findall(r"^task (\S+) .*?\nplan: ([0-9a-f]{24})$", r.stdout, re.M | re.S))
+    tokens = dict(re.findall(r"^task (\S+) .*?\nplan: ([0-9a-f]{96})$", r.stdout, re.M | re.S))
     code, doc = fleet.fm_json("teardown", "--landed", "--dry-run", "--min-age", "0")
     assert {x["task"]: x["plan_id"] for x in doc["results"]} == tokens
     assert set(tokens) == {a, b}
@@ -226,6 +245,6 @@ def test_the_audit_gives_each_row_the_token_a_batch_can_be_bound_to(fleet: Fleet
         "--expect-plan", f"{b}={tokens[b]}",
     )  # fmt: skip
     verdicts = {r["task"]: r["verdict"] for r in done["results"]}
-    assert verdicts == {a.id: "proceed", b: "unsafe"}, done
+    assert verdicts == {a.id: "proceed", b: "plan-changed"}, done
     assert not (fleet.state / f"{a.id}.meta").exists()
     assert (fleet.state / f"{b}.meta").exists()

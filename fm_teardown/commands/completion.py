@@ -49,6 +49,7 @@ RUNBOOKS: tuple[str, ...] = (
     "invalid",
     "git-lock",
     "mass-cleanup",
+    "plan-changed",
 )
 
 SHELLS: tuple[str, ...] = ("bash", "zsh", "fish")

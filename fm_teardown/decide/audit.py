@@ -126,7 +126,7 @@ def audit(settings: Settings, opts: finished.Options | None = None) -> Audit:
                 doubt=census.doubts(task, obs),
             ),
             finished.identity(record, ep.window_ids),
-            fingerprint.token(fingerprint.inputs(d, obs, facts.get(task))),
+            fingerprint.token(fingerprint.digests(d, obs, facts.get(task))),
         )
     return Audit(
         settings.state_dir,

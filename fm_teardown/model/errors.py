@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from enum import IntEnum, StrEnum
 
-__all__ = ["ExitCode", "FmError", "Lead", "Verdict", "invalid", "refused", "unsafe"]
+__all__ = [
+    "ExitCode",
+    "FmError",
+    "Lead",
+    "Verdict",
+    "invalid",
+    "plan_changed_exit",
+    "refused",
+    "unsafe",
+]
 
 
 class ExitCode(IntEnum):
@@ -32,6 +41,9 @@ class Verdict(StrEnum):
     UNSAFE = "unsafe"
     INVALID = "invalid"
     FAILED = "failed"
+    # `--expect-plan`: the first decision gave another plan than the one approved (spec §14.5).
+    # Exit 5, or 4 when the new plan itself refuses for a live owner (`plan_changed_exit`).
+    PLAN_CHANGED = "plan-changed"
 
     @property
     def exit_code(self) -> ExitCode:
@@ -47,7 +59,14 @@ _VERDICT_EXIT: dict[Verdict, ExitCode] = {
     Verdict.UNSAFE: ExitCode.UNSAFE,
     Verdict.INVALID: ExitCode.INVALID,
     Verdict.FAILED: ExitCode.FAILED,
+    Verdict.PLAN_CHANGED: ExitCode.UNSAFE,
 }
+
+
+def plan_changed_exit(new_plan: Verdict) -> ExitCode:
+    """A plan-changed refusal's exit code: 4 only when the plan as it is now has a live owner
+    (what exit 4 means), else 5 (nothing lifts it: a new dry run approves a new plan)."""
+    return ExitCode.LIVE_OWNER if new_plan == Verdict.LIVE_OWNER else ExitCode.UNSAFE
 
 
 class Lead(StrEnum):

@@ -55,9 +55,14 @@ class Outcome:
 
     @property
     def refused(self) -> bool:
-        """A refusal (live owner, unsafe, unlanded): its first reason is shown as the
+        """A refusal (live owner, unsafe, unlanded, plan changed): its first reason is shown as the
         `REFUSED: …` line, said again by the first line of the human output."""
-        return self.verdict in (Verdict.LIVE_OWNER, Verdict.UNSAFE, Verdict.UNLANDED)
+        return self.verdict in (
+            Verdict.LIVE_OWNER,
+            Verdict.UNSAFE,
+            Verdict.UNLANDED,
+            Verdict.PLAN_CHANGED,
+        )
 
     @property
     def every_signalled(self) -> tuple[Signal, ...]:

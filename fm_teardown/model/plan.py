@@ -188,7 +188,12 @@ class Decision:
     def refused(self) -> bool:
         """A refusal: nothing is done, and its first reason is shown with what the run
         changed (`messages.reasons`)."""
-        return self.verdict in (Verdict.LIVE_OWNER, Verdict.UNSAFE, Verdict.UNLANDED)
+        return self.verdict in (
+            Verdict.LIVE_OWNER,
+            Verdict.UNSAFE,
+            Verdict.UNLANDED,
+            Verdict.PLAN_CHANGED,
+        )
 
 
 @value
@@ -199,6 +204,7 @@ class Planned:
     fleet: Fleet
     observation: Observation
     landed: LandedLike | None = None  # rule 5's facts, when the decision reached rule 5
-    # The plan token's inputs, field by field (fingerprint.py), and the token.
+    # The plan token's fields in words (fingerprint.words: what a refusal shows as
+    # `before → now`), and the token.
     plan_inputs: Mapping[str, str] | None = None
     plan_id: str | None = None

@@ -46,6 +46,7 @@ VERDICT_STYLE = {
     "unsafe": "red",
     "invalid": "red",
     "failed": "red",
+    "plan-changed": "red",
     "skipped": "yellow",
 }
 

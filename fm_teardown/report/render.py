@@ -53,6 +53,7 @@ def runbook_for(o: Outcome) -> str | None:
         Verdict.INVALID: "invalid",
         Verdict.STALE: "stale-slot",
         Verdict.FAILED: "failed",
+        Verdict.PLAN_CHANGED: "plan-changed",
     }.get(o.verdict)
 
 
