@@ -107,11 +107,12 @@ def observe(
     remembered: Mapping[str, tuple[Proc, ...]] | None = None,
     *,
     deciding: Iterable[str] = (),
+    canon: Canonicalizer | None = None,
 ) -> Observation:
     """One pass over the world, with what deciding each task of `deciding` reads worked out
-    (`ready`)."""
+    (`ready`). `canon`: the run's canonicaliser, when loading the fleet already used one."""
     inventory, table = settled_scans(settings)
-    return ready(assemble(settings, fleet, inventory, table, remembered), fleet, deciding)
+    return ready(assemble(settings, fleet, inventory, table, remembered, canon), fleet, deciding)
 
 
 def ready(obs: Observation, fleet: Fleet, deciding: Iterable[str]) -> Observation:
@@ -201,14 +202,16 @@ def assemble(
     inventory: TmuxInventory,
     table: ProcessTable,
     remembered: Mapping[str, tuple[Proc, ...]] | None = None,
+    canon: Canonicalizer | None = None,
 ) -> Observation:
     """Everything but the two scans: split out so tests can feed scans of their own.
 
     `remembered`: processes of a task's endpoint from a snapshot taken before its window was
     killed (the re-check under the lock). Those still running with the same start time are
     still that task's, not unattributed owners of its slot."""
-    # Records share projects and pool directories: resolve each directory once.
-    canon = Canonicalizer()
+    # Records share projects and pool directories: resolve each directory once (in one run,
+    # once for loading the fleet and observing it).
+    canon = canon or Canonicalizer()
 
     slot_of = {tid: canon(r.worktree) for tid, r in fleet.records.items()}
     project_of = {tid: canon(r.project) for tid, r in fleet.records.items()}
