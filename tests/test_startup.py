@@ -50,7 +50,13 @@ try:
 except SystemExit as exc:
     code = exc.code
 loaded = sorted({m.split(".")[0] for m in sys.modules} & {"pydantic", "rich", "psutil"})
-sys.stderr.write(json.dumps({"code": code, "loaded": loaded, "strings": strings, **calls}) + "\\n")
+own = sorted(m for m in sys.modules if m.startswith("fm_teardown."))
+from fm_teardown.model import results
+made = sorted(
+    n for n, c in vars(results).items() if isinstance(c, type) and "__value_fields__" in c.__dict__
+)
+out = {"code": code, "loaded": loaded, "strings": strings, "own": own, "made": made, **calls}
+sys.stderr.write(json.dumps(out) + "\\n")
 """
 
 
@@ -87,6 +93,11 @@ def test_one_task_dry_run_works_out_only_what_its_decision_reads(fleet: Fleet) -
     # typer's parsing never pulls in pydantic (fm_teardown/cli_values.py); no terminal: no
     # rich; a dry run signals nothing: no psutil.
     assert seen["loaded"] == [], seen
+    # A dry run writes no journal, and runs no step: the journal's module is not loaded, and
+    # no step result's class is ever made a dataclass (`model/values.py` makes a class's
+    # `__init__` at its first instance).
+    assert "fm_teardown.report.journal" not in seen["own"], seen["own"]
+    assert [n for n in seen["made"] if n.endswith("Result")] == [], seen["made"]
     # The audit reads them all, of course.
     audit = probe(fleet, "teardown", "--dry-run")
     assert (audit["endpoints"], audit["git_checks"], audit["tasktmps"]) == (24, 12, 24), audit

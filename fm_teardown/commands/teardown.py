@@ -17,7 +17,7 @@ from fm_teardown.model.errors import ExitCode, FmError, Verdict, invalid
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.plan import Decision, Flags
 from fm_teardown.model.records import task_id_problem
-from fm_teardown.report import human, journal
+from fm_teardown.report import human
 from fm_teardown.report import render as report
 
 if TYPE_CHECKING:
@@ -127,6 +127,8 @@ def teardown(
 
             outcome = interrupted_before_acting(task, flags)
     if journalled(outcome, task) and not flags.no_journal:
+        from fm_teardown.report import journal  # a dry run journals nothing
+
         # Every real run for a valid task id is journalled, refusals included.
         journal.append(s.data_dir, journal.result_entry(outcome, flags))
     report.render(outcome, json_out=json_out)
@@ -189,6 +191,8 @@ def run_one(
 
     if flags.dry_run or flags.no_journal or task_id_problem(task) is not None:
         return pipeline.teardown(s, task, flags, guard)
+    from fm_teardown.report import journal
+
     left = journal.unfinished(s.data_dir, task).get(task)
     outcome = pipeline.teardown(
         s, task, flags, guard, intent=_intent_writer(s, flags, required=journal_required)
@@ -204,6 +208,7 @@ def _intent_writer(
     s: settings.Settings, flags: Flags, *, required: bool
 ) -> Callable[[Decision, str], str | None]:
     """Journal a real run's intent; why it could not (the run then refuses), or None."""
+    from fm_teardown.report import journal
 
     def write(d: Decision, plan_id: str) -> str | None:
         line = journal.intent_entry(d.task, plan_id, [str(st.step) for st in d.plan], flags)
@@ -261,6 +266,7 @@ def journalled(outcome: Outcome, task: str) -> bool:
 def _unfinished_runs(s: settings.Settings) -> tuple[Orphan, ...]:
     """Real runs that journalled their intent and no result: they died partway (a crash)."""
     from fm_teardown.observe.loose_ends import Orphan
+    from fm_teardown.report import journal
 
     return tuple(
         Orphan("unfinished-teardown", task, None, journal.unfinished_line(intent))

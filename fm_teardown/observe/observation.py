@@ -276,7 +276,7 @@ def assemble(
             pool=reader.view(record.worktree, slot),
             agents=tuple(p for p in procs if classify(p.name, p.argv0) == ProcessClass.AGENT),
             procs=procs,
-            git_problem=slot_git_problem(slot, record.project, commons[project])
+            git_problem=slot_git_problem(slot, record.project, commons[project], canon)
             if exists
             else None,
         )
