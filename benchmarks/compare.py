@@ -12,26 +12,48 @@ For each N it builds the benchmark's fleet (`fleetgen.py`), then:
 2. **Paired times.** In rounds, order rotating (the first round warms the caches and is not
    counted): fm before, fm after and `floor.py --mandated-imports`, for the one-task dry run
    and the audit. Each ratio is taken within a round and printed as `median [lowest-highest]`.
-   On a busy machine only these paired ratios mean anything.
+   Both wall time and CPU time (user + system of fm and the children it waited for: tmux's
+   client, git) are paired; on a busy machine the CPU ratio is the steadier one.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from bench import prepare
 from fleetgen import built, mixed_layout
 from plan_token import checkout
-from timing import time_once
 
 IDLE = 200
+
+
+def time_once(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> tuple[float, float]:
+    """Wall time and CPU time (user + system, the process and the children it waited for)
+    of one whole process. On a busy machine the CPU time is the steadier of the two."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(
+        list(argv),
+        env=dict(env),
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=False,
+    )
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
 
 
 def ratios(a: list[float], b: list[float]) -> str:
@@ -113,29 +135,32 @@ def main(argv: list[str]) -> int:
                     "audit floor": ((*floor, "audit"), env),
                 }
                 times: dict[str, list[float]] = {k: [] for k in cmds}
+                cpus: dict[str, list[float]] = {k: [] for k in cmds}
                 names = list(cmds)
                 for i in range(args.runs + 1):
                     order = names[i % len(names) :] + names[: i % len(names)]
                     for name in order:
                         cmd, e = cmds[name]
-                        seconds, _ = time_once(cmd, e, fleet.fm_home)
+                        seconds, cpu = time_once(cmd, e, fleet.fm_home)
                         if i:  # the first round warms the caches up
                             times[name].append(seconds)
+                            cpus[name].append(cpu)
                 med = {k: statistics.median(v) * 1000 for k, v in times.items()}
                 print(
                     f"N={n} ({args.runs} paired rounds, load {os.getloadavg()[0]:.2f}): "
                     + ", ".join(f"{k} {v:.0f} ms" for k, v in med.items())
                 )
-                for case in ("one", "audit"):
-                    after, before_, floor_ = (
-                        times[f"{case} {k}"] for k in ("after", "before", "floor")
-                    )
-                    print(
-                        f"  {case}: after / floor+imports {ratios(after, floor_)}; "
-                        f"before / floor+imports {ratios(before_, floor_)}; "
-                        f"after / before {ratios(after, before_)}",
-                        flush=True,
-                    )
+                for what, table in (("wall", times), ("cpu", cpus)):
+                    for case in ("one", "audit"):
+                        after, before_, floor_ = (
+                            table[f"{case} {k}"] for k in ("after", "before", "floor")
+                        )
+                        print(
+                            f"  {case} {what}: after / floor+imports {ratios(after, floor_)}; "
+                            f"before / floor+imports {ratios(before_, floor_)}; "
+                            f"after / before {ratios(after, before_)}",
+                            flush=True,
+                        )
     return 1 if failed else 0
 
 

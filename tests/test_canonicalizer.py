@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from fm_teardown import pipeline
 from fm_teardown.model import settings as settings_of
 from fm_teardown.model.errors import Verdict
-from fm_teardown.model.paths import Canonicalizer
+from fm_teardown.model.paths import Canonicalizer, ancestors
 from fm_teardown.model.plan import Flags
 from fm_teardown.observe import observation
 from tests.fleet import Fleet, tid
@@ -80,3 +80,13 @@ def test_one_look_at_the_fleet_resolves_each_directory_once(
     # The slot's git dir and its `.git` were resolved through it too (no realpath each).
     assert any("/.git/worktrees/" in p for p in resolved), resolved
     assert str(slot / ".git") in resolved, resolved
+
+
+@given(st.lists(st.text(alphabet="ab. -", min_size=1, max_size=4), max_size=6))
+def test_ancestors_are_the_dirname_chain(parts: list[str]) -> None:
+    """`ancestors` cuts at the last `/`: the same chain as `os.path.dirname` up to `/`."""
+    path = "/" + "/".join(parts)
+    want = [path]
+    while want[-1] != "/":
+        want.append(os.path.dirname(want[-1]))
+    assert ancestors(path) == want
