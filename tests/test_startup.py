@@ -120,3 +120,29 @@ def test_every_option_parses_without_pydantic() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60
     )
     assert r.stderr.strip().splitlines()[-1] == "[]", r.stderr
+
+
+def test_fm_keeps_the_collector_off_what_its_imports_made(tmp_path: Path) -> None:
+    """`fm` (the console script, `python -m fm_teardown`) freezes the objects its imports made
+    and lets the collector pass less often; a caller of `cli.main(argv)` keeps its own."""
+    code = (
+        "import gc, sys\n"
+        "from fm_teardown import cli\n"
+        "def told():\n"
+        "    sys.stderr.write(f'{gc.get_freeze_count() > 0} {gc.get_threshold()[0]}\\n')\n"
+        "try:\n"
+        "    cli.main(['runbook'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "told()\n"
+        "sys.argv = ['fm', 'runbook']\n"
+        "try:\n"
+        "    cli.main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "told()\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60
+    )
+    assert r.stderr.splitlines()[-2:] == ["False 700", "True 10000"], r.stderr

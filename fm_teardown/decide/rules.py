@@ -327,6 +327,8 @@ def stray_records(c: Case) -> GoOn | None:
     """Files in the state dir that look like records but are not (a `.meta` that is not a
     record's) and name TASK's slot or one nested with it: said, never counted as owners.
     The others concern no task: the audit lists them once, among its loose ends."""
+    if not c.fleet.stray_slots:
+        return None
     slot = c.obs.slot_of[c.task]
     strays = [
         f"{name} in the state dir: {why}; not counted as an owner"
