@@ -15,7 +15,7 @@ from fm_teardown.decide import fingerprint
 from fm_teardown.decide import rules as decide
 from fm_teardown.model.errors import FmError, Verdict, plan_changed_exit
 from fm_teardown.model.outcome import Outcome
-from fm_teardown.model.paths import canonical, is_within
+from fm_teardown.model.paths import Canonicalizer, canonical, is_within
 from fm_teardown.model.plan import Decision, Flags, LandedLike, Planned
 from fm_teardown.model.records import Fleet, Record, check_task_id, load_fleet, load_record
 from fm_teardown.model.settings import Settings
@@ -32,17 +32,18 @@ __all__ = [
 ]
 
 
-def load(settings: Settings, task: str) -> Fleet:
+def load(settings: Settings, task: str, canon: Canonicalizer | None = None) -> Fleet:
+    """TASK's record (refused if bad) and the fleet around it; `canon` is the run's
+    canonicaliser, shared with the observation that follows."""
     check_task_id(task)
     record = load_record(settings.state_dir, task)
-    fleet = load_fleet(settings.state_dir)
+    fleet = load_fleet(settings.state_dir, canon)
     if task not in fleet.records:
         # Listed a moment after TASK's own read; keep the record we validated.
-        fleet = Fleet(
-            {**fleet.records, task: record},
-            {k: v for k, v in fleet.invalid.items() if k != task},
-            fleet.strays,
-            fleet.children,
+        fleet = replace(
+            fleet,
+            records={**fleet.records, task: record},
+            invalid={k: v for k, v in fleet.invalid.items() if k != task},
         )
     return fleet
 
@@ -55,8 +56,9 @@ def plan(
     remembered: Mapping[str, tuple[Proc, ...]] | None = None,
     fetch: bool | None = None,
 ) -> Planned:
-    fleet = load(settings, task)
-    obs = observe(settings, fleet, remembered, deciding=(task,))
+    canon = Canonicalizer()  # one per look at the world: loading and observing share it
+    fleet = load(settings, task, canon)
+    obs = observe(settings, fleet, remembered, deciding=(task,), canon=canon)
     # fm's own files (journal, cost table, locks) are never written inside these slots. A
     # slot holding FM_HOME itself is fm's own home (a secondmate's fleet lives in its home;
     # a record naming FM_HOME or `/` is refused as a protected root anyway).

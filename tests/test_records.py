@@ -10,9 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fm_teardown.model.errors import ExitCode, FmError
 from fm_teardown.model.records import (
+    MAX_HOME_DEPTH,
+    MAX_RECORD_BYTES,
     InvalidRecord,
     Record,
     RecordProblem,
@@ -20,9 +24,11 @@ from fm_teardown.model.records import (
     load_fleet,
     load_record,
     parse_record,
+    quick_record,
     read_meta,
     task_id_problem,
 )
+from tests.fleet import Fleet, gone, tid
 
 SLOT = "/pool/p/1/proj"
 PROJECT = "/src/proj"
@@ -524,3 +530,212 @@ def test_a_crlf_record_is_told_it_has_crlf_line_endings() -> None:
     lines[0] += "\r"
     one = problem_of(text_of(lines))
     assert "control character" in one and "CRLF" not in one
+
+
+# -- the quick path: a fleet's records cost a read and a split -----------------------------
+
+_LINES = [
+    "window=firstmate:fm-a",
+    "window=firstmate:fm-b",
+    "window=:fm-a",
+    "window=fm-a",
+    "window=",
+    f"worktree={SLOT}",
+    "worktree=rel/slot",
+    "worktree=",
+    f"worktree= {SLOT}",
+    f"project={PROJECT}",
+    "project=",
+    "project=src",
+    "endpoint_task_id=a",
+    "endpoint_task_id=b",
+    "kind=secondmate",
+    "kind=",
+    "kind=boat",
+    "mode=direct-PR",
+    "mode=yolo",
+    "home=/h",
+    "home=h",
+    "home=",
+    "tasktmp=/tmp/fm-a",
+    "tasktmp=/tmp/x",
+    "tasktmp=",
+    "backend=ssh",
+    "treehouse_lease=L1",
+    "treehouse_lease_holder=a",
+    "spawn_gen=s1.2.ab",
+    "pr=",
+    "harness=claude\tx",
+    "harness=\u00e9t\u00e9",
+    "pr=\u00a0x",
+    "window=firstmate\u00a0:fm-a",
+    "model=m\r",
+    " window=firstmate:fm-a",
+    "no equals sign",
+    "",
+    "=",
+    "a=b=c",
+]
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.lists(st.sampled_from(_LINES), max_size=9),
+    st.sampled_from(["\n", "\r\n"]),
+    st.booleans(),
+)
+def test_the_quick_path_accepts_only_what_the_full_parse_accepts_unchanged(
+    lines: list[str], sep: str, final: bool
+) -> None:
+    """`quick_record` is an exact shortcut: when it accepts a text, `parse_record` returns the
+    very same record; anything else is left to `parse_record` (None)."""
+    text = sep.join(lines) + (sep if final else "")
+    quick = quick_record("a", "/s/a.meta", text, 7)
+    try:
+        full: Record | None = parse_record("a", "/s/a.meta", text, 7)
+    except RecordProblem:
+        full = None
+    if quick is not None:
+        assert quick == full
+    # The usual record is taken by the quick path (else it would save nothing).
+    usual = text_of(meta_lines(kind="ship", tasktmp="/tmp/fm-a", treehouse_lease="L"))
+    assert quick_record("a", "/s/a.meta", usual, 7) == parse_record("a", "/s/a.meta", usual, 7)
+
+
+def test_fleet_records_read_the_quick_way_are_the_full_parse_s(tmp_path: Path) -> None:
+    """Loading a fleet gives every record exactly as `load_record` reads it, and every bad
+    one the same problem, whichever way it was read (a symlink, a FIFO, a big file and a
+    malformed record still go through the careful reader)."""
+    write(tmp_path, "a", text_of(meta_lines()))
+    write(tmp_path, "b", text_of(meta_lines("b", kind="secondmate", home="/nowhere/h")))
+    write(tmp_path, "c", text_of([*meta_lines("c"), "harness=x\ty"]))  # a tab: full parse
+    write(tmp_path, "d", text_of(meta_lines("d", kind="boat")))
+    write(tmp_path, "e", b"x" * (MAX_RECORD_BYTES + 1))
+    os.mkfifo(tmp_path / "f.meta")
+    os.symlink(tmp_path / "a.meta", tmp_path / "g.meta")
+    fleet = load_fleet(tmp_path)
+    for task in ("a", "b", "c"):
+        assert fleet.records[task] == load_record(tmp_path, task)
+    assert sorted(fleet.invalid) == ["d", "e", "f", "g"]
+    problems = {t: fleet.invalid[t].problem for t in fleet.invalid}
+    assert problems["d"].startswith("kind 'boat' is not supported")
+    assert problems["e"] == f"is larger than {MAX_RECORD_BYTES} bytes"
+    assert problems["f"] == "is not a regular file"
+    assert problems["g"] == "is a symlink"
+    assert fleet.invalid["d"].claimed == (SLOT,)
+
+
+# -- secondmates' homes: followed MAX_HOME_DEPTH deep, and past that fail closed ------------
+
+
+def _chain(root: Path, depth: int, *, last_state: bool = True) -> list[Path]:
+    """A secondmate in `root/state` whose home holds a secondmate, `depth` homes deep; the
+    deepest home has a state dir (with a task naming SLOT) unless `last_state` is False."""
+    homes = [root / f"home{k}" for k in range(1, depth + 1)]
+    state = root / "state"
+    state.mkdir()
+    for k, home in enumerate(homes, 1):
+        home.mkdir()
+        sm = f"sm{k}"
+        (state / f"{sm}.meta").write_text(
+            f"window=firstmate:fm-{sm}\nworktree={home}\nproject={home}\nkind=secondmate\n"
+            f"mode=secondmate\nhome={home}\n"
+        )
+        if k < depth or last_state:
+            state = home / "state"
+            state.mkdir()
+    if last_state:
+        (state / "kid.meta").write_text(
+            f"window=firstmate:fm-kid\nworktree={SLOT}\nproject={PROJECT}\n"
+        )
+    return homes
+
+
+def test_a_home_as_deep_as_fm_follows_is_read(tmp_path: Path) -> None:
+    _chain(tmp_path, MAX_HOME_DEPTH)
+    fleet = load_fleet(tmp_path / "state")
+    assert "sm1/sm2/sm3/sm4/kid" in fleet.records
+    assert not fleet.invalid
+
+
+def test_a_home_deeper_than_fm_follows_fails_closed_naming_it(tmp_path: Path) -> None:
+    homes = _chain(tmp_path, MAX_HOME_DEPTH + 1)
+    fleet = load_fleet(tmp_path / "state")
+    key = "sm1/sm2/sm3/sm4/sm5/state"
+    assert list(fleet.invalid) == [key], fleet.invalid
+    bad = fleet.invalid[key]
+    assert bad.claimed is None  # its slots cannot be told: it may claim any
+    assert f"secondmate home {homes[-1]}, {MAX_HOME_DEPTH + 1} homes deep" in bad.problem
+    assert key in fleet.children and key not in fleet.task_ids
+    assert not any(k.endswith("/kid") for k in fleet.records)
+
+
+def test_a_deeper_home_without_a_state_dir_holds_no_task(tmp_path: Path) -> None:
+    _chain(tmp_path, MAX_HOME_DEPTH + 1, last_state=False)
+    fleet = load_fleet(tmp_path / "state")
+    assert not fleet.invalid
+    assert "sm1/sm2/sm3/sm4/sm5" in fleet.records
+
+
+def test_a_task_beside_a_too_deep_home_is_refused_and_its_live_agent_kept(
+    fleet: Fleet,
+) -> None:
+    """A child recorded five homes deep runs a live agent in TASK's slot: fm cannot read it,
+    so TASK's teardown refuses (exit 5) naming that home, and the agent keeps running."""
+    task = tid("deep")
+    slot = fleet.slot(1, holder=task)
+    fleet.task(task, slot, "dead")
+    home = fleet.root / "homes"
+    home.mkdir()
+    state = fleet.state
+    deepest = home
+    for k in range(1, MAX_HOME_DEPTH + 2):
+        deepest = home / f"h{k}"
+        deepest.mkdir()
+        sm = tid(f"sm{k}")
+        (state / f"{sm}.meta").write_text(
+            f"window=firstmate:fm-{sm}\nworktree={deepest}\nproject={deepest}\n"
+            f"kind=secondmate\nmode=secondmate\nhome={deepest}\n"
+        )
+        state = deepest / "state"
+        state.mkdir()
+    kid = tid("kid")
+    (state / f"{kid}.meta").write_text(
+        f"window=firstmate:fm-{kid}\nworktree={slot}\nproject={fleet.project}\n"
+    )
+    agent = fleet.endpoint(kid, slot, "alive", session="firstmate")
+    fleet.tracked.update(agent)
+    before = fleet.snapshot(slot)
+    for args in (("--dry-run",), ()):
+        code, doc = fleet.fm_json("teardown", task, *args)
+        assert (code, doc["verdict"]) == (5, "unsafe"), doc
+        assert f"secondmate home {deepest}, {MAX_HOME_DEPTH + 1} homes deep" in doc["reasons"][0]
+    assert fleet.snapshot(slot) == before
+    assert not any(gone(pid) for pid in agent)
+
+
+# -- a name no task can have: warned where it matters, once -----------------------------------
+
+
+def test_a_bad_id_meta_is_warned_only_to_the_task_whose_slot_it_names(fleet: Fleet) -> None:
+    """`bad id.meta` naming t2's slot is said to t2 (and in the audit's loose ends), not to
+    every other task's command; one naming no slot is a loose end only."""
+    t1, t2 = tid("one"), tid("two")
+    s1, s2 = fleet.slot(1, holder=t1), fleet.slot(2, holder=t2)
+    fleet.task(t1, s1, "dead")
+    fleet.task(t2, s2, "dead")
+    (fleet.state / "bad id.meta").write_text(f"window=firstmate:fm-x\nworktree={s2}/\n")
+    (fleet.state / "no slot.meta").write_text("window=firstmate:fm-y\n")
+
+    def strays_said(doc: dict[str, Any]) -> list[str]:
+        return [w for w in doc["warnings"] if ".meta in the state dir" in w]
+
+    code, one = fleet.fm_json("teardown", t1, "--dry-run")
+    assert code == 0 and strays_said(one) == [], one
+    code, two = fleet.fm_json("teardown", t2, "--dry-run")
+    assert code == 0 and [w.split(" in the state dir")[0] for w in strays_said(two)] == [
+        "bad id.meta"
+    ], two
+    code, audit = fleet.fm_json("teardown", "--dry-run")
+    files = sorted(o["id"] for o in audit["orphans"] if o["kind"] == "file")
+    assert files == ["bad id.meta", "no slot.meta"], audit["orphans"]

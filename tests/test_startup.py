@@ -50,7 +50,13 @@ try:
 except SystemExit as exc:
     code = exc.code
 loaded = sorted({m.split(".")[0] for m in sys.modules} & {"pydantic", "rich", "psutil"})
-sys.stderr.write(json.dumps({"code": code, "loaded": loaded, "strings": strings, **calls}) + "\\n")
+own = sorted(m for m in sys.modules if m.startswith("fm_teardown."))
+from fm_teardown.model import results
+made = sorted(
+    n for n, c in vars(results).items() if isinstance(c, type) and "__value_fields__" in c.__dict__
+)
+out = {"code": code, "loaded": loaded, "strings": strings, "own": own, "made": made, **calls}
+sys.stderr.write(json.dumps(out) + "\\n")
 """
 
 
@@ -87,6 +93,11 @@ def test_one_task_dry_run_works_out_only_what_its_decision_reads(fleet: Fleet) -
     # typer's parsing never pulls in pydantic (fm_teardown/cli_values.py); no terminal: no
     # rich; a dry run signals nothing: no psutil.
     assert seen["loaded"] == [], seen
+    # A dry run writes no journal, and runs no step: the journal's module is not loaded, and
+    # no step result's class is ever made a dataclass (`model/values.py` makes a class's
+    # `__init__` at its first instance).
+    assert "fm_teardown.report.journal" not in seen["own"], seen["own"]
+    assert [n for n in seen["made"] if n.endswith("Result")] == [], seen["made"]
     # The audit reads them all, of course.
     audit = probe(fleet, "teardown", "--dry-run")
     assert (audit["endpoints"], audit["git_checks"], audit["tasktmps"]) == (24, 12, 24), audit
@@ -109,3 +120,29 @@ def test_every_option_parses_without_pydantic() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60
     )
     assert r.stderr.strip().splitlines()[-1] == "[]", r.stderr
+
+
+def test_fm_keeps_the_collector_off_what_its_imports_made(tmp_path: Path) -> None:
+    """`fm` (the console script, `python -m fm_teardown`) freezes the objects its imports made
+    and lets the collector pass less often; a caller of `cli.main(argv)` keeps its own."""
+    code = (
+        "import gc, sys\n"
+        "from fm_teardown import cli\n"
+        "def told():\n"
+        "    sys.stderr.write(f'{gc.get_freeze_count() > 0} {gc.get_threshold()[0]}\\n')\n"
+        "try:\n"
+        "    cli.main(['runbook'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "told()\n"
+        "sys.argv = ['fm', 'runbook']\n"
+        "try:\n"
+        "    cli.main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "told()\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60
+    )
+    assert r.stderr.splitlines()[-2:] == ["False 700", "True 10000"], r.stderr

@@ -19,7 +19,6 @@ from fm_teardown.model.errors import ExitCode, FmError, Verdict, invalid
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.plan import Decision, Flags
 from fm_teardown.model.records import task_id_problem
-from fm_teardown.report import journal
 
 if TYPE_CHECKING:
     from fm_teardown.pipeline import Guard
@@ -122,11 +121,15 @@ def _decided(
     from fm_teardown import pipeline
 
     if converge and not os.path.lexists(s.state_dir / f"{task}.meta"):
+        from fm_teardown.report import journal  # only without a record: a dry run reads none
+
         when = journal.torn_down_at(s.data_dir, task)
         if when is not None:
             return already_torn_down(task, when, dry_run=flags.dry_run)
     if flags.dry_run or flags.no_journal:
         return pipeline.teardown(s, task, flags, guard)
+    from fm_teardown.report import journal
+
     left = journal.unfinished(s.data_dir, task).get(task)
     outcome = pipeline.teardown(
         s, task, flags, guard, intent=_intent_writer(s, flags, required=journal_required)
@@ -151,6 +154,8 @@ def _intent_writer(
     s: settings.Settings, flags: Flags, *, required: bool
 ) -> Callable[[Decision, str], str | None]:
     """Journal a real run's intent; why it could not (the run then refuses), or None."""
+
+    from fm_teardown.report import journal
 
     def write(d: Decision, plan_id: str) -> str | None:
         line = journal.intent_entry(d.task, plan_id, [str(st.step) for st in d.plan], flags)

@@ -21,7 +21,7 @@ from fm_teardown.model import settings
 from fm_teardown.model.errors import ExitCode, FmError, invalid
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.plan import Flags
-from fm_teardown.report import human, journal
+from fm_teardown.report import human
 from fm_teardown.report import render as report
 
 if TYPE_CHECKING:
@@ -123,6 +123,8 @@ def teardown(
         except KeyboardInterrupt:
             outcome = interrupted_before_acting(task, flags)
     if journalled(outcome, task) and not flags.no_journal:
+        from fm_teardown.report import journal  # a dry run journals nothing
+
         # Every real run for a valid task id is journalled, refusals included.
         journal.append(s.data_dir, journal.result_entry(outcome, flags))
     report.render(outcome, json_out=json_out)
@@ -188,6 +190,7 @@ def _expected_plans(values: list[str], tasks: list[str], landed: bool) -> dict[s
 def _unfinished_runs(s: settings.Settings) -> tuple[Orphan, ...]:
     """Real runs that journalled their intent and no result: they died partway (a crash)."""
     from fm_teardown.observe.loose_ends import Orphan
+    from fm_teardown.report import journal
 
     return tuple(
         Orphan("unfinished-teardown", task, None, journal.unfinished_line(intent))

@@ -335,11 +335,18 @@ def decide_with_landed(
 
 def stray_records(c: Case) -> GoOn | None:
     """Files in the state dir that look like records but are not (a `.meta` that is not a
-    record's): said, never counted as owners."""
+    record's) and name TASK's slot or one nested with it: said, never counted as owners.
+    The others concern no task: the audit lists them once, among its loose ends."""
+    if not c.fleet.stray_slots:
+        return None
+    slot = c.obs.slot_of[c.task]
     strays = [
         f"{name} in the state dir: {why}; not counted as an owner"
         for name, why in c.fleet.strays
-        if name.endswith(".meta")
+        if any(
+            is_ancestor_or_same(s, slot) or is_ancestor_or_same(slot, s)
+            for s in c.fleet.stray_slots.get(name, ())
+        )
     ]
     return GoOn(warnings=tuple(strays)) if strays else None
 

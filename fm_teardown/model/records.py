@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -38,6 +38,7 @@ __all__ = [
     "own_record_problem",
     "parse_lines",
     "parse_record",
+    "quick_record",
     "read_meta",
     "refused_record",
     "shown",
@@ -233,9 +234,6 @@ def parse_record(task_id: str, meta_path: str, text: str, mtime_ns: int) -> Reco
         raise problem(f"window '{shown(window)}' is not <session>:fm-{task_id}")
     if name != f"fm-{task_id}":
         raise problem(f"window '{shown(window)}' does not belong to this task (want fm-{task_id})")
-    # Another task's record with another backend is still well formed: its endpoint is
-    # `unreadable` (hence live). Only TASK's own record must be tmux (see load_record).
-    backend = last.get("backend", "tmux")
     for key in ("worktree", "project"):
         if not os.path.isabs(last[key]):
             raise problem(f"'{key}=' is not an absolute path: '{shown(last[key])}'")
@@ -251,20 +249,66 @@ def parse_record(task_id: str, meta_path: str, text: str, mtime_ns: int) -> Reco
     home = last.get("home") or None
     if home is not None and (not os.path.isabs(home) or _CONTROL.search(home)):
         raise problem(f"home '{shown(home)}' is not an absolute path")
+    return _record(task_id, meta_path, mtime_ns, last, session)
+
+
+def quick_record(task_id: str, meta_path: str, text: str, mtime_ns: int) -> Record | None:
+    """The record when it is plainly well formed, else None: then `parse_record` decides,
+    with the words of its refusal.
+
+    The same rules as `parse_record`, on one split of the text (no control character at
+    all, each identity key on exactly one line), so a record accepted here is the very record
+    `parse_record` returns; anything unusual is left to it. This is what a fleet's records
+    cost: most of them are read only to know the slots they claim."""
+    if not text.replace("\n", "").isprintable():  # no control character (nor anything rare)
+        return None
+    lined = "\n" + text
+    if (
+        lined.count("\nwindow=") != 1
+        or lined.count("\nworktree=") != 1
+        or lined.count("\nproject=") != 1
+        or lined.count("\nendpoint_task_id=") > 1
+    ):
+        return None
+    last = dict(line.split("=", 1) for line in text.split("\n") if "=" in line)
+    session, _, name = last["window"].partition(":")
+    tasktmp = last.get("tasktmp")
+    home = last.get("home")
+    if (
+        not session
+        or name != f"fm-{task_id}"
+        or last.get("endpoint_task_id", task_id) != task_id
+        or not last["worktree"].startswith("/")
+        or not last["project"].startswith("/")
+        or (last.get("kind") or "ship") not in KINDS
+        or (last.get("mode") or "no-mistakes") not in MODES
+        or (tasktmp is not None and tasktmp != f"/tmp/fm-{task_id}")
+        or (home and not home.startswith("/"))
+    ):
+        return None
+    return _record(task_id, meta_path, mtime_ns, last, session)
+
+
+def _record(
+    task_id: str, meta_path: str, mtime_ns: int, last: dict[str, str], session: str
+) -> Record:
+    """The record of a validated record's last values (`parse_record`, `quick_record`)."""
     return Record(
         task_id=task_id,
         meta_path=meta_path,
         mtime_ns=mtime_ns,
-        window=window,
+        window=last["window"],
         session=session,
         worktree=last["worktree"],
         project=last["project"],
-        backend=backend,
-        kind=kind,
-        mode=mode,
-        home=home,
+        # Another task's record with another backend is still well formed: its endpoint is
+        # `unreadable` (hence live). Only TASK's own record must be tmux (see load_record).
+        backend=last.get("backend", "tmux"),
+        kind=last.get("kind") or "ship",
+        mode=last.get("mode") or "no-mistakes",
+        home=last.get("home") or None,
         pr=last.get("pr") or None,
-        tasktmp=tasktmp,
+        tasktmp=last.get("tasktmp"),
         lease_id=last.get("treehouse_lease") or None,
         lease_holder=last.get("treehouse_lease_holder") or None,
         spawn_gen=last.get("spawn_gen") or None,
@@ -333,6 +377,9 @@ class Fleet:
     # The records of secondmates' homes (`<home>/state/*.meta`), keyed `<secondmate>/<id>`:
     # claimants of the slots they name like any record, but not this state dir's tasks.
     children: frozenset[str] = frozenset()
+    # For a `.meta` among the strays, the canonical slots it names (read leniently): only a
+    # task whose slot it names (or one nested with it) is warned about it.
+    stray_slots: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def task_ids(self) -> list[str]:
@@ -385,10 +432,15 @@ def _list_task_ids(state_dir: Path) -> list[str]:
     return sorted(n[:-5] for n in names if n.endswith(".meta") and len(n) > 5)
 
 
-def load_fleet(state_dir: Path) -> Fleet:
+def load_fleet(state_dir: Path, canon: Callable[[str], str] | None = None) -> Fleet:
+    """Every record of the state dir and of the secondmates' homes below it.
+
+    `canon`: the run's canonicaliser (`paths.Canonicalizer`), shared with the observation
+    that follows, so that a directory resolved here is not resolved again there."""
+    canon = canon or _realpath
     try:
         with os.scandir(state_dir) as it:
-            every = sorted(e.name for e in it)
+            listed = sorted((e.name, _plain_file(e)) for e in it)
     except FileNotFoundError:
         # A state dir that does not exist is a wrong setting, not an empty fleet (spec §7a).
         raise refused(f"the state dir {state_dir} does not exist", *STATE_DIR_HINTS) from None
@@ -397,36 +449,122 @@ def load_fleet(state_dir: Path) -> Fleet:
     records: dict[str, Record] = {}
     bad: dict[str, InvalidRecord] = {}
     strays: list[tuple[str, str]] = []
-    for name in every:
-        if not name.endswith(".meta"):
-            continue
-        task_id = name[:-5]
-        meta_path = str(state_dir / name)
-        id_problem = task_id_problem(task_id)
-        if id_problem:
-            # Not read at all: no task is ever spawned under a name that is no task id.
-            why = f"no task's record: '{shown(task_id)}' can never be a task id ({id_problem})"
-            strays.append((name, why))
-            continue
-        try:
-            text, mtime = read_meta(meta_path)
-        except FileNotFoundError:
-            continue  # removed since the listing: no longer a claim
-        except RecordProblem as exc:
-            bad[task_id] = InvalidRecord(task_id, meta_path, exc.problem, None)
-            continue
-        try:
-            records[task_id] = parse_record(task_id, meta_path, text, mtime)
-        except RecordProblem as exc:
-            bad[task_id] = InvalidRecord(task_id, meta_path, exc.problem, exc.claimed)
+    stray_slots: dict[str, tuple[str, ...]] = {}
+    base = str(state_dir)
+    # The path `state_dir / name` spells (a Path is already normalised), without the join.
+    prefix = "" if base == "." else base if base.endswith("/") else base + "/"
+    with _Dir(base) as reader:
+        for name, plain in listed:
+            if not name.endswith(".meta"):
+                continue
+            task_id = name[:-5]
+            meta_path = prefix + name
+            id_problem = task_id_problem(task_id)
+            if id_problem:
+                # Never a claimant: no task is ever spawned under a name that is no task id.
+                why = f"no task's record: '{shown(task_id)}' can never be a task id ({id_problem})"
+                strays.append((name, why))
+                slots = _stray_slots(meta_path, canon)
+                if slots:
+                    stray_slots[name] = slots
+                continue
+            got = reader.read(name) if plain else None
+            if got is not None:
+                record = quick_record(task_id, meta_path, *got)
+                if record is not None:
+                    records[task_id] = record
+                    continue
+            try:
+                text, mtime = got if got is not None else read_meta(meta_path)
+            except FileNotFoundError:
+                continue  # removed since the listing: no longer a claim
+            except RecordProblem as exc:
+                bad[task_id] = InvalidRecord(task_id, meta_path, exc.problem, None)
+                continue
+            try:
+                records[task_id] = parse_record(task_id, meta_path, text, mtime)
+            except RecordProblem as exc:
+                bad[task_id] = InvalidRecord(task_id, meta_path, exc.problem, exc.claimed)
     ids = {*records, *bad}
-    for name in every:
+    for name, _ in listed:
         # fm's own files (locks) start with a dot; a sidecar is `<id>.<anything>`.
         if name.endswith(".meta") or name.startswith(".") or _sidecar(name, ids):
             continue
         strays.append((name, "neither a task's record nor a record's sidecar"))
-    children = _load_children(state_dir, records, bad)
-    return Fleet(records, bad, tuple(sorted(strays)), children)
+    children = _load_children(state_dir, records, bad, canon)
+    return Fleet(records, bad, tuple(sorted(strays)), children, stray_slots)
+
+
+def _realpath(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def _plain_file(entry: os.DirEntry[str]) -> bool:
+    """The listing says a regular file (no extra system call on Linux); anything else is
+    read by `read_meta`, which says what it is."""
+    try:
+        return entry.is_file(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+class _Dir:
+    """The state dir, open: its records read by name, without a path join or an lstat each.
+
+    A record is read the cheap way only when it is plainly one (a regular file, within the
+    size limit, UTF-8 without NUL); anything else (None) goes to `read_meta`, which reads it
+    again and says what is wrong with it. Never follows a link, never blocks on a FIFO."""
+
+    _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._fd = -1
+
+    def __enter__(self) -> _Dir:
+        try:
+            self._fd = os.open(self._path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            self._fd = -1  # every record then goes to read_meta
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+
+    def read(self, name: str) -> tuple[str, int] | None:
+        if self._fd < 0:
+            return None
+        try:
+            fd = os.open(name, self._FLAGS, dir_fd=self._fd)
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_RECORD_BYTES:
+                return None
+            data = os.read(fd, MAX_RECORD_BYTES + 1)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        if len(data) > MAX_RECORD_BYTES or b"\0" in data:
+            return None
+        try:
+            return data.decode("utf-8"), st.st_mtime_ns
+        except UnicodeDecodeError:
+            return None
+
+
+def _stray_slots(meta_path: str, canon: Callable[[str], str]) -> tuple[str, ...]:
+    """The canonical slots a name no task can have names (read leniently), if any: a task
+    whose slot it names is warned about it; no other task is (it is never an owner)."""
+    try:
+        text, _ = read_meta(meta_path)
+    except (OSError, RecordProblem):
+        return ()
+    claimed = _claimed_slots(parse_lines(text))
+    return tuple(dict.fromkeys(canon(p) for p in claimed)) if claimed else ()
 
 
 def _sidecar(name: str, ids: set[str]) -> bool:
@@ -439,7 +577,8 @@ def _sidecar(name: str, ids: set[str]) -> bool:
     return False
 
 
-# How deep secondmates' homes are followed (a secondmate's child may be a secondmate).
+# How deep secondmates' homes are followed (a secondmate's child may be a secondmate). Past
+# it, a home that has a state dir is not read: that fails closed (`_too_deep`).
 MAX_HOME_DEPTH = 4
 
 
@@ -449,29 +588,39 @@ def _home_of(record: Record) -> str:
 
 
 def _load_children(
-    state_dir: Path, records: dict[str, Record], bad: dict[str, InvalidRecord]
+    state_dir: Path,
+    records: dict[str, Record],
+    bad: dict[str, InvalidRecord],
+    canon: Callable[[str], str] = _realpath,
 ) -> frozenset[str]:
     """Add the records of every secondmate's home to `records` / `bad`, keyed
     `<secondmate>/<id>`: a child task works in a slot the parent fleet's pool may also hand
     out, so it claims that slot for every teardown here. A home's state dir that cannot be
-    read makes an invalid record naming no slot fm can tell (fail closed)."""
-    seen = {os.path.realpath(state_dir)}
+    read, or lies deeper than fm follows, makes an invalid record naming no slot fm can tell
+    (fail closed: every teardown refuses, naming that home)."""
+    seen = {_canonical(str(state_dir), canon)}
     children: set[str] = set()
     todo = [(tid, r, 1) for tid, r in sorted(records.items()) if r.kind == "secondmate"]
     while todo:
         parent, record, depth = todo.pop(0)
-        sub = os.path.join(_home_of(record), "state")
-        real = os.path.realpath(sub)
+        home = _home_of(record)
+        sub = os.path.join(home, "state")
+        real = _canonical(sub, canon)
         if real in seen:
             continue
         seen.add(real)
+        key = f"{parent}/state"
+        if depth > MAX_HOME_DEPTH:
+            if os.path.lexists(sub):
+                bad[key] = InvalidRecord(key, sub, _too_deep(home, depth), None)
+                children.add(key)
+            continue  # a home without a state dir holds no task: nothing lies beyond
         try:
             with os.scandir(sub) as it:
                 names = sorted(e.name for e in it if e.name.endswith(".meta"))
         except (FileNotFoundError, NotADirectoryError):
             continue
         except OSError as exc:
-            key = f"{parent}/state"
             bad[key] = InvalidRecord(key, sub, f"cannot be listed ({exc.strerror})", None)
             children.add(key)
             continue
@@ -497,6 +646,18 @@ def _load_children(
                 bad[key] = InvalidRecord(key, meta_path, exc.problem, exc.claimed)
                 continue
             records[key] = replace(parsed, task_id=key)
-            if parsed.kind == "secondmate" and depth < MAX_HOME_DEPTH:
+            if parsed.kind == "secondmate":
                 todo.append((key, parsed, depth + 1))
     return frozenset(children)
+
+
+def _canonical(path: str, canon: Callable[[str], str]) -> str:
+    return canon(path) if os.path.isabs(path) else os.path.realpath(path)
+
+
+def _too_deep(home: str, depth: int) -> str:
+    """Why a secondmate's home was not followed: what lies beyond is not known to be empty."""
+    return (
+        f"belongs to secondmate home {shown(home, 200)}, {depth} homes deep; fm follows "
+        f"secondmates' homes {MAX_HOME_DEPTH} deep, so the tasks it holds cannot be told"
+    )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 
 from fm_teardown.model.paths import canonical
 
@@ -37,14 +38,14 @@ def read_small(path: str) -> str | None:
         os.close(fd)
 
 
-def _gitdir_line(text: str, base: str) -> str | None:
+def _gitdir_line(text: str, base: str, canon: Callable[[str], str] = canonical) -> str | None:
     first = text.split("\n", 1)[0].strip()
     if not first.startswith("gitdir:"):
         return None
     target = first[len("gitdir:") :].strip()
     if not target:
         return None
-    return canonical(os.path.normpath(os.path.join(base, target)))
+    return canon(os.path.normpath(os.path.join(base, target)))
 
 
 def common_dir(project: str) -> str | None:
@@ -70,8 +71,12 @@ def common_dir(project: str) -> str | None:
     return gitdir
 
 
-def slot_git_problem(slot: str, project: str, project_common: str | None) -> str | None:
-    """Why the slot's `.git` is not a linked worktree git dir of `project` naming this slot."""
+def slot_git_problem(
+    slot: str, project: str, project_common: str | None, canon: Callable[[str], str] = canonical
+) -> str | None:
+    """Why the slot's `.git` is not a linked worktree git dir of `project` naming this slot.
+
+    `canon`: the observation's canonicaliser (the slots' git dirs share their ancestors)."""
     dotgit = os.path.join(slot, ".git")
     try:
         st = os.lstat(dotgit)
@@ -90,7 +95,7 @@ def slot_git_problem(slot: str, project: str, project_common: str | None) -> str
             f"worktree of {project}"
         )
     text = read_small(dotgit)
-    target = _gitdir_line(text, slot) if text is not None else None
+    target = _gitdir_line(text, slot, canon) if text is not None else None
     if target is None:
         return f"slot {slot}: .git does not name a git dir (no 'gitdir:' line)"
     if project_common is None:
@@ -101,10 +106,10 @@ def slot_git_problem(slot: str, project: str, project_common: str | None) -> str
             f"project's repository {project_common}"
         )
     back = read_small(os.path.join(target, "gitdir"))
-    named = _gitdir_line("gitdir: " + back, target) if back is not None else None
+    named = _gitdir_line("gitdir: " + back, target, canon) if back is not None else None
     if named is None:
         return f"slot {slot}: its git dir {target} has no readable gitdir file"
-    if named != canonical(dotgit):
+    if named != canon(dotgit):
         return (
             f"slot {slot}: .git names {target}, which belongs to the worktree {named} "
             "(a copy of another slot?): git run here would act on that tree"

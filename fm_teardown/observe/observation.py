@@ -116,15 +116,16 @@ def observe(
     remembered: Mapping[str, tuple[Proc, ...]] | None = None,
     *,
     deciding: Iterable[str] = (),
+    canon: Canonicalizer | None = None,
 ) -> Observation:
     """One pass over the world, with what deciding each task of `deciding` reads worked out
-    (`ready`)."""
+    (`ready`). `canon`: the run's canonicaliser, when loading the fleet already used one."""
     inventory, table = settled_scans(settings)
     sessions = {r.session for r in fleet.records.values() if r.backend == "tmux"}
     doubt = tmux.sessions_doubt(settings, inventory, sessions)
     if doubt is not None:
         inventory = TmuxInventory(InventoryStatus.ERROR, error=doubt)
-    return ready(assemble(settings, fleet, inventory, table, remembered), fleet, deciding)
+    return ready(assemble(settings, fleet, inventory, table, remembered, canon), fleet, deciding)
 
 
 def ready(obs: Observation, fleet: Fleet, deciding: Iterable[str]) -> Observation:
@@ -216,14 +217,16 @@ def assemble(
     inventory: TmuxInventory,
     table: ProcessTable,
     remembered: Mapping[str, tuple[Proc, ...]] | None = None,
+    canon: Canonicalizer | None = None,
 ) -> Observation:
     """Everything but the two scans: split out so tests can feed scans of their own.
 
     `remembered`: processes of a task's endpoint from a snapshot taken before its window was
     killed (the re-check under the lock). Those still running with the same start time are
     still that task's, not unattributed owners of its slot."""
-    # Records share projects and pool directories: resolve each directory once.
-    canon = Canonicalizer()
+    # Records share projects and pool directories: resolve each directory once (in one run,
+    # once for loading the fleet and observing it).
+    canon = canon or Canonicalizer()
 
     slot_of = {tid: canon(r.worktree) for tid, r in fleet.records.items()}
     project_of = {tid: canon(r.project) for tid, r in fleet.records.items()}
@@ -304,7 +307,7 @@ def assemble(
             pool=reader.view(record.worktree, slot),
             agents=tuple(p for p in procs if classify(p.name, p.argv0) == ProcessClass.AGENT),
             procs=procs,
-            git_problem=slot_git_problem(slot, record.project, commons[project])
+            git_problem=slot_git_problem(slot, record.project, commons[project], canon)
             if exists
             else None,
             lock=worktree_lock(slot) if exists else None,

@@ -1,0 +1,168 @@
+"""fm at a base revision against fm as checked out, on the same fleets: same answers, and
+paired times against the floor with the mandated imports.
+
+    python3 benchmarks/compare.py --base REV [--sizes 100,500] [--runs 10] [--no-timing]
+
+For each N it builds the benchmark's fleet (`fleetgen.py`), then:
+
+1. **Same output.** Runs both versions of fm on commands that only read (the one-task dry
+   run of several tasks, human and `--json`, and the audit, human and `--json`) and compares
+   stdout, stderr and the exit code byte for byte. Any difference is printed and makes the
+   exit code 1.
+2. **Paired times.** In rounds, order rotating (the first round warms the caches and is not
+   counted): fm before, fm after and `floor.py --mandated-imports`, for the one-task dry run
+   and the audit. Each ratio is taken within a round and printed as `median [lowest-highest]`.
+   Both wall time and CPU time (user + system of fm and the children it waited for: tmux's
+   client, git) are paired; on a busy machine the CPU ratio is the steadier one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from bench import prepare
+from fleetgen import built, mixed_layout
+from plan_token import checkout
+
+IDLE = 200
+
+
+def time_once(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> tuple[float, float]:
+    """Wall time and CPU time (user + system, the process and the children it waited for)
+    of one whole process. On a busy machine the CPU time is the steadier of the two."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(
+        list(argv),
+        env=dict(env),
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=False,
+    )
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def ratios(a: list[float], b: list[float]) -> str:
+    r = [x / y for x, y in zip(a, b, strict=True)]
+    return f"{statistics.median(r):.3f}x [{min(r):.3f}-{max(r):.3f}]"
+
+
+def _run(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> tuple[int, str, str]:
+    r = subprocess.run(
+        list(argv),
+        env=dict(env),
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return r.returncode, r.stdout, r.stderr
+
+
+def same_output(
+    fm: str, tasks: list[str], before: Mapping[str, str], after: Mapping[str, str], cwd: Path
+) -> int:
+    """How many read-only commands answer differently before and after (each printed)."""
+    commands: list[tuple[str, ...]] = [
+        ("teardown", "--dry-run"),
+        ("teardown", "--dry-run", "--json"),
+    ]
+    for task in tasks:
+        commands.append(("teardown", task, "--dry-run"))
+        commands.append(("teardown", task, "--dry-run", "--json"))
+    differ = 0
+    for args in commands:
+        a, b = _run((fm, *args), before, cwd), _run((fm, *args), after, cwd)
+        if a != b:
+            differ += 1
+            print(f"  DIFFERS: fm {' '.join(args)}: exit {a[0]} -> {b[0]}")
+            for what, x, y in (("stdout", a[1], b[1]), ("stderr", a[2], b[2])):
+                if x != y:
+                    print(f"    {what} before: {x[:400]!r}\n    {what} after:  {y[:400]!r}")
+    print(f"  same output: {len(commands) - differ} of {len(commands)} commands")
+    return differ
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--base", required=True, help="the revision to compare against")
+    ap.add_argument("--sizes", default="100,500")
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--no-timing", action="store_true", help="only compare the outputs")
+    args = ap.parse_args(argv)
+    failed = 0
+    with tempfile.TemporaryDirectory(prefix="fm-compare") as tmp_s:
+        tmp = Path(tmp_s)
+        tools = prepare(tmp)
+        before = checkout(args.base, tmp / "before")
+        for n in [int(x) for x in args.sizes.split(",")]:
+            with built(mixed_layout(n), IDLE) as fleet:
+                env = fleet.env(tools.bin_dir)
+                env_before = {**env, "PYTHONPATH": str(before)}
+                env_after = tools.env(env)
+                target = fleet.layout.target
+                metas = os.listdir(fleet.fm_home / "state")
+                ids = sorted(m[:-5] for m in metas if m.endswith(".meta"))
+                sample = sorted({target, fleet.layout.target_owner, *ids[:: max(1, len(ids) // 6)]})
+                print(f"N={n}: comparing outputs ({len(sample)} tasks and the audit)", flush=True)
+                failed += same_output(tools.fm, sample, env_before, env_after, fleet.fm_home)
+                if args.no_timing:
+                    continue
+                one = (tools.fm, "teardown", target, "--dry-run", "--json")
+                audit = (tools.fm, "teardown", "--dry-run", "--json")
+                floor = (tools.py, tools.floor, "--mandated-imports")
+                cmds = {
+                    "one before": (one, env_before),
+                    "one after": (one, env_after),
+                    "one floor": ((*floor, "one", target), env),
+                    "audit before": (audit, env_before),
+                    "audit after": (audit, env_after),
+                    "audit floor": ((*floor, "audit"), env),
+                }
+                times: dict[str, list[float]] = {k: [] for k in cmds}
+                cpus: dict[str, list[float]] = {k: [] for k in cmds}
+                names = list(cmds)
+                for i in range(args.runs + 1):
+                    order = names[i % len(names) :] + names[: i % len(names)]
+                    for name in order:
+                        cmd, e = cmds[name]
+                        seconds, cpu = time_once(cmd, e, fleet.fm_home)
+                        if i:  # the first round warms the caches up
+                            times[name].append(seconds)
+                            cpus[name].append(cpu)
+                med = {k: statistics.median(v) * 1000 for k, v in times.items()}
+                print(
+                    f"N={n} ({args.runs} paired rounds, load {os.getloadavg()[0]:.2f}): "
+                    + ", ".join(f"{k} {v:.0f} ms" for k, v in med.items())
+                )
+                for what, table in (("wall", times), ("cpu", cpus)):
+                    for case in ("one", "audit"):
+                        after, before_, floor_ = (
+                            table[f"{case} {k}"] for k in ("after", "before", "floor")
+                        )
+                        print(
+                            f"  {case} {what}: after / floor+imports {ratios(after, floor_)}; "
+                            f"before / floor+imports {ratios(before_, floor_)}; "
+                            f"after / before {ratios(after, before_)}",
+                            flush=True,
+                        )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
