@@ -13,7 +13,9 @@ from fm_teardown.commands.completion import RUNBOOKS
 ROOT = Path(__file__).resolve().parent.parent
 RUNBOOK_DIR = ROOT / "fm_teardown" / "runbooks"
 INDEX = ROOT / "docs" / "runbooks" / "README.md"
-MAX_LINES = 120
+# Short enough to read under pressure; unsafe.md, one section per cause of exit 5, is the
+# longest.
+MAX_LINES = 140
 
 # Each refusal cause of exit 5 has its own `##` section; one keyword of its heading per cause.
 UNSAFE_CAUSES = {
@@ -28,7 +30,9 @@ UNSAFE_CAUSES = {
     "another tool's worktree lock": "worktree lock",
     "the pool not ready": "pool",
     "a foreign .git": ".git",
-    "a tmux server or client in the slot": "tmux",
+    "a tmux server or client in the slot": "tmux server",
+    "the tmux inventory": "inventory",
+    "a secondmate home too deep": "too deep",
     "the no-mistakes gate": "gate",
     "what fm does not carry from the shell script": "shell script",
 }
