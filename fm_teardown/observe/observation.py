@@ -6,6 +6,7 @@ the process table, plus one small file read per record and per pool.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import time
@@ -292,7 +293,18 @@ def assemble(
         record = fleet.records[first[slot]]
         procs = in_slot.get(slot)
         exists = os.path.isdir(slot)
+        looped = not exists and _link_loop(slot)
         project = project_of[first[slot]]
+        if looped:
+            # Limits fail closed: a path whose links cannot be followed to the end is not a
+            # slot that is gone; what lies behind it cannot be told.
+            return SlotFacts(
+                canonical=slot,
+                exists=True,
+                pool=reader.view(record.worktree, slot),
+                procs=procs,
+                git_problem=f"its path {slot} cannot be resolved (a link loop, or too many links)",
+            )
         if exists and project not in commons:
             commons[project] = common_dir(project)
         claim = read_claim(slot) if exists else None
@@ -484,6 +496,14 @@ class SlotProcs:
             )
         self._done[slot] = found
         return found
+
+
+def _link_loop(path: str) -> bool:
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
 
 
 def procs_by_slot(slots: set[str], table: ProcessTable) -> dict[str, list[Proc]]:
