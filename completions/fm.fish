@@ -131,6 +131,8 @@ end
 
 # The tasks `fm restore` has saves of: `fm __complete saves`, one call.
 function __fm_saves
+    # fish asks for the words of the TASK position while an option is typed too: no call then.
+    string match -q -- '-*' (commandline -ct); and return 0
     __fm_scan
     set -l args
     test -n "$__fm_sd"; and set args --state-dir $__fm_sd
