@@ -3,9 +3,9 @@
 With `audit.py` (the fleet audit) and `selection.py` (what a batch tears down), the only
 module that strings the stages together. `run_one` is one task's run as every command runs
 it: the gate, firstmate's lifecycle locks, a re-run that converges, the intent journalled
-before acting, then `teardown`. `act` gets what it needs from the other stages through the
-`Seams` built here (plain callables), so it imports neither `observe` nor this module;
-`commands` journals the result and renders what `run_one` returns.
+before acting, then the stages themselves. `act` gets what it needs from the other stages
+through the `Seams` built here (plain callables), so it imports neither `observe` nor this
+module; `commands` journals the result and renders what `run_one` returns.
 """
 
 from __future__ import annotations
@@ -40,14 +40,12 @@ from fm_teardown.report import journal
 __all__ = [
     "Guard",
     "NotSelected",
-    "decide_with_landed",
     "interrupted_before_acting",
     "journalled",
     "load",
     "meta_inode",
     "plan",
     "run_one",
-    "teardown",
     "with_expected_plan",
 ]
 
@@ -83,7 +81,7 @@ def plan(
     home = canonical(str(settings.fm_home.absolute()))
     safefile.forbid(s for s in obs.slot_of.values() if not is_within(home, s))
     facts: list[LandedLike] = []
-    decision = decide_with_landed(settings, task, fleet, obs, flags, fetch=fetch, facts=facts)
+    decision = _decide_with_landed(settings, task, fleet, obs, flags, fetch=fetch, facts=facts)
     landed = facts[0] if facts else None
     me = os.getpid()
     words = fingerprint.words(decision, obs, landed, fm_pid=me)
@@ -110,7 +108,7 @@ def _landed_facts(settings: Settings, record: Record, *, fetch: bool) -> LandedL
     return with_homes([record], {record.task_id: verdict})[record.task_id]
 
 
-def decide_with_landed(
+def _decide_with_landed(
     settings: Settings,
     task: str,
     fleet: Fleet,
@@ -204,7 +202,7 @@ def meta_inode(record: Record) -> int | None:
         return None
 
 
-def teardown(
+def _teardown(
     settings: Settings,
     task: str,
     flags: Flags,
@@ -283,7 +281,7 @@ def run_one(
         if refused is not None:
             return Outcome.of_error(task, refused, dry_run=False)
     if task_id_problem(task) is not None:
-        return teardown(s, task, flags, guard)
+        return _teardown(s, task, flags, guard)
     from fm_teardown.act import lifecycle
 
     if flags.dry_run:
@@ -343,9 +341,9 @@ def _decided(
         if when is not None:
             return _already_torn_down(task, when, dry_run=flags.dry_run)
     if flags.dry_run or flags.no_journal:
-        return teardown(s, task, flags, guard)
+        return _teardown(s, task, flags, guard)
     left = journal.unfinished(s.data_dir, task).get(task)
-    outcome = teardown(
+    outcome = _teardown(
         s, task, flags, guard, intent=_intent_writer(s, flags, required=journal_required)
     )
     if left is not None:
