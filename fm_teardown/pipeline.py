@@ -1,23 +1,37 @@
 """The pipeline: settings -> records -> observe -> decide (-> act) -> an Outcome.
 
-The only module that strings the stages together. `act` gets what it needs from the other
-stages through the `Seams` built here (plain callables), so it imports neither `observe` nor
-this module; `commands` journals and renders what `teardown` returns.
+With `audit.py` (the fleet audit) and `selection.py` (what a batch tears down), the only
+module that strings the stages together. `run_one` is one task's run as every command runs
+it: the gate, firstmate's lifecycle locks, a re-run that converges, the intent journalled
+before acting, then the stages themselves. `act` gets what it needs from the other stages
+through the `Seams` built here (plain callables), so it imports neither `observe` nor this
+module; `commands` journals the result and renders what `run_one` returns.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 
 from fm_teardown.adapters import safefile
 from fm_teardown.decide import fingerprint
 from fm_teardown.decide import rules as decide
-from fm_teardown.model.errors import FmError, Verdict, plan_changed_exit
+from fm_teardown.model.errors import ExitCode, FmError, Verdict, invalid, plan_changed_exit
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.paths import Canonicalizer, canonical, is_within
 from fm_teardown.model.plan import Decision, Flags, LandedLike, Planned
-from fm_teardown.model.records import Fleet, Record, check_task_id, load_fleet, load_record
+from fm_teardown.model.reasons import NotSelectedReason
+from fm_teardown.model.records import (
+    Fleet,
+    Record,
+    check_task_id,
+    load_fleet,
+    load_record,
+    task_id_problem,
+)
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.world import Observation, Proc, ProcessTable, TmuxInventory
 from fm_teardown.observe.observation import assemble, observe
@@ -25,10 +39,13 @@ from fm_teardown.observe.observation import assemble, observe
 __all__ = [
     "Guard",
     "NotSelected",
-    "decide_with_landed",
+    "interrupted_before_acting",
+    "journalled",
     "load",
+    "meta_inode",
     "plan",
-    "teardown",
+    "run_one",
+    "with_expected_plan",
 ]
 
 
@@ -65,10 +82,11 @@ def plan(
     home = canonical(str(settings.fm_home.absolute()))
     safefile.forbid(s for s in obs.slot_of.values() if not is_within(home, s))
     facts: list[LandedLike] = []
-    decision = decide_with_landed(settings, task, fleet, obs, flags, fetch=fetch, facts=facts)
+    decision = _decide_with_landed(settings, task, fleet, obs, flags, fetch=fetch, facts=facts)
     landed = facts[0] if facts else None
-    words = fingerprint.words(decision, obs, landed)
-    token = fingerprint.token(fingerprint.digests(decision, obs, landed))
+    me = os.getpid()
+    words = fingerprint.words(decision, obs, landed, fm_pid=me)
+    token = fingerprint.token(fingerprint.digests(decision, obs, landed, fm_pid=me))
     return Planned(decision, fleet, obs, landed, words, token)
 
 
@@ -91,7 +109,7 @@ def _landed_facts(settings: Settings, record: Record, *, fetch: bool) -> LandedL
     return with_homes([record], {record.task_id: verdict})[record.task_id]
 
 
-def decide_with_landed(
+def _decide_with_landed(
     settings: Settings,
     task: str,
     fleet: Fleet,
@@ -130,7 +148,9 @@ def _expected_plan_refusal(planned: Planned, expected: str, *, dry_run: bool) ->
         say = f"no --expect-plan token names {d.task}: its plan (now {now}) was never approved"
     else:
         names = fingerprint.changed(expected, now)
-        before = fingerprint.recover(expected, d, planned.observation, planned.landed)
+        before = fingerprint.recover(
+            expected, d, planned.observation, planned.landed, fm_pid=os.getpid()
+        )
         changes = fingerprint.describe(names, words, before)
         label = dict(fingerprint.FIELDS)
         what = ", ".join(label[n] for n in names) if names else "a field the token cannot name"
@@ -166,15 +186,24 @@ class NotSelected(Exception):
     """A batch's task that, at its turn, is no longer what was selected (relaunched, no
     longer finished, its slot already returned by this batch): nothing was done to it."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
+    def __init__(self, reason: NotSelectedReason) -> None:
+        super().__init__(reason.why)
         self.reason = reason
 
 
-Guard = Callable[[Planned], str | None]
+Guard = Callable[[Planned], NotSelectedReason | None]
 
 
-def teardown(
+def meta_inode(record: Record) -> int | None:
+    """The inode of TASK's meta as it is now (part of its launch identity); None when it
+    cannot be read."""
+    try:
+        return os.lstat(record.meta_path).st_ino
+    except OSError:
+        return None
+
+
+def _teardown(
     settings: Settings,
     task: str,
     flags: Flags,
@@ -222,3 +251,161 @@ def teardown(
     except FmError as err:  # the re-check found TASK's own record gone or unsafe
         done = Outcome.of_error(task, err, dry_run=False)
     return replace(done, plan_id=planned.plan_id)
+
+
+def run_one(
+    s: Settings,
+    task: str,
+    flags: Flags,
+    guard: Guard | None = None,
+    *,
+    journal_required: bool = True,
+    converge: bool = True,
+) -> Outcome:
+    """One task's teardown (or dry run) as an Outcome: never raises FmError.
+
+    `journal_required`: a real run whose intent cannot be journalled refuses (exit 5);
+    False only warns (the firstmate drop-in: the script it replaces had no journal).
+    `converge`: a task with no record that the journal says was torn down is reported
+    `already torn down` (exit 0) rather than `no such task`; False for the drop-in, which
+    keeps the script's `no meta` error."""
+    if flags.discard_live_owner is not None and flags.discard_live_owner == "":
+        return Outcome.of_error(
+            task,
+            invalid("--discard-live-owner needs the id of the live owner"),
+            dry_run=flags.dry_run,
+        )
+    if not flags.dry_run and task_id_problem(task) is None:
+        from fm_teardown.observe import gate
+
+        refused = gate.refusal(os.environ, os.getcwd())
+        if refused is not None:
+            return Outcome.of_error(task, refused, dry_run=False)
+    if task_id_problem(task) is not None:
+        return _teardown(s, task, flags, guard)
+    from fm_teardown.act import lifecycle
+
+    if flags.dry_run:
+        # A dry run takes no lock: it says what a real run would meet now.
+        busy = lifecycle.probe(s.state_dir, task) if s.state_dir.is_dir() else None
+        if busy is not None:
+            return Outcome.of_error(task, busy, dry_run=True)
+        return _decided(s, task, flags, guard, journal_required=journal_required, converge=converge)
+    # firstmate's lifecycle locks, as its scripts take them, for the whole run: another
+    # lifecycle action on TASK refuses this one before anything is read or changed.
+    try:
+        with (
+            lifecycle.lifecycle_locks(s.state_dir, task, s.lock_timeout),
+            _children_locked(s, task, flags),
+        ):
+            return _decided(
+                s, task, flags, guard, journal_required=journal_required, converge=converge
+            )
+    except FmError as err:
+        return Outcome.of_error(task, err, dry_run=False)
+
+
+@contextmanager
+def _children_locked(s: Settings, task: str, flags: Flags) -> Iterator[None]:
+    """A forced secondmate teardown takes its children's records with it: it holds their
+    lifecycle locks too (read once TASK's own are held)."""
+    from fm_teardown.model.records import load_record
+
+    home = None
+    if flags.force:
+        try:
+            record = load_record(s.state_dir, task)
+        except FmError:
+            record = None  # the run itself says why
+        if record is not None and record.kind == "secondmate":
+            home = record.home or record.worktree
+    if home is None:
+        yield
+        return
+    from fm_teardown.act import lifecycle
+
+    with lifecycle.descendant_locks(Path(home)):
+        yield
+
+
+def _decided(
+    s: Settings,
+    task: str,
+    flags: Flags,
+    guard: Guard | None,
+    *,
+    journal_required: bool,
+    converge: bool,
+) -> Outcome:
+    if converge and not os.path.lexists(s.state_dir / f"{task}.meta"):
+        from fm_teardown.report import journal  # only without a record: a dry run reads none
+
+        when = journal.torn_down_at(s.data_dir, task)
+        if when is not None:
+            return _already_torn_down(task, when, dry_run=flags.dry_run)
+    if flags.dry_run or flags.no_journal:
+        return _teardown(s, task, flags, guard)
+    from fm_teardown.report import journal
+
+    left = journal.unfinished(s.data_dir, task).get(task)
+    outcome = _teardown(
+        s, task, flags, guard, intent=_intent_writer(s, flags, required=journal_required)
+    )
+    if left is not None:
+        outcome = replace(outcome, warnings=(journal.unfinished_line(left), *outcome.warnings))
+    return outcome
+
+
+def _already_torn_down(task: str, when: str, *, dry_run: bool) -> Outcome:
+    """A re-run's result for a task the journal says was torn down: done, nothing to do."""
+    return Outcome(
+        task=task,
+        dry_run=dry_run,
+        verdict=Verdict.ALREADY,
+        exit_code=int(ExitCode.OK),
+        reasons=(f"already torn down at {when}: its record is gone, there is nothing left to do",),
+    )
+
+
+def _intent_writer(
+    s: Settings, flags: Flags, *, required: bool
+) -> Callable[[Decision, str], str | None]:
+    """Journal a real run's intent; why it could not (the run then refuses), or None."""
+    from fm_teardown.report import journal
+
+    def write(d: Decision, plan_id: str) -> str | None:
+        line = journal.intent_entry(d.task, plan_id, [str(st.step) for st in d.plan], flags)
+        if journal.append(s.data_dir, line) or not required:
+            return None
+        return f"the journal {s.data_dir / journal.JOURNAL} cannot be written"
+
+    return write
+
+
+def with_expected_plan(flags: Flags, task: str, expected: dict[str, str]) -> Flags:
+    """TASK's flags with its approved token. A task with none (a --landed selection the
+    tokens do not name) gets "": it refuses, its plan was never approved."""
+    return replace(flags, expect_plan=expected.get(task, ""))
+
+
+def journalled(outcome: Outcome, task: str) -> bool:
+    """Every real run for a valid task id is journalled, refusals included; not a request
+    fm could not take, and not a re-run of a task already torn down (nothing was done, and
+    the journal's line for it stays the teardown's own)."""
+    return (
+        not outcome.dry_run
+        and outcome.verdict not in (Verdict.INVALID, Verdict.ALREADY)
+        and task_id_problem(task) is None
+    )
+
+
+def interrupted_before_acting(task: str, flags: Flags) -> Outcome:
+    return Outcome(
+        task=task,
+        dry_run=flags.dry_run,
+        verdict=Verdict.FAILED,
+        exit_code=int(ExitCode.INTERRUPTED),
+        reasons=("interrupted while deciding",),
+        interrupted=True,
+        tail=True,
+    )

@@ -294,3 +294,29 @@ def test_a_task_torn_down_earlier_converges_alone_and_an_unknown_one_stays_unkno
     assert (code, doc["verdict"]) == (2, "invalid")
     code, doc = fleet.fm_json("teardown", ID_T1, ID_T2)
     assert (code, summary(doc)) == (2, [(ID_T1, "already-torn-down", 0), (ID_T2, "invalid", 2)])
+
+
+ID_N1 = tid("n1")
+ID_N2 = tid("n2")
+
+
+def test_an_agent_that_came_to_a_selected_slot_keeps_it_unfinished_at_its_turn(
+    fleet: Fleet,
+) -> None:
+    """Selected finished, then an agent (in no pane) starts in n2's slot while n1 is torn
+    down: at n2's turn the census sees it, n2 is skipped and the agent keeps running."""
+    slots = []
+    for i, task_id in enumerate([ID_N1, ID_N2], start=1):
+        slot = fleet.slot(i, holder=task_id)
+        fleet.task(task_id, slot, "dead")
+        slots.append(slot)
+    proc, pause = fleet.fm_paused("after-endpoint", "--landed", "--min-age", "0")
+    agent = fleet.agent_in(slots[1])
+    pause.unlink()
+    out, err = proc.communicate(timeout=120)
+    doc = json.loads(out)
+    results = {r["task"]: r for r in doc["results"]}
+    assert results[ID_N1]["verdict"] == "proceed", err
+    assert results[ID_N2]["verdict"] == "skipped", doc
+    assert not gone(agent.pid)
+    assert (fleet.state / f"{ID_N2}.meta").exists()

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from fm_teardown import audit as audit_mod
 from fm_teardown import pipeline
-from fm_teardown.decide import audit as audit_mod
 from fm_teardown.decide import rules
 from fm_teardown.model.plan import Flags
 from fm_teardown.model.settings import load

@@ -10,38 +10,33 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from fm_teardown.adapters import interrupts
-from fm_teardown.commands.one import interrupted_before_acting, journalled, with_expected_plan
 from fm_teardown.model import messages
-from fm_teardown.model.errors import ExitCode, FmError, Verdict
+from fm_teardown.model.errors import ExitCode, Verdict
 from fm_teardown.model.outcome import Outcome
-from fm_teardown.model.plan import Flags
+from fm_teardown.model.plan import Flags, Step, StepName, StepOutcome
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.values import value
+from fm_teardown.pipeline import (
+    NotSelected,
+    interrupted_before_acting,
+    journalled,
+    with_expected_plan,
+)
 from fm_teardown.report import human, journal
 from fm_teardown.report import render as report
 from fm_teardown.report.human import VERDICT_STYLE
+from fm_teardown.selection import Selection, guard
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from fm_teardown.decide.finished import Options
-    from fm_teardown.model.plan import Planned
-    from fm_teardown.observe.landed import LandedFacts
     from fm_teardown.pipeline import Guard
 
-__all__ = [
-    "IDENTITY_FIELDS",
-    "NotChosen",
-    "Result",
-    "Selection",
-    "Skipped",
-    "exit_code",
-    "named",
-    "run",
-    "select_landed",
-]
+__all__ = ["Result", "Skipped", "exit_code", "run"]
 
 
 @value
@@ -68,116 +63,6 @@ def exit_code(results: list[Result], *, interrupted: bool = False) -> int:
     return max(codes)
 
 
-@value
-class NotChosen:
-    """A task `--landed` did not select: its verdict, the one reason, the opt-in (if any)."""
-
-    task: str
-    verdict: str
-    reason: str
-    opt_in: str | None
-
-
-@value
-class Selection:
-    tasks: tuple[str, ...]
-    # task -> the launch seen when selecting (finished.identity): changed means relaunched.
-    identities: dict[str, tuple[object, ...]] = field(default_factory=dict)
-    not_selected: tuple[NotChosen, ...] = ()
-
-
-IDENTITY_FIELDS = ("window", "worktree", "spawn_gen", "meta inode", "meta mtime")
-
-
-def select_landed(s: Settings, opts: Options) -> Selection:
-    """`--landed`: every finished task (finished.classify, the audit's own column), from one
-    observation of the fleet, in task-id order; the others with their one reason."""
-    from fm_teardown.decide.audit import audit
-
-    rows = sorted(audit(s, opts).rows, key=lambda r: r.task)
-    chosen = [r for r in rows if r.finished.finished]
-    return Selection(
-        tuple(r.task for r in chosen),
-        {r.task: r.identity for r in chosen if r.identity is not None},
-        tuple(
-            NotChosen(r.task, str(r.verdict), r.finished.reason, r.finished.opt_in)
-            for r in rows
-            if not r.finished.finished
-        ),
-    )
-
-
-def named(s: Settings, tasks: list[str]) -> Selection:
-    """`fm teardown A B C`: the launches named, as they are now (a task relaunched before
-    its turn is skipped, not torn down in its new slot)."""
-    from fm_teardown.decide.finished import identity
-    from fm_teardown.model.records import load_fleet
-    from fm_teardown.observe.observation import observe
-
-    try:
-        fleet = load_fleet(s.state_dir)
-    except FmError:
-        return Selection(tuple(tasks))  # each task reports the problem at its turn
-    present = {t: fleet.records[t] for t in tasks if t in fleet.records}
-    if not present:
-        return Selection(tuple(tasks))
-    obs = observe(s, fleet)
-    return Selection(
-        tuple(tasks),
-        {t: identity(r, obs.endpoints[t].window_ids) for t, r in present.items()},
-    )
-
-
-def _guard(
-    task: str,
-    selection: Selection,
-    returned: dict[str, str],
-    opts: Options | None,
-) -> Guard:
-    """At its turn, TASK is selected again, not only decided again."""
-
-    def guard(planned: Planned) -> str | None:
-        from fm_teardown.decide.finished import classify, identity
-
-        record = planned.fleet.records.get(task)
-        ep = planned.observation.endpoints.get(task) if record is not None else None
-        want = selection.identities.get(task)
-        if want is not None and record is not None and ep is not None:
-            now = identity(record, ep.window_ids)
-            what = [n for n, a, b in zip(IDENTITY_FIELDS, want, now, strict=True) if a != b]
-            if what[:1] == ["window"] and set(cast(tuple[str, ...], now[0])) <= set(
-                cast(tuple[str, ...], want[0])
-            ):
-                what = what[1:]  # a window that went away is no relaunch; a new one is
-            if what:
-                return (
-                    f"relaunched: its record changed since it was selected ({', '.join(what)}); "
-                    f"nothing was done: run fm teardown {task} --dry-run to see the new launch"
-                )
-        d = planned.decision
-        if d.pool_return is not None and d.slot in returned:
-            return (
-                f"slot {d.slot} was returned earlier in this batch (by {returned[d.slot]}): it "
-                f"is no longer the slot {task} was selected with; nothing was done: run "
-                f"fm teardown {task} --dry-run"
-            )
-        if opts is not None and d.verdict in (Verdict.PROCEED, Verdict.STALE):
-            verdict = classify(
-                d.verdict,
-                d.headline,
-                str(ep.state) if ep is not None else None,
-                ep.detail if ep is not None else "",
-                record,
-                cast("LandedFacts | None", planned.landed),
-                opts,
-            )
-            if not verdict.finished:
-                return f"no longer finished: {verdict.reason}; nothing was done"
-        return None
-
-    return guard
-
-
 def run(
     s: Settings,
     selection: Selection,
@@ -192,8 +77,6 @@ def run(
 ) -> int:
     """Tear down `selection` one task after another; the batch's exit code. `again`: the
     options a command finishing this batch repeats (`--state-dir DIR`)."""
-    from fm_teardown.pipeline import NotSelected
-
     tasks = list(selection.tasks)
     results: list[Result] = []
     progress = not json_out and sys.stderr.isatty()
@@ -210,12 +93,12 @@ def run(
             if progress:
                 left = len(tasks) - i - 1
                 sys.stderr.write(f"[{i + 1}/{len(tasks)}] fm teardown {task} ({left} left)\n")
-            guard = _guard(task, selection, returned, opts if landed else None)
+            again_selected = guard(task, selection, returned, opts if landed else None)
             try:
                 mine = flags if plans is None else with_expected_plan(flags, task, plans)
-                outcome = one(s, task, mine, guard)
+                outcome = one(s, task, mine, again_selected)
             except NotSelected as skip:
-                results.append(Skipped(task, skip.reason))
+                results.append(Skipped(task, messages.not_selected_reason(skip.reason)))
                 continue
             except KeyboardInterrupt:
                 # Interrupted while deciding: this task changed nothing.
@@ -224,11 +107,7 @@ def run(
                 journal.append(s.data_dir, journal.result_entry(outcome, flags))
             results.append(outcome)
             d = outcome.decision
-            if (
-                d is not None
-                and d.slot is not None
-                and any(st.step == "pool" and st.outcome == "done" for st in outcome.steps)
-            ):
+            if d is not None and d.slot is not None and _returned(outcome.steps):
                 returned[d.slot] = task
             if not json_out:
                 report.render(outcome, json_out=False)
@@ -247,7 +126,12 @@ def run(
                 doc["finish"] = finish
             if landed:
                 doc["not_selected"] = [
-                    {"task": n.task, "verdict": n.verdict, "reason": n.reason, "opt_in": n.opt_in}
+                    {
+                        "task": n.task,
+                        "verdict": n.verdict,
+                        "reason": messages.finished_reason(n.finished),
+                        "opt_in": n.finished.opt_in,
+                    }
                     for n in selection.not_selected
                 ]
             report.emit_json(doc)
@@ -308,8 +192,8 @@ def _render_selection(selection: Selection) -> None:
         p.line(f"not selected ({len(selection.not_selected)}):", "bold")
         width = max(len(n.task) for n in selection.not_selected)
         for n in selection.not_selected:
-            opt = f" [include with {n.opt_in}]" if n.opt_in else ""
-            p.line(f"  {n.task:<{width}}  {n.reason}{opt}")
+            opt = f" [include with {n.finished.opt_in}]" if n.finished.opt_in else ""
+            p.line(f"  {n.task:<{width}}  {messages.finished_reason(n.finished)}{opt}")
 
 
 def _result_json(r: Result) -> dict[str, Any]:
@@ -349,8 +233,12 @@ def _what_was_done(r: Result) -> str:
         )
     if r.verdict == Verdict.STALE:
         return "window and record cleared; the slot left to its owner"
-    returned = any(s.step == "pool" and s.outcome == "done" for s in r.steps)
-    return "torn down" + ("; slot returned" if returned else "")
+    return "torn down" + ("; slot returned" if _returned(r.steps) else "")
+
+
+def _returned(steps: Iterable[Step]) -> bool:
+    """Did the run return its slot to the pool?"""
+    return any(st.step == StepName.POOL and st.outcome == StepOutcome.DONE for st in steps)
 
 
 def _render_summary(results: list[Result], code: int, left: list[str], finish: str | None) -> None:

@@ -38,11 +38,11 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def run(args: list[str]) -> int:
-    from fm_teardown.commands.one import journalled, run_one
     from fm_teardown.model import settings
     from fm_teardown.model.errors import ExitCode, FmError
     from fm_teardown.model.plan import Flags
     from fm_teardown.model.records import load_record, task_id_problem
+    from fm_teardown.pipeline import journalled, run_one
     from fm_teardown.report import journal
     from fm_teardown.report import render as report
 

@@ -10,23 +10,23 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from fm_teardown.adapters import interrupts
-from fm_teardown.commands.one import (
-    interrupted_before_acting,
-    journalled,
-    run_one,
-    with_expected_plan,
-)
 from fm_teardown.decide import fingerprint
 from fm_teardown.model import settings
 from fm_teardown.model.errors import ExitCode, FmError, invalid
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.plan import Flags
+from fm_teardown.pipeline import (
+    interrupted_before_acting,
+    journalled,
+    run_one,
+    with_expected_plan,
+)
 from fm_teardown.report import human
 from fm_teardown.report import render as report
 
 if TYPE_CHECKING:
     from fm_teardown.decide.finished import Options
-    from fm_teardown.observe.loose_ends import Orphan
+    from fm_teardown.model.world import Orphan
 
 __all__ = ["USAGE", "teardown"]
 
@@ -85,11 +85,12 @@ def teardown(
         return _usage(first, refused, flags, json_out)
     opts = Options(include_live=include_live, include_pushed=include_pushed, min_age=age)
     if landed or len(tasks) > 1:
+        from fm_teardown import selection as select
         from fm_teardown.commands import batch
 
         with interrupts.while_deciding():
             try:
-                selection = batch.select_landed(s, opts) if landed else batch.named(s, tasks)
+                selection = select.select_landed(s, opts) if landed else select.named(s, tasks)
             except FmError as err:
                 return _usage(None, err, flags, json_out)
             except KeyboardInterrupt:
@@ -189,7 +190,7 @@ def _expected_plans(values: list[str], tasks: list[str], landed: bool) -> dict[s
 
 def _unfinished_runs(s: settings.Settings) -> tuple[Orphan, ...]:
     """Real runs that journalled their intent and no result: they died partway (a crash)."""
-    from fm_teardown.observe.loose_ends import Orphan
+    from fm_teardown.model.world import Orphan
     from fm_teardown.report import journal
 
     return tuple(
@@ -206,7 +207,7 @@ def _audit(
             raise invalid("give a TASK to tear down, or --dry-run to audit the fleet", USAGE)
         if flags.force or flags.discard_live_owner is not None:
             raise invalid("--force and --discard-live-owner need a TASK")
-        from fm_teardown.decide.audit import audit
+        from fm_teardown.audit import audit
 
         result = audit(s, opts)
         # The journal is the report stage's: the runs it shows unfinished join the orphans here.

@@ -29,7 +29,6 @@ by `recover`.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -85,8 +84,11 @@ def _h(name: str, text: str) -> bytes:
     return blake2s(data, digest_size=32).digest()
 
 
-def digests(d: Decision, obs: Observation, facts: LandedLike | None) -> dict[str, bytes]:
-    """Each field's 256-bit digest, from the decision and what it was made from."""
+def digests(
+    d: Decision, obs: Observation, facts: LandedLike | None, *, fm_pid: int
+) -> dict[str, bytes]:
+    """Each field's 256-bit digest, from the decision and what it was made from. `fm_pid`:
+    fm's own pid (what it started is left out)."""
     head = facts.head if facts is not None and facts.head else "-"
     dirty = sorted(facts.dirty) if facts is not None else []
     ep = obs.endpoints.get(d.task)
@@ -98,7 +100,7 @@ def digests(d: Decision, obs: Observation, facts: LandedLike | None) -> dict[str
         "lease": _h("lease", _lease(d)),
         "windows": _h("windows", " ".join(sorted(ep.window_ids) if ep is not None else ())),
         "processes": _h(
-            "processes", " ".join(sorted(_pid_at(p, obs) for p in _processes(d, obs, ep)))
+            "processes", " ".join(sorted(_pid_at(p, obs) for p in _processes(d, obs, ep, fm_pid)))
         ),
         "steps": _h("steps", "\n".join(f"{s.step}|{s.target}" for s in d.plan)),
     }
@@ -195,7 +197,7 @@ def _pid_at(p: Proc, obs: Observation) -> str:
     return f"{p.pid}@{round(since * 1000)}"
 
 
-def _processes(d: Decision, obs: Observation, ep: Endpoint | None) -> list[Proc]:
+def _processes(d: Decision, obs: Observation, ep: Endpoint | None, fm_pid: int) -> list[Proc]:
     """TASK's endpoint processes and, when the plan ends processes, every process in the slot
     and TASK's tasktmp; never one fm spares (fm, its ancestors, its own pane) nor one fm
     started (a tmux client or git that is still running in the slot): those differ from run
@@ -212,12 +214,12 @@ def _processes(d: Decision, obs: Observation, ep: Endpoint | None) -> list[Proc]
     return [
         p
         for p in procs.values()
-        if not p.zombie and p.pid not in spared and not _started_by_fm(p, table)
+        if not p.zombie and p.pid not in spared and not _started_by_fm(p, table, fm_pid)
     ]
 
 
-def _started_by_fm(p: Proc, table: Mapping[int, Proc]) -> bool:
-    me, seen, pid = os.getpid(), 0, p.ppid
+def _started_by_fm(p: Proc, table: Mapping[int, Proc], me: int) -> bool:
+    seen, pid = 0, p.ppid
     while pid > 1 and seen < 64:  # a chain of parents, bounded in case the table loops
         if pid == me:
             return True
@@ -231,7 +233,9 @@ def _started_by_fm(p: Proc, table: Mapping[int, Proc]) -> bool:
 # -- in words -----------------------------------------------------------------------------------
 
 
-def words(d: Decision, obs: Observation, facts: LandedLike | None) -> dict[str, str]:
+def words(
+    d: Decision, obs: Observation, facts: LandedLike | None, *, fm_pid: int
+) -> dict[str, str]:
     """Each field in words, one item a line (what a refusal shows as `before → now`)."""
     ep = obs.endpoints.get(d.task)
     names = {
@@ -244,7 +248,7 @@ def words(d: Decision, obs: Observation, facts: LandedLike | None) -> dict[str, 
         lease = f"lease {r.lease_id or 'none'} held by '{r.lease_holder or ''}'"
     else:
         lease = "no lease (an unconditional return)"
-    procs = sorted(_processes(d, obs, ep), key=lambda p: p.pid)
+    procs = sorted(_processes(d, obs, ep, fm_pid), key=lambda p: p.pid)
     return {
         "verdict": str(d.verdict),
         "owners": "\n".join(sorted(_owner_words(o) for o in d.owners)),
@@ -329,7 +333,7 @@ def _owners_before(owners: list[Owner], want: str) -> str | None:
 
 
 def recover(
-    expected: str, d: Decision, obs: Observation, facts: LandedLike | None
+    expected: str, d: Decision, obs: Observation, facts: LandedLike | None, *, fm_pid: int
 ) -> dict[str, str]:
     """The approved plan's fields in words, for those the plan now lets fm find again."""
     from fm_teardown.model.errors import Verdict
@@ -338,7 +342,7 @@ def recover(
         name: expected[DIGEST + i * TAG : DIGEST + (i + 1) * TAG]
         for i, (name, _) in enumerate(FIELDS)
     }
-    now = words(d, obs, facts)
+    now = words(d, obs, facts, fm_pid=fm_pid)
     out: dict[str, str] = {}
     for v in Verdict:
         if _tag(_h("verdict", str(v))) == want["verdict"]:
@@ -362,7 +366,7 @@ def recover(
     names = {
         p.window_id: f"{p.session}:{p.window_name} ({p.window_id})" for p in obs.inventory.panes
     }
-    procs = sorted(_processes(d, obs, ep), key=lambda p: p.pid)
+    procs = sorted(_processes(d, obs, ep, fm_pid), key=lambda p: p.pid)
     lists = (
         _Items("dirty", [(x, x) for x in sorted(facts.dirty)] if facts else [], "\n", False),
         _Items(

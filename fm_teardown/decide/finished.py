@@ -19,19 +19,19 @@ A task is finished when all of these hold:
 
 Each opt-in lifts exactly one condition: `--include-live` (2, not the doubt), `--min-age` (3),
 `--include-pushed` (4: landed is enough). The audit and `--landed` both call `classify`, so
-they cannot disagree; a batch calls it again at each task's turn.
+they cannot disagree; a batch calls it again at each task's turn. Pure: the clock and the
+meta's inode are read by the caller and passed in; the words of a reason are `messages`'.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from fm_teardown.model.errors import Verdict
+from fm_teardown.model.reasons import Finished, FinishedWhy
 from fm_teardown.model.values import value
 
 if TYPE_CHECKING:
@@ -40,19 +40,18 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MIN_AGE",
-    "NOT_LIVE",
-    "Finished",
     "Options",
     "classify",
     "identity",
     "parse_duration",
+    "refused",
 ]
 
 DEFAULT_MIN_AGE = 3600.0
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION = re.compile(r"(\d+)([smhd]?)")
 _SPAWN_GEN = re.compile(r"s(\d+)\.")
-NOT_LIVE = ("dead", "missing")
+_NOT_LIVE = ("dead", "missing")
 
 
 @value
@@ -64,32 +63,12 @@ class Options:
     min_age: float = DEFAULT_MIN_AGE
 
 
-@value
-class Finished:
-    finished: bool
-    reason: str  # the one reason (why it is, or the first condition it fails)
-    opt_in: str | None = None  # the flag that would include it; None: no flag does
-
-
 def parse_duration(text: str) -> float | None:
     """`90s`, `10m`, `1h`, `2d`, or a bare number of seconds (`0`); None if not one."""
     m = _DURATION.fullmatch(text.strip())
     if m is None:
         return None
     return float(int(m.group(1)) * _UNITS[m.group(2) or "s"])
-
-
-def _few(items: Sequence[str]) -> str:
-    shown = "; ".join(items[:3])
-    return shown + (f"; and {len(items) - 3} more" if len(items) > 3 else "")
-
-
-def _shown_duration(seconds: float) -> str:
-    s = max(0, int(seconds))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if (s >= size and s % size == 0) or s >= 10 * size:
-            return f"{s // size}{unit}"
-    return f"{s}s"
 
 
 def _launched_at(record: Record) -> tuple[float, str]:
@@ -107,14 +86,18 @@ def _launched_at(record: Record) -> tuple[float, str]:
     return record.mtime_ns / 1e9, "record modification time"
 
 
-def identity(record: Record, window_ids: tuple[str, ...]) -> tuple[object, ...]:
+def identity(record: Record, window_ids: tuple[str, ...], inode: int | None) -> tuple[object, ...]:
     """What says "the same launch": a batch skips a task whose identity changed since it
-    was selected (its record was rewritten: relaunched)."""
-    try:
-        ino: int | None = os.lstat(record.meta_path).st_ino
-    except OSError:
-        ino = None
-    return (tuple(window_ids), record.worktree, record.spawn_gen, ino, record.mtime_ns)
+    was selected (its record was rewritten: relaunched). `inode`: the meta's, as read now
+    (None when it cannot be read)."""
+    return (tuple(window_ids), record.worktree, record.spawn_gen, inode, record.mtime_ns)
+
+
+def refused(verdict: Verdict, headline: str, working: Sequence[str] = ()) -> Finished:
+    """Not finished: the task is refused (its decision, or its record before deciding)."""
+    return Finished(
+        False, FinishedWhy.REFUSED, verdict=verdict, headline=headline, working=tuple(working)
+    )
 
 
 def classify(
@@ -125,50 +108,51 @@ def classify(
     record: Record | None,
     landed: LandedFacts | None,
     opts: Options,
-    now: float | None = None,
+    now: float,
     *,
     working: Sequence[str] = (),
     doubt: Sequence[str] = (),
 ) -> Finished:
-    """`working`: who else still works in the task's slot or temp dir, each with where it
-    runs (`census.still_working`); `doubt`: why that cannot be told (`census.doubts`)."""
-    others = f"; still working in its slot: {_few(working)}" if working else ""
+    """`now`: the clock, in epoch seconds. `working`: who else still works in the task's
+    slot or temp dir, each with where it runs (`census.still_working`); `doubt`: why that
+    cannot be told (`census.doubts`)."""
     if verdict not in (Verdict.PROCEED, Verdict.STALE) or record is None:
-        return Finished(False, f"refused ({verdict}): {headline}{others}")
-    live = endpoint not in NOT_LIVE
+        return refused(verdict, headline, working)
+    live = endpoint not in _NOT_LIVE
     if live and not opts.include_live:
-        detail = f" ({endpoint_detail})" if endpoint_detail else ""
         return Finished(
-            False, f"still working: own endpoint is {endpoint}{detail}{others}", "--include-live"
+            False,
+            FinishedWhy.OWN_ENDPOINT_LIVE,
+            "--include-live",
+            endpoint=endpoint,
+            endpoint_detail=endpoint_detail,
+            working=tuple(working),
         )
     if doubt:
-        return Finished(
-            False, f"whether someone still works in its slot cannot be told: {doubt[0]}"
-        )
+        return Finished(False, FinishedWhy.CANNOT_TELL, doubt=doubt[0])
     if working and not opts.include_live:
-        return Finished(False, f"still working in its slot: {_few(working)}", "--include-live")
+        return Finished(False, FinishedWhy.OTHERS_WORKING, "--include-live", working=tuple(working))
     when, source = _launched_at(record)
-    age = (time.time() if now is None else now) - when
+    age = now - when
     if age < opts.min_age:
         return Finished(
             False,
-            f"launched {_shown_duration(age)} ago ({source}), less than --min-age "
-            f"{_shown_duration(opts.min_age)}",
+            FinishedWhy.TOO_YOUNG,
             "--min-age 0",
+            age=age,
+            launched_from=source,
+            min_age=opts.min_age,
         )
     if verdict == Verdict.STALE:
-        return Finished(True, f"stale: {headline}")
+        return Finished(True, FinishedWhy.STALE, headline=headline)
     if landed is None:
         # A ship task whose slot is gone: nothing of it is left to merge or lose.
-        return Finished(True, "its slot no longer exists")
+        return Finished(True, FinishedWhy.SLOT_GONE)
     if landed.merged and not landed.own_commits and live and record.kind == "ship":
-        return Finished(
-            False,
-            "nothing of its own yet: no commits beyond the default branch, a clean tree, "
-            f"and its endpoint is {endpoint}",
-        )
+        return Finished(False, FinishedWhy.NOTHING_OF_ITS_OWN, endpoint=endpoint)
+    summary = landed.merge_summary
     if landed.merged:
-        return Finished(True, f"merged: {landed.merge_summary}")
+        return Finished(True, FinishedWhy.MERGED, summary=summary)
     if landed.landed and opts.include_pushed:
-        return Finished(True, f"pushed, not merged (--include-pushed): {landed.merge_summary}")
-    return Finished(False, f"not merged: {landed.merge_summary}", "--include-pushed")
+        return Finished(True, FinishedWhy.PUSHED, summary=summary)
+    return Finished(False, FinishedWhy.NOT_MERGED, "--include-pushed", summary=summary)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from fm_teardown.model.errors import FmError, Lead
 from fm_teardown.model.landing import LandedRung
 from fm_teardown.model.plan import Decision, Step, StepOutcome
+from fm_teardown.model.reasons import Finished, FinishedWhy, NotSelectedReason, NotSelectedWhy
 from fm_teardown.model.results import (
     AttributionResult,
     AttributionWhat,
@@ -68,10 +69,12 @@ __all__ = [
     "endpoint_warning",
     "error_line",
     "error_reason",
+    "finished_reason",
     "hooks_warning",
     "interrupted_line",
     "landed_by",
     "led",
+    "not_selected_reason",
     "nothing_changed",
     "reasons",
     "refusal_line",
@@ -541,3 +544,71 @@ def interrupted_line(o: Outcome) -> str:
             else ""
         )
     )
+
+
+def _few(items: Iterable[str]) -> str:
+    items = list(items)
+    shown = "; ".join(items[:3])
+    return shown + (f"; and {len(items) - 3} more" if len(items) > 3 else "")
+
+
+def _duration(seconds: float) -> str:
+    s = max(0, int(seconds))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if (s >= size and s % size == 0) or s >= 10 * size:
+            return f"{s // size}{unit}"
+    return f"{s}s"
+
+
+def finished_reason(f: Finished) -> str:
+    """Why a task is finished, or the first condition it fails, in one line."""
+    others = f"; still working in its slot: {_few(f.working)}" if f.working else ""
+    match f.why:
+        case FinishedWhy.REFUSED:
+            return f"refused ({f.verdict}): {f.headline}{others}"
+        case FinishedWhy.OWN_ENDPOINT_LIVE:
+            detail = f" ({f.endpoint_detail})" if f.endpoint_detail else ""
+            return f"still working: own endpoint is {f.endpoint}{detail}{others}"
+        case FinishedWhy.CANNOT_TELL:
+            return f"whether someone still works in its slot cannot be told: {f.doubt}"
+        case FinishedWhy.OTHERS_WORKING:
+            return f"still working in its slot: {_few(f.working)}"
+        case FinishedWhy.TOO_YOUNG:
+            return (
+                f"launched {_duration(f.age)} ago ({f.launched_from}), less than --min-age "
+                f"{_duration(f.min_age)}"
+            )
+        case FinishedWhy.STALE:
+            return f"stale: {f.headline}"
+        case FinishedWhy.SLOT_GONE:
+            return "its slot no longer exists"
+        case FinishedWhy.NOTHING_OF_ITS_OWN:
+            return (
+                "nothing of its own yet: no commits beyond the default branch, a clean tree, "
+                f"and its endpoint is {f.endpoint}"
+            )
+        case FinishedWhy.MERGED:
+            return f"merged: {f.summary}"
+        case FinishedWhy.PUSHED:
+            return f"pushed, not merged (--include-pushed): {f.summary}"
+        case FinishedWhy.NOT_MERGED:
+            return f"not merged: {f.summary}"
+
+
+def not_selected_reason(r: NotSelectedReason) -> str:
+    """Why a batch's task was skipped at its turn: nothing was done to it."""
+    match r.why:
+        case NotSelectedWhy.RELAUNCHED:
+            return (
+                f"relaunched: its record changed since it was selected ({', '.join(r.changed)}); "
+                f"nothing was done: run fm teardown {r.task} --dry-run to see the new launch"
+            )
+        case NotSelectedWhy.SLOT_RETURNED:
+            return (
+                f"slot {r.slot} was returned earlier in this batch (by {r.returned_by}): it "
+                f"is no longer the slot {r.task} was selected with; nothing was done: run "
+                f"fm teardown {r.task} --dry-run"
+            )
+        case NotSelectedWhy.NO_LONGER_FINISHED:
+            assert r.finished is not None
+            return f"no longer finished: {finished_reason(r.finished)}; nothing was done"

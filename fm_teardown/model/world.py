@@ -27,6 +27,7 @@ __all__ = [
     "Environment",
     "InventoryStatus",
     "Observation",
+    "Orphan",
     "Pane",
     "PaneRef",
     "PaneSeen",
@@ -462,3 +463,13 @@ class Observation:
         """Every entry of the pool state files of the recorded slots: the audit's loose ends
         are the leases and agents on slots no record claims."""
         return self.read_pool_entries()
+
+
+@value
+class Orphan:
+    """A loose end of the fleet the audit lists (spec §8): what no record accounts for."""
+
+    kind: str  # window | lease | process | file | branch | unfinished-teardown
+    id: str
+    slot: str | None
+    detail: str

@@ -303,7 +303,7 @@ def _why(r: AuditRow) -> str:
     if f.finished or r.verdict not in ("proceed", "stale"):
         return r.headline
     opt = f" [include with {f.opt_in}]" if f.opt_in else ""
-    return f"not finished: {f.reason}{opt}"
+    return f"not finished: {messages.finished_reason(f)}{opt}"
 
 
 # A WHY cell longer than this is cut (`…`); the reason is then said in full once, below the

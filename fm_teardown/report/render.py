@@ -153,7 +153,7 @@ def audit_json(a: Audit) -> dict[str, Any]:
                 "owners": list(r.owners),
                 "finished": {
                     "finished": r.finished.finished,
-                    "reason": r.finished.reason,
+                    "reason": messages.finished_reason(r.finished),
                     "opt_in": r.finished.opt_in,
                 },
             }

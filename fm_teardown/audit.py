@@ -1,0 +1,77 @@
+"""The fleet audit (`fm teardown --dry-run` with no TASK, spec §8). Read-only.
+
+Each row is exactly what `fm teardown <task> --dry-run` would say on the same world: the same
+decision, rule 5 included, from one observation of the whole fleet. Rules 1-4 cost no
+subprocess per row; rule 5 runs only for the rows that reach it, through the same batched
+landed-work check as the one-task dry run (one `git status` per slot, a few git calls per
+project). Then the slots claimed by more than one record, and the fleet's loose ends
+(`observe.loose_ends`): windows, leases, agents and files that no record accounts for.
+
+This module strings the stages together for the audit, as `pipeline.py` does for one task;
+the rows themselves are built in `decide/audit.py`, from values.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from fm_teardown.decide import finished
+from fm_teardown.decide.audit import Audit, AuditRow, row, shared_slots, unusable
+from fm_teardown.decide.rules import decide_all
+from fm_teardown.model.plan import Flags
+from fm_teardown.model.records import Record, load_fleet
+from fm_teardown.model.settings import Settings
+from fm_teardown.observe.loose_ends import orphans
+from fm_teardown.observe.observation import observe, ready
+from fm_teardown.pipeline import meta_inode
+
+if TYPE_CHECKING:
+    from fm_teardown.model.landing import LandedFacts
+
+__all__ = ["audit"]
+
+
+def audit(settings: Settings, opts: finished.Options | None = None) -> Audit:
+    opts = opts or finished.Options()
+    fleet = load_fleet(settings.state_dir)
+    obs = observe(settings, fleet)
+    flags = Flags(dry_run=True)
+    rows: dict[str, AuditRow] = {}
+    usable: list[str] = []
+    for task in fleet.task_ids:
+        bad = unusable(task, fleet)
+        if bad is not None:
+            rows[task] = bad
+        else:
+            usable.append(task)
+    ready(obs, fleet, usable)
+
+    def gather(records: Sequence[Record]) -> Mapping[str, LandedFacts]:
+        from fm_teardown.decide.landed import judge
+        from fm_teardown.observe.home import with_homes
+        from fm_teardown.observe.landed import gather_many
+
+        found = gather_many(
+            list(records),
+            settings.data_dir,
+            fetch=False,
+            fetch_timeout=settings.fetch_timeout,
+            gh_bin=settings.gh_bin,
+        )
+        return with_homes(records, {task: judge(facts) for task, facts in found.items()})
+
+    decisions, facts = decide_all(usable, fleet, obs, flags, gather)
+    now, me = time.time(), os.getpid()
+    for task, d in decisions.items():
+        inode = meta_inode(fleet.records[task])
+        rows[task] = row(d, fleet, obs, facts.get(task), opts, now=now, inode=inode, fm_pid=me)
+    return Audit(
+        settings.state_dir,
+        tuple(rows[t] for t in fleet.task_ids),
+        shared_slots(obs),
+        orphans(fleet, obs),
+        tuple(sorted({e.canonical.rsplit("/", 2)[0] for e in obs.pool_entries})),
+    )

@@ -1,0 +1,63 @@
+"""Why a task is finished or not, and why a batch's task was not selected at its turn: as
+values, an enum of why plus the facts its words need. The words are `messages`'."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from fm_teardown.model.errors import Verdict
+from fm_teardown.model.values import value
+
+__all__ = ["Finished", "FinishedWhy", "NotSelectedReason", "NotSelectedWhy"]
+
+
+class FinishedWhy(StrEnum):
+    """The one reason a task is finished, or the first condition it fails."""
+
+    REFUSED = "refused"  # its verdict is a refusal (or its record is refused before deciding)
+    OWN_ENDPOINT_LIVE = "own-endpoint-live"
+    CANNOT_TELL = "cannot-tell"  # whether someone still works in its slot
+    OTHERS_WORKING = "others-working"
+    TOO_YOUNG = "too-young"  # launched less than --min-age ago
+    STALE = "stale"
+    SLOT_GONE = "slot-gone"
+    NOTHING_OF_ITS_OWN = "nothing-of-its-own"
+    MERGED = "merged"
+    PUSHED = "pushed"
+    NOT_MERGED = "not-merged"
+
+
+@value
+class Finished:
+    finished: bool
+    why: FinishedWhy
+    opt_in: str | None = None  # the flag that would include it; None: no flag does
+    # The facts the words need, each set only where its reason says it.
+    verdict: Verdict | None = None
+    headline: str = ""
+    endpoint: str | None = None
+    endpoint_detail: str = ""
+    working: tuple[str, ...] = ()  # who else still works in the slot, with where it runs
+    doubt: str = ""
+    age: float = 0.0  # seconds since launch
+    launched_from: str = ""  # what the launch time was read from
+    min_age: float = 0.0
+    summary: str = ""  # the landed facts' merge summary
+
+
+class NotSelectedWhy(StrEnum):
+    RELAUNCHED = "relaunched"
+    SLOT_RETURNED = "slot-returned"  # returned earlier in the same batch
+    NO_LONGER_FINISHED = "no-longer-finished"
+
+
+@value
+class NotSelectedReason:
+    """A batch's task that, at its turn, is no longer what was selected."""
+
+    why: NotSelectedWhy
+    task: str
+    changed: tuple[str, ...] = ()  # the identity fields that changed (relaunched)
+    slot: str | None = None  # the slot returned earlier, and by which task
+    returned_by: str = ""
+    finished: Finished | None = None  # why it is no longer finished

@@ -1,0 +1,130 @@
+"""What a batch tears down (spec §9): `fm teardown --landed` (every finished task, from the
+audit) and `fm teardown A B C` (the launches named), and each task selected again at its turn.
+
+Strung together here, beside `pipeline.py` and `audit.py`; `commands/batch.py` runs the
+selection one task after another, journals and renders.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import field
+from typing import TYPE_CHECKING, cast
+
+from fm_teardown.decide import census
+from fm_teardown.decide.finished import Options, classify, identity
+from fm_teardown.model.errors import FmError, Verdict
+from fm_teardown.model.reasons import Finished, NotSelectedReason, NotSelectedWhy
+from fm_teardown.model.settings import Settings
+from fm_teardown.model.values import value
+from fm_teardown.pipeline import Guard, meta_inode
+
+if TYPE_CHECKING:
+    from fm_teardown.model.landing import LandedFacts
+    from fm_teardown.model.plan import Planned
+
+__all__ = ["NotChosen", "Selection", "guard", "named", "select_landed"]
+
+
+@value
+class NotChosen:
+    """A task `--landed` did not select: its verdict, and why (with the opt-in, if any)."""
+
+    task: str
+    verdict: str
+    finished: Finished
+
+
+@value
+class Selection:
+    tasks: tuple[str, ...]
+    # task -> the launch seen when selecting (finished.identity): changed means relaunched.
+    identities: dict[str, tuple[object, ...]] = field(default_factory=dict)
+    not_selected: tuple[NotChosen, ...] = ()
+
+
+_IDENTITY_FIELDS = ("window", "worktree", "spawn_gen", "meta inode", "meta mtime")
+
+
+def select_landed(s: Settings, opts: Options) -> Selection:
+    """`--landed`: every finished task (finished.classify, the audit's own column), from one
+    observation of the fleet, in task-id order; the others with their one reason."""
+    from fm_teardown.audit import audit
+
+    rows = sorted(audit(s, opts).rows, key=lambda r: r.task)
+    chosen = [r for r in rows if r.finished.finished]
+    return Selection(
+        tuple(r.task for r in chosen),
+        {r.task: r.identity for r in chosen if r.identity is not None},
+        tuple(
+            NotChosen(r.task, str(r.verdict), r.finished) for r in rows if not r.finished.finished
+        ),
+    )
+
+
+def named(s: Settings, tasks: list[str]) -> Selection:
+    """`fm teardown A B C`: the launches named, as they are now (a task relaunched before
+    its turn is skipped, not torn down in its new slot)."""
+    from fm_teardown.model.records import load_fleet
+    from fm_teardown.observe.observation import observe
+
+    try:
+        fleet = load_fleet(s.state_dir)
+    except FmError:
+        return Selection(tuple(tasks))  # each task reports the problem at its turn
+    present = {t: fleet.records[t] for t in tasks if t in fleet.records}
+    if not present:
+        return Selection(tuple(tasks))
+    obs = observe(s, fleet)
+    return Selection(
+        tuple(tasks),
+        {t: identity(r, obs.endpoints[t].window_ids, meta_inode(r)) for t, r in present.items()},
+    )
+
+
+def guard(
+    task: str,
+    selection: Selection,
+    returned: dict[str, str],
+    opts: Options | None,
+) -> Guard:
+    """At its turn, TASK is selected again, not only decided again. `returned`: slot -> the
+    task of this batch that returned it."""
+
+    def check(planned: Planned) -> NotSelectedReason | None:
+        record = planned.fleet.records.get(task)
+        ep = planned.observation.endpoints.get(task) if record is not None else None
+        want = selection.identities.get(task)
+        if want is not None and record is not None and ep is not None:
+            now = identity(record, ep.window_ids, meta_inode(record))
+            what = [n for n, a, b in zip(_IDENTITY_FIELDS, want, now, strict=True) if a != b]
+            if what[:1] == ["window"] and set(cast(tuple[str, ...], now[0])) <= set(
+                cast(tuple[str, ...], want[0])
+            ):
+                what = what[1:]  # a window that went away is no relaunch; a new one is
+            if what:
+                return NotSelectedReason(NotSelectedWhy.RELAUNCHED, task, changed=tuple(what))
+        d = planned.decision
+        if d.pool_return is not None and d.slot in returned:
+            return NotSelectedReason(
+                NotSelectedWhy.SLOT_RETURNED, task, slot=d.slot, returned_by=returned[d.slot]
+            )
+        if opts is not None and d.verdict in (Verdict.PROCEED, Verdict.STALE):
+            verdict = classify(
+                d.verdict,
+                d.headline,
+                str(ep.state) if ep is not None else None,
+                ep.detail if ep is not None else "",
+                record,
+                cast("LandedFacts | None", planned.landed),
+                opts,
+                time.time(),
+                # Someone who came to work in the slot since the selection keeps it unfinished.
+                working=census.still_working(task, planned.observation),
+                doubt=census.doubts(task, planned.observation),
+            )
+            if not verdict.finished:
+                return NotSelectedReason(NotSelectedWhy.NO_LONGER_FINISHED, task, finished=verdict)
+        return None
+
+    return check
