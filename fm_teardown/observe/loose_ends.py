@@ -125,9 +125,17 @@ def _kept_sidecars(fleet: Fleet) -> list[Orphan]:
         listing = os.listdir(os.path.dirname(own[0].meta_path))
     except OSError:
         return []
+    # Each name under every id it could belong to (an id may hold dots: `a.b.status` is `a`'s
+    # or `a.b`'s): one pass over the listing, not one per record.
+    by_id: dict[str, list[str]] = {}
+    for name in listing:
+        dot = name.find(".")
+        while dot > 0:
+            by_id.setdefault(name[:dot], []).append(name)
+            dot = name.find(".", dot + 1)
     out = []
     for record in own:
-        for name in split(record.task_id, listing).foreign:
+        for name in split(record.task_id, by_id.get(record.task_id, ())).foreign:
             detail = (
                 f"beside {record.task_id}'s record, not a sidecar firstmate writes: "
                 f"fm teardown {record.task_id} keeps it; remove it by hand if it is not needed"
