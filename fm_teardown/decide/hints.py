@@ -30,6 +30,7 @@ _LISTED = 10
 
 
 def listed(ids: Sequence[str], sep: str = ", ") -> str:
+    """`ids` joined, the first `_LISTED` of them and how many more."""
     if len(ids) <= _LISTED:
         return sep.join(ids)
     return f"{sep.join(itertools.islice(ids, _LISTED))} and {len(ids) - _LISTED} more"
@@ -50,10 +51,12 @@ def owners_headline(live: list[Owner]) -> str:
 
 
 def blocked_names(blocked: list[Blocker]) -> str:
+    """What blocks the pool's return, each by what it is, its name and pid."""
     return ", ".join(str(b) for b in blocked)
 
 
 def blocked_hints(blocked: list[Blocker]) -> list[str]:
+    """What to do about what blocks the pool's return (a tmux server started in the slot)."""
     hints = []
     if any(b.why.kind in (Spared.TMUX_SERVER, Spared.TMUX) for b in blocked):
         hints.append(
