@@ -766,7 +766,7 @@ def test_a_failed_for_each_ref_is_reported_as_such(
             return runner.Result(128, b"", "fatal: bad object refs/heads/broken")
         return real(repo, *args, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr("fm_teardown.observe.landed._git", failing)
+    monkeypatch.setattr("fm_teardown.observe.landed_project._git", failing)
     commit(repos.slot, {"feature.txt": "x\n"}, "feature")
     facts = repos.check()
     assert not facts.landed

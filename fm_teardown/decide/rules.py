@@ -13,19 +13,28 @@ which `decide` walks. A rule says nothing (None), or one `Ruling`:
   slot) and decides again. The one-task run and the audit both go through it.
 
 What several rules read (the owners, the discarded live owner, whether the slot is returned)
-is worked out once, on first use, by `Case`.
+is worked out once, on first use, by `Case` (`decide/case.py`, with the rulings). The words of
+the longer hints are in `decide/hints.py`; the decision and its ordered plan are built from the
+ruling by `decide/plan_builder.py`.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from functools import cached_property
 from typing import TypeVar, overload
 
-from fm_teardown.decide.census import Kind, doubts, kind_of, placement, where_of
+from fm_teardown.decide.case import Case, GoOn, NeedsLanded, Refusal, Ruling, Stale
+from fm_teardown.decide.census import doubts
+from fm_teardown.decide.hints import (
+    blocked_hints,
+    blocked_names,
+    listed,
+    live_owner_hints,
+    owners_headline,
+    unlanded_hints,
+)
 from fm_teardown.decide.ownership import (
     claimed_by_other,
     current_owner,
@@ -33,53 +42,19 @@ from fm_teardown.decide.ownership import (
     lease_is_tasks,
     live_of,
     other_claimants,
-    owners_of,
 )
-from fm_teardown.decide.sparing import (
-    Blocker,
-    NeverSignalled,
-    blocking_the_return,
-    never_signalled,
-    to_signal,
-)
+from fm_teardown.decide.plan_builder import proceed_decision, refusal_decision, stale_decision
+from fm_teardown.decide.sparing import blocking_the_return
 from fm_teardown.model.errors import Verdict
-from fm_teardown.model.leases import lease_task, unconditional_only
-from fm_teardown.model.messages import belongs_now, shell_where
+from fm_teardown.model.leases import lease_task
 from fm_teardown.model.paths import is_ancestor_or_same
-from fm_teardown.model.plan import (
-    BranchDelete,
-    Decision,
-    Flags,
-    LandedLike,
-    Owner,
-    OwnerKind,
-    PoolReturn,
-    Step,
-    StepName,
-)
+from fm_teardown.model.plan import Decision, Flags, LandedLike
 from fm_teardown.model.records import Fleet, Record
-from fm_teardown.model.scaffold import SCAFFOLD_PATHS
 from fm_teardown.model.values import value
-from fm_teardown.model.world import (
-    Endpoint,
-    EndpointState,
-    InventoryStatus,
-    Observation,
-    PoolEntry,
-    Proc,
-    SlotFacts,
-    Spared,
-)
+from fm_teardown.model.world import EndpointState, InventoryStatus, Observation
 
 __all__ = [
     "RULES",
-    "SAVED_KINDS",
-    "Case",
-    "GoOn",
-    "NeedsLanded",
-    "Refusal",
-    "Ruling",
-    "Stale",
     "Unfinished",
     "decide",
     "decide_all",
@@ -109,43 +84,6 @@ __all__ = [
 
 
 @value
-class Refusal:
-    """The decision ends here: this verdict, an empty plan."""
-
-    verdict: Verdict
-    reasons: tuple[str, ...]
-    hints: tuple[str, ...]
-    headline: str  # the one reason that matters
-
-
-@value
-class GoOn:
-    """The decision goes on, and says why (reasons) or what to mind (warnings)."""
-
-    reasons: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = ()
-
-
-@value
-class Stale:
-    """The slot is someone else's now: the decision ends with only TASK's own endpoint and
-    record cleaned (rule 4)."""
-
-    reasons: tuple[str, ...]
-    warnings: tuple[str, ...]
-    owner: str  # whose slot it is now, as the headline names it
-
-
-@value
-class NeedsLanded:
-    """Rule 5 is reached and TASK's landed facts were not given."""
-
-
-# What a rule says: nothing (None: the decision goes on), or one of the above.
-Ruling = Refusal | GoOn | Stale | NeedsLanded | None
-
-
-@value
 class Unfinished:
     """Rules 1-4 let TASK go on and rule 5 needs TASK's landed facts. The caller gathers them
     (only now, so that git never runs on a slot that is somebody else's) and decides again
@@ -158,104 +96,7 @@ def _refusal(verdict: Verdict, lines: list[str], hints: list[str], headline: str
     return Refusal(verdict, tuple(lines), tuple(hints), headline)
 
 
-@value
-class Case:
-    """What every rule reads: TASK, its record, slot and endpoint, the world observed, and
-    (rule 5) TASK's landed facts when they were gathered. The properties below are worked out
-    from these on first use (pure, each once per decision)."""
-
-    task: str
-    record: Record
-    fleet: Fleet
-    obs: Observation
-    flags: Flags
-    slot: str
-    endpoint: Endpoint
-    facts: SlotFacts
-    landed: LandedLike | None = None
-
-    @staticmethod
-    def of(
-        task: str, fleet: Fleet, obs: Observation, flags: Flags, landed: LandedLike | None = None
-    ) -> Case:
-        slot = obs.slot_of[task]
-        return Case(
-            task,
-            fleet.records[task],
-            fleet,
-            obs,
-            flags,
-            slot,
-            obs.endpoints[task],
-            obs.slots[slot],
-            landed,
-        )
-
-    @cached_property
-    def owners(self) -> Sequence[Owner]:
-        return owners_of(self.task, self.fleet, self.obs)
-
-    @cached_property
-    def discarded(self) -> str | None:
-        """The one live owner that --force --discard-live-owner names, when it does."""
-        live = live_of(self.owners)
-        wanted = self.flags.discard_live_owner
-        if wanted is not None and self.flags.force and len(live) == 1 and live[0].id == wanted:
-            return wanted
-        return None
-
-    @cached_property
-    def spared(self) -> NeverSignalled:
-        return never_signalled(self.obs, self.task, self.discarded)
-
-    @cached_property
-    def not_returned(self) -> str | None:
-        """Why the plan neither ends the slot's processes nor returns it (None: it does)."""
-        if not self.facts.exists:
-            return f"slot directory {self.slot} no longer exists: processes and pool steps skipped"
-        entry = self.facts.pool.entry
-        assert entry is not None  # pool_not_ready refused otherwise
-        recorded_lease = self.record.lease_id is not None or self.record.lease_holder is not None
-        if not entry.leased and recorded_lease and self.discarded is None:
-            return (
-                "the pool shows no lease on the slot although the record names one: it was "
-                "already returned; processes and pool steps skipped"
-            )
-        return None
-
-    @property
-    def returns_slot(self) -> bool:
-        return self.not_returned is None
-
-    @property
-    def work_to_check(self) -> bool:
-        """Rule 5 applies: a slot that no longer exists has nothing left to lose (a scout's
-        or secondmate's work is not in its slot)."""
-        return self.record.kind in ("scout", "secondmate") or self.facts.exists
-
-    @property
-    def work(self) -> LandedLike | None:
-        """TASK's landed facts, when rule 5 applies (None: it does not)."""
-        return self.landed if self.work_to_check else None
-
-    @property
-    def force_saves(self) -> bool:
-        """Whether a forced plan saves the slot's work before discarding it: a ship's slot,
-        and a secondmate's home (its own work, its task records with it), when it exists. A
-        scout's slot is not saved: its work is its report. A hint promises a save only then."""
-        return self.record.kind in SAVED_KINDS and self.facts.exists
-
-    @property
-    def saves_work(self) -> bool:
-        """--force discards unlanded work: saved first when `force_saves`."""
-        work = self.work
-        return work is not None and not work.landed and self.flags.force and self.force_saves
-
-
 Rule = Callable[[Case], Ruling]
-
-# The kinds whose slot `--force` saves before discarding it (`Case.force_saves`).
-SAVED_KINDS = ("ship", "secondmate")
 
 
 @overload
@@ -282,15 +123,17 @@ def decide(
     for number, rule in RULES:
         ruling = rule(c)
         if isinstance(ruling, Refusal):
-            return _refuse(c, ruling, c.owners if number >= 3 else ())
+            return refusal_decision(c, ruling, c.owners if number >= 3 else ())
         if isinstance(ruling, NeedsLanded):
             return Unfinished(task)
         if isinstance(ruling, Stale):
-            return _stale(c, [*reasons, *ruling.reasons], [*warnings, *ruling.warnings], ruling)
+            return stale_decision(
+                c, [*reasons, *ruling.reasons], [*warnings, *ruling.warnings], ruling
+            )
         if isinstance(ruling, GoOn):
             reasons += ruling.reasons
             warnings += ruling.warnings
-    return _proceed(c, reasons, warnings)
+    return proceed_decision(c, reasons, warnings)
 
 
 # Rule 5's facts, of whatever richer type the caller gathers (the audit's `LandedFacts`).
@@ -527,41 +370,10 @@ def live_owner(c: Case) -> Refusal | GoOn | None:
                 "processes in the slot will be ended and the slot returned",
             )
         )
-    names = ", ".join(o.id for o in live)
-    lines = [f"slot {c.slot} is owned by another live task: {names}"]
+    lines = [f"slot {c.slot} is owned by another live task: {', '.join(o.id for o in live)}"]
     lines += [f"{o.id} ({o.kind}, endpoint {o.endpoint}): {o.why}" for o in live]
-    hints = []
-    inventory = c.obs.inventory
-    blind = inventory.status == InventoryStatus.ERROR
-    if blind:
-        # An owner may only look live because fm cannot see the tmux server: fix that first,
-        # never discard someone on a view that is known to be blind.
-        hints.append(
-            f"the tmux inventory could not be read ({inventory.error or 'unknown error'}): "
-            "point fm at the fleet's tmux server (FM_TMUX_SOCKET or FM_TMUX_SOCKET_NAME), "
-            "then re-run"
-        )
-    if wanted is not None and not c.flags.force:
-        hints.append("--discard-live-owner takes effect only together with --force")
-    elif wanted is not None and len(live) > 1:
-        hints.append(f"more than one live owner ({names}): one flag cannot discard them all")
-    elif wanted is not None:
-        hints.append(f"--discard-live-owner={wanted} does not name the live owner ({names})")
-    elif c.flags.force:
-        hints.append("--force does not lift this: it discards only this task's own work")
-    hints.append(f"let {names} finish (or end it), then re-run")
-    if len(live) == 1 and not blind:
-        saved = (
-            f"; its uncommitted work is saved first under refs/fm/discarded/{live[0].id}/<time>"
-            if live[0].id in c.fleet.records and c.force_saves
-            else "; nothing of it is saved first"
-        )
-        hints.append(
-            f"last resort, destroys {live[0].id}'s live work in this slot (its processes there "
-            f"are ended and the tree is reset{saved}): "
-            f"fm teardown {c.task} --force --discard-live-owner={live[0].id}"
-        )
-    return _refusal(Verdict.LIVE_OWNER, lines, hints, _owners_headline(live))
+    hints = live_owner_hints(c, live)
+    return _refusal(Verdict.LIVE_OWNER, lines, hints, owners_headline(live))
 
 
 def own_endpoint_alive(c: Case) -> GoOn | None:
@@ -595,14 +407,14 @@ def stale_slot(c: Case) -> Stale | GoOn | None:
             return GoOn(reasons=(f"{c.task} is the only claimant of slot {c.slot}",))
         return None
     cur = current_owner(c.task, c.fleet, c.obs, stale_others)
-    names = _listed(stale_others)
+    names = listed(stale_others)
     claim_s = "claims" if len(stale_others) == 1 else "claim"
     if cur.is_task:
         return GoOn(
             reasons=(f"{names} also {claim_s} the slot but none is live; {cur.why}",),
             warnings=(f"{names}'s record(s) will name a returned slot",),
         )
-    who = cur.owner or _listed(stale_others, " / ")
+    who = cur.owner or listed(stale_others, " / ")
     return Stale(
         reasons=(f"stale slot: {names} also {claim_s} it, none is live; {cur.why}",),
         warnings=(
@@ -707,11 +519,11 @@ def never_signalled_in_slot(c: Case) -> Refusal | None:
     return _refusal(
         Verdict.UNSAFE,
         [
-            f"{_named(blocked)} work in slot {c.slot}, and the pool's return ends "
+            f"{blocked_names(blocked)} work in slot {c.slot}, and the pool's return ends "
             "every process there; fm never ends them"
         ],
-        _blocked_hints(blocked),
-        f"{_named(blocked)} work in this slot, and the pool's return would end them",
+        blocked_hints(blocked),
+        f"{blocked_names(blocked)} work in this slot, and the pool's return would end them",
     )
 
 
@@ -743,49 +555,12 @@ def unlanded(c: Case) -> Refusal | GoOn | NeedsLanded | None:
     lines += [f"{'untracked' if p in untracked else 'uncommitted'}: {p}" for p in landed.dirty]
     lines += [f"unpushed: {u}" for u in landed.unpushed]
     lines += [f"could not tell: {n}" for n in landed.notes]
-    if c.record.kind == "scout":
-        # The report's full path is in the reasons above (the data dir may be anywhere).
-        land = (
-            "land it: the scout's work product is its report (its path is above): have it written"
-        )
-    elif c.record.kind == "secondmate":
-        land = _secondmate_landing(c, landed)
-    elif landed.branch:
-        land = f"land it: commit and push the branch {landed.branch}, or merge its PR"
-    elif landed.head:
-        land = (
-            "land it: HEAD is detached, so put the work on a branch first "
-            f"(git -C {shlex.quote(c.slot)} switch -c <name>), then commit and push it, or "
-            "merge its PR"
-        )
-    else:
-        land = "land it: commit and push it, or merge its PR"
-    # The promise matches the forced plan: a save step only where it has one (spec §14.7).
-    kept = (
-        f"it is saved first under refs/fm/discarded/{c.task}/<time>; `fm restore {c.task}` "
-        "brings it back"
-        if c.force_saves
-        else "nothing is saved first: it is lost"
-    )
     return _refusal(
         Verdict.UNLANDED,
         lines,
-        [land, f"or, last, discard it: fm teardown {c.task} --force ({kept})"],
+        unlanded_hints(c, landed),
         f"{c.task}'s own work would be lost: {landed.summary}",
     )
-
-
-def _secondmate_landing(c: Case, landed: LandedLike) -> str:
-    """How a secondmate's work lands: its home's own work committed and pushed, its task
-    records' tasks finished (or torn down from the home)."""
-    prefix = f"{c.task}/"
-    kids = any(k.startswith(prefix) for k in c.fleet.children)
-    todo = []
-    if landed.dirty or landed.unpushed:
-        todo.append(f"commit and push the work in its home {c.slot}, or copy it out")
-    if kids:
-        todo.append("let its child tasks finish, or tear them down first")
-    return "land it: " + ("; ".join(todo) or "see the reasons above")
 
 
 def live_children(c: Case) -> Refusal | GoOn | None:
@@ -898,299 +673,3 @@ RULES: tuple[tuple[int, Rule], ...] = (
     (5, unsupported_duty),
     (5, discarded_record_kept),
 )
-
-
-# -- building the decision ----------------------------------------------------------------------
-
-
-def _pool_dir(c: Case) -> str | None:
-    state_file = c.facts.pool.state_file
-    return os.path.dirname(state_file) if state_file else None
-
-
-def _refuse(c: Case, refusal: Refusal, owners: Sequence[Owner] = ()) -> Decision:
-    """A refusal: its verdict and reasons, an empty plan."""
-    return Decision(
-        c.task,
-        refusal.verdict,
-        refusal.reasons,
-        owners,
-        hints=refusal.hints,
-        slot=c.slot,
-        endpoint=c.endpoint.state,
-        headline=refusal.headline,
-        project=c.record.project,
-        pool=_pool_dir(c),
-    )
-
-
-def _stale(c: Case, reasons: list[str], warnings: list[str], stale: Stale) -> Decision:
-    """A stale slot: only TASK's own endpoint and record are cleaned."""
-    return Decision(
-        c.task,
-        Verdict.STALE,
-        tuple(reasons),
-        c.owners,
-        (_endpoint_step(c.record, c.endpoint), *_record_steps(c.record)),
-        warnings=tuple(warnings),
-        slot=c.slot,
-        endpoint=c.endpoint.state,
-        skip_reason="stale slot: left to its current owner",
-        project=c.record.project,
-        pool=_pool_dir(c),
-        headline=f"{belongs_now(stale.owner)}: only {c.task}'s window and record are cleared",
-        stale_owner=stale.owner,
-    )
-
-
-def _proceed(c: Case, reasons: list[str], warnings: list[str]) -> Decision:
-    """Past every rule: TASK's slot is TASK's to tear down."""
-    discarded, returns_slot, landed = c.discarded, c.returns_slot, c.work
-    pool_return = _pool_return(c.facts.pool.entry) if returns_slot else None
-    save_as = (
-        (discarded if discarded is not None and discarded in c.fleet.records else c.task)
-        if c.saves_work
-        else None
-    )
-    branch = _branch(landed) if returns_slot and discarded is None else None
-    claim = c.facts.claim
-    own_claim = claim.path if returns_slot and claim is not None and claim.task == c.task else None
-    return Decision(
-        c.task,
-        Verdict.PROCEED,
-        tuple(reasons),
-        c.owners,
-        _plan(c, c.spared, returns_slot, pool_return, save_as, branch, own_claim),
-        warnings=tuple(warnings),
-        slot=c.slot,
-        endpoint=c.endpoint.state,
-        pool_return=pool_return,
-        discarded_owner=discarded,
-        save_discarded=c.saves_work,
-        save_as=save_as,
-        end_processes=returns_slot,
-        skip_reason=c.not_returned,
-        notes=landed.notes if landed is not None else (),
-        headline=_proceed_headline(c, landed, c.not_returned, discarded),
-        branch=branch,
-        own_claim=own_claim,
-        project=c.record.project,
-        pool=_pool_dir(c),
-    )
-
-
-def _plan(
-    c: Case,
-    spared: NeverSignalled,
-    returns_slot: bool,
-    pool_return: PoolReturn | None,
-    save_as: str | None,
-    branch: BranchDelete | None,
-    own_claim: str | None,
-) -> tuple[Step, ...]:
-    """The steps in the order they run (act.py says why): endpoint, processes, save, hooks,
-    pool, branch, claim, then the record's duties and the record last."""
-    plan = [_endpoint_step(c.record, c.endpoint)]
-    tmp = c.obs.tasktmp.get(c.task)
-    if returns_slot:
-        targets = c.slot + (f" and {c.record.tasktmp}" if c.record.tasktmp else "")
-        plan.append(Step(StepName.PROCESSES, targets, _signal_detail(c, spared, c.facts.procs)))
-    elif c.record.tasktmp and tmp is not None and tmp.exists:
-        # The slot is gone or already returned, but TASK's temp dir is about to be removed:
-        # end what still runs in it first.
-        plan.append(Step(StepName.PROCESSES, c.record.tasktmp, _signal_detail(c, spared, ())))
-    if save_as is not None:
-        records = (
-            " and the task records of its home's state/ (their bytes)"
-            if c.record.kind == "secondmate"
-            else ""
-        )
-        plan.append(
-            Step(
-                StepName.SAVE_DISCARDED,
-                f"refs/fm/discarded/{save_as}/<UTC timestamp>",
-                f"commit {save_as}'s uncommitted and untracked files{records} on HEAD in "
-                f"{c.record.project}",
-            )
-        )
-    if returns_slot:
-        plan.append(
-            Step(
-                StepName.HOOKS,
-                c.slot,
-                "remove the fleet's hook files git does not track: " + ", ".join(SCAFFOLD_PATHS),
-            )
-        )
-    if pool_return is not None:
-        say = "treehouse " + " ".join(pool_return.argv) + "; verified in the pool's state"
-        if unconditional_only(c.record, pool_return, lambda: c.facts.pool.entry):
-            # The real run decides this under the slot lock, from a fresh look at the pool
-            # and the slot: the plan says both outcomes rather than one that may not happen.
-            say += (
-                "; or no call at all if the slot is still unleased, clean and its HEAD merged "
-                "then (the pool's next get reuses it as it is)"
-            )
-        plan.append(Step(StepName.POOL, pool_return.path, say))
-    if branch is not None:
-        plan.append(
-            Step(
-                StepName.BRANCH,
-                f"refs/heads/{branch.name}",
-                f"delete it if it still names {branch.commit[:12]} and is checked out nowhere "
-                "else (a failure only warns)",
-            )
-        )
-    if own_claim is not None:
-        plan.append(Step(StepName.CLAIM, own_claim, f"remove {c.task}'s own slot claim"))
-    plan.extend(_record_steps(c.record))
-    return tuple(plan)
-
-
-def _branch(landed: LandedLike | None) -> BranchDelete | None:
-    """The branch the slot had checked out when deciding, at the commit seen then."""
-    if landed is None or landed.branch is None or landed.head is None:
-        return None
-    return BranchDelete(landed.branch, landed.head, landed.default_branch)
-
-
-def _endpoint_step(record: Record, ep: Endpoint) -> Step:
-    if ep.state == EndpointState.MISSING:
-        detail = f"already gone ({ep.detail}): nothing to kill"
-    else:
-        detail = (
-            f"kill window {', '.join(ep.window_ids) or record.window} ({ep.state}: {ep.detail})"
-        )
-    return Step(StepName.ENDPOINT, record.target, detail)
-
-
-def _record_steps(record: Record) -> tuple[Step, ...]:
-    """Whenever the record goes (proceed and stale alike): the hook auth entries, the
-    cost-attribution row, then the record itself, the meta last."""
-    parts = []
-    if record.tasktmp:
-        parts.append(f"remove {record.tasktmp}")
-    if record.kind == "secondmate":
-        parts.append(f"remove its route '- {record.task_id} ...' from data/secondmates.md")
-    parts.append(f"remove state/{record.task_id}.* sidecars, then {record.meta_path} last")
-    return (
-        Step(
-            StepName.AUTH,
-            f"state/{record.task_id}.grok-turnend-token, .kimi-turnend-token",
-            "remove the grok and kimi hook auth entries the token files name, if any",
-        ),
-        Step(
-            StepName.ATTRIBUTION,
-            "data/cost-attribution.tsv",
-            f"append {record.task_id}'s cost-attribution row (a failure only warns)",
-        ),
-        Step(StepName.RECORD, record.meta_path, "; ".join(parts)),
-    )
-
-
-def _pool_return(entry: PoolEntry | None) -> PoolReturn:
-    """Conditional on the lease seen: its id, and its holder when it has one (an empty holder
-    is the only condition left for a lease without an id, e.g. a legacy lease). A lease that is
-    not TASK's was a live owner, so here it is TASK's or the discarded owner's."""
-    assert entry is not None
-    if not entry.leased:
-        return PoolReturn(entry.path, None, None)
-    holder = entry.lease_holder if entry.lease_holder or not entry.lease_id else None
-    return PoolReturn(entry.path, entry.lease_id or None, holder)
-
-
-# Task ids named in one reason: a slot shared by thousands of records must not make every
-# one of their reasons name all the others (the audit would grow as their square).
-_LISTED = 10
-
-
-def _listed(ids: Sequence[str], sep: str = ", ") -> str:
-    if len(ids) <= _LISTED:
-        return sep.join(ids)
-    return f"{sep.join(itertools.islice(ids, _LISTED))} and {len(ids) - _LISTED} more"
-
-
-def _owners_headline(live: list[Owner]) -> str:
-    """`bravo is working in this slot`; `lease:ci-bot holds the pool lease on this slot`."""
-    parts = []
-    for o in live:
-        if o.kind == OwnerKind.LEASE and o.id.startswith("lease:"):
-            parts.append(f"{o.id} holds the pool lease on this slot")
-        elif o.kind == OwnerKind.PROCESS:
-            # Its why says where it runs (`tmux pane other:scratch (%4) on <socket>`).
-            parts.append(f"{o.id} is working in this slot: {o.why}")
-        else:
-            parts.append(f"{o.id} is working in this slot")
-    return "; ".join(parts)
-
-
-def _proceed_headline(
-    c: Case, landed: LandedLike | None, skip: str | None, discarded: str | None
-) -> str:
-    if discarded is not None:
-        return f"discarding the live owner {discarded} as asked; the slot is returned"
-    if skip is not None:
-        return skip
-    if landed is not None and landed.landed:
-        return f"the slot is {c.task}'s and its work is landed ({landed.summary})"
-    if landed is not None and c.saves_work:
-        return f"--force: {c.task}'s own unlanded work is saved, then discarded"
-    if landed is not None:
-        return f"--force: {c.task}'s own unlanded work is discarded (nothing is saved)"
-    return f"the slot is {c.task}'s"
-
-
-def _named(blocked: list[Blocker]) -> str:
-    return ", ".join(str(b) for b in blocked)
-
-
-def _blocked_hints(blocked: list[Blocker]) -> list[str]:
-    hints = []
-    if any(b.why.kind in (Spared.TMUX_SERVER, Spared.TMUX) for b in blocked):
-        hints.append(
-            "a tmux server keeps the directory it was started in: detach, end that server "
-            "when its windows may go (tmux kill-server), and start it again from outside the "
-            "pool (cd ~ && tmux); then re-run"
-        )
-    return hints
-
-
-def _target(c: Case, p: Proc) -> str:
-    """A process to be signalled, by name and pid; a shell that no task's endpoint holds is
-    someone's terminal cd'd into the slot (perhaps the operator's own): say so, and which
-    terminal, before it ends."""
-    from fm_teardown.observe.endpoint import terminal_of
-
-    t = terminal_of(p, c.obs.endpoint_owner, c.obs.inventory)
-    if t is not None:
-        where = shell_where(t)
-        return f"{p.name} ({p.pid}, {where}, no task's: cd out of the slot to keep it)"
-    place = placement(c.obs, p)
-    kind = kind_of(c.task, place)
-    if kind == Kind.AGENT_NO_PANE:
-        # The slot's only claimant's leftover agent (spec §14.1): the plan says what it is.
-        return f"{p.name} ({p.pid}) [{Kind.AGENT_NO_PANE}, left in {c.task}'s slot]"
-    if kind == Kind.TERMINAL:
-        # Not a shell, but someone's terminal all the same (a program run from a pane).
-        return f"{p.name} ({p.pid}) [{Kind.TERMINAL}, {where_of(place)}]"
-    return f"{p.name} ({p.pid})"
-
-
-def _signal_detail(c: Case, spared: NeverSignalled, slot_procs: tuple[Proc, ...]) -> str:
-    """What the processes step would signal now, every process by name and pid (spec §7a)."""
-    tmp = c.obs.tasktmp.get(c.task)
-    procs = {p.pid: p for p in (*slot_procs, *(tmp.procs if tmp else ()))}
-    targets = to_signal(tuple(procs.values()), spared)
-    kept = [p for p in procs.values() if p.pid in spared]
-    text = (
-        "end every process whose cwd is inside (SIGTERM, grace, SIGKILL; by pid and "
-        "start time), then re-scan; "
-    )
-    if targets:
-        text += f"now {len(targets)}: " + ", ".join(_target(c, p) for p in targets)
-    else:
-        text += "none there now"
-    if kept:
-        text += "; never signalled: " + ", ".join(
-            f"{p.name} ({p.pid}, {spared[p.pid]})" for p in kept
-        )
-    return text

@@ -13,7 +13,7 @@ home; a ship task's, its slot:
   branches' trees) and default branch; one `rev-list` that tells, for every slot's HEAD at
   once, whether a remote-tracking ref has it; one whether origin's default branch has it; one
   whether the local default branch has it. `remote.origin.url` is asked only when no ref of
-  origin is there;
+  origin is there (`observe/landed_project.py`);
 - for a HEAD in no default branch, against each default branch ref (origin's, fetched once
   for the project on a real run; a dry run never fetches; the local one): the merge base,
   the commits on both sides since it (at most `MAX_COMPARED`: beyond that no content rung is
@@ -33,7 +33,7 @@ import shutil
 import stat
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -52,12 +52,12 @@ from fm_teardown.model.landing import (
 from fm_teardown.model.landing import LandedFacts as LandedFacts  # the verdict's type, as before
 from fm_teardown.model.records import Record, shown
 from fm_teardown.model.scaffold import SCAFFOLD_BYTES
+from fm_teardown.observe.landed_project import ProjectFacts, fetch_ref, project_facts
 
 __all__ = [
     "MAX_COMPARED",
     "MAX_LISTED",
     "WORKERS",
-    "ProjectFacts",
     "gather",
     "gather_many",
 ]
@@ -78,23 +78,6 @@ _SCOUT_REPORT = "report.md"
 _DIFF_OPTS = ("--no-ext-diff", "--no-textconv", "--no-color", "--binary", "--no-renames")
 
 _git = runner.git
-_rev = runner.rev
-
-
-def _fetch(repo: str, refspec: str, timeout: float) -> runner.Result:
-    """One bounded, quiet fetch from origin that touches nothing but the named ref."""
-    return _git(
-        repo,
-        "fetch",
-        "--quiet",
-        "--no-tags",
-        "--no-recurse-submodules",
-        "--no-write-fetch-head",
-        "--no-auto-maintenance",
-        "origin",
-        refspec,
-        timeout=timeout,
-    )
 
 
 def _display(path: bytes) -> str:
@@ -160,7 +143,7 @@ def gather_many(
         else:
             by_project.setdefault(record.project, []).append((record, st))
     groups = list(by_project.items())
-    shared = _pmap(lambda g: _project(g[0], [st for _, st in g[1]], fetch_timeout), groups)
+    shared = _pmap(lambda g: project_facts(g[0], [st for _, st in g[1]], fetch_timeout), groups)
     work = [
         (record, st, facts)
         for facts, (_, slots) in zip(shared, groups, strict=True)
@@ -279,168 +262,6 @@ def _parse_status(out: bytes) -> SlotStatus:
             if new:
                 untracked.append(_display(path))
     return SlotStatus(tuple(paths), total, tuple(untracked), head, branch, untracked_total)
-
-
-@dataclass
-class ProjectFacts:
-    """What the slots of one project share, read once for all of them."""
-
-    project: str
-    fetch_timeout: float
-    refs: dict[str, str] = field(default_factory=dict)  # refname -> commit
-    refs_error: str | None = None  # `for-each-ref` failed: no ref of the project is known
-    default: str | None = None  # the default branch's name
-    unpushed: frozenset[str] = frozenset()  # slot HEADs that no remote-tracking ref has
-    unpushed_error: str | None = None  # whether the HEADs are pushed cannot be told
-    # Slot HEADs that origin's default branch has (None: not told); of those neither in it nor
-    # on a remote, whether the local default branch has them.
-    in_origin: frozenset[str] | None = None
-    in_local: dict[str, bool] = field(default_factory=dict)
-    # Pushed slot HEADs beyond origin's default branch whose content is in it all the same
-    # (merging them changes nothing), told for all of them at once.
-    squashed: frozenset[str] = frozenset()
-    _origin: bool | None = None
-    _fetched: tuple[bool, str] | None = None  # (fetched, why not)
-    _trees: dict[str, str | None] = field(default_factory=dict)
-
-    def has_origin(self) -> bool:
-        if self._origin is None:
-            # A remote-tracking ref of origin says so without a git call.
-            tracked = any(name.startswith("refs/remotes/origin/") for name in self.refs)
-            self._origin = tracked or _git(self.project, "config", "--get", "remote.origin.url").ok
-        return self._origin
-
-    def fetched(self) -> tuple[bool, str]:
-        """A real run fetches origin's default branch once for the project, and reads it
-        again; a failure makes the comparison with origin inconclusive."""
-        if self._fetched is None:
-            assert self.default is not None
-            branch = self.default
-            r = _fetch(self.project, f"+refs/heads/{branch}:refs/remotes/origin/{branch}",
-                       self.fetch_timeout)  # fmt: skip
-            if r.ok:
-                again = _rev(self.project, f"refs/remotes/origin/{branch}")
-                ref = f"refs/remotes/origin/{branch}"
-                if again is None:
-                    self.refs.pop(ref, None)
-                else:
-                    self.refs[ref] = again
-            self._fetched = (r.ok, r.why())
-        return self._fetched
-
-    def tree(self, commit: str) -> str | None:
-        """The tree of a default branch's commit (read once, for every slot)."""
-        if commit not in self._trees:
-            r = _git(self.project, "rev-parse", "--verify", "--quiet", f"{commit}^{{tree}}")
-            self._trees[commit] = r.text if r.ok and _HEX_OID.fullmatch(r.text) else None
-        return self._trees[commit]
-
-
-def _heads_in(project: str, heads: list[str], commit: str) -> frozenset[str] | None:
-    """Which of `heads` `commit` contains, in one rev-list (None: cannot be told)."""
-    r = runner.run(
-        ["git", "-C", project, "rev-list", "--stdin", "--not", commit],
-        timeout=runner.LOCAL_GIT_TIMEOUT,
-        stdin="".join(f"{h}\n" for h in heads),
-    )
-    if not r.ok:
-        return None
-    beyond = set(r.out.decode("ascii", "replace").split())
-    return frozenset(h for h in heads if h not in beyond)
-
-
-def _project(project: str, slots: list[SlotStatus], timeout: float) -> ProjectFacts:
-    facts = ProjectFacts(project, timeout)
-    refs = _git(
-        project,
-        "for-each-ref",
-        "--format=%(refname)%00%(objectname)%00%(symref)%00%(tree)",
-        "refs/remotes",
-        "refs/heads",
-    )
-    symref = None
-    if refs.ok:
-        for line in refs.out.decode("utf-8", "surrogateescape").splitlines():
-            name, _, rest = line.partition("\0")
-            oid, _, rest = rest.partition("\0")
-            target, _, tree = rest.partition("\0")
-            facts.refs[name] = oid
-            if _HEX_OID.fullmatch(tree):
-                facts._trees[oid] = tree  # read with the refs: no call per default branch
-            if name == "refs/remotes/origin/HEAD" and target:
-                symref = target
-    else:
-        facts.refs_error = refs.why()
-        return facts  # no ref is known: every slot's facts say why
-    prefix = "refs/remotes/origin/"
-    if symref and symref.startswith(prefix) and len(symref) > len(prefix):
-        facts.default = symref[len(prefix) :]
-    else:
-        for name in ("main", "master"):
-            if f"{prefix}{name}" in facts.refs or f"refs/heads/{name}" in facts.refs:
-                facts.default = name
-                break
-    heads = sorted({s.head for s in slots if s.head})
-    if heads:
-        # One rev-list for every slot: a HEAD is on a remote-tracking branch exactly when it
-        # is not among the commits reachable from the HEADs but from no remote.
-        r = runner.run(
-            ["git", "-C", project, "rev-list", "--stdin", "--not", "--remotes"],
-            timeout=runner.LOCAL_GIT_TIMEOUT,
-            stdin="".join(f"{h}\n" for h in heads),
-        )
-        if r.ok:
-            listed = set(r.out.decode("ascii", "replace").split())
-            facts.unpushed = frozenset(h for h in heads if h in listed)
-        else:
-            facts.unpushed_error = r.why()
-        if facts.default is not None:
-            origin = facts.refs.get(f"{prefix}{facts.default}")
-            local = facts.refs.get(f"refs/heads/{facts.default}")
-            if origin is not None:
-                facts.in_origin = _heads_in(project, heads, origin)
-                if facts.in_origin is not None and facts.unpushed_error is None:
-                    pushed = sorted(set(heads) - facts.in_origin - facts.unpushed)
-                    if pushed:
-                        facts.squashed = _squashed(project, origin, pushed, facts)
-            # The local one, for the HEADs neither origin's nor on a remote (the others are
-            # landed already; local-only mode asks for its own): one more rev-list at most.
-            left = sorted(facts.unpushed - (facts.in_origin or frozenset()))
-            if local is not None and left:
-                inside = _heads_in(project, left, local)
-                if inside is not None:
-                    facts.in_local = {h: h in inside for h in left}
-    return facts
-
-
-def _squashed(project: str, base: str, heads: list[str], facts: ProjectFacts) -> frozenset[str]:
-    """Which pushed HEADs' content is already in `base` (a squash merge, replayed patches),
-    for all of a project's slots in one `git merge-tree --stdin`: merging such a HEAD into
-    base changes nothing, so the merged tree is base's own. Anything unclear: not merged."""
-    tree = facts.tree(base)
-    if tree is None:
-        return frozenset()
-    r = runner.run(
-        ["git", "-C", project, "merge-tree", "--write-tree", "--no-messages", "--stdin"],
-        timeout=runner.LOCAL_GIT_TIMEOUT,
-        stdin="".join(f"{base} {h}\n" for h in heads),
-    )
-    if not r.ok:
-        return frozenset()
-    tokens = r.out.decode("ascii", "replace").split("\0")
-    out: set[str] = set()
-    i = 0
-    for head in heads:
-        if i + 1 >= len(tokens):
-            break
-        clean, merged = tokens[i], tokens[i + 1]
-        i += 2
-        while i < len(tokens) and tokens[i] != "":  # conflicted entries, up to an empty one
-            i += 1
-        i += 1
-        if clean == "1" and merged == tree:
-            out.add(head)
-    return frozenset(out)
 
 
 def _unpushed(wt: str, local: str | None) -> tuple[int, tuple[str, ...]] | str:
@@ -736,7 +557,7 @@ def _pr(
             why = "a dry run does not fetch" if not fetch else "no PR number to fetch"
             notes.append(f"PR {label} head {pr_head[:12]} is not in the repository ({why})")
             return PrFacts(label, state, pr_head, None)
-        got = _fetch(wt, f"refs/pull/{number.group(1)}/head", fetch_timeout)
+        got = fetch_ref(wt, f"refs/pull/{number.group(1)}/head", fetch_timeout)
         if not got.ok:
             notes.append(f"fetch of PR {label} head failed: {got.why()}")
             return PrFacts(label, state, pr_head, None)

@@ -1,0 +1,150 @@
+"""The hints and wording of the rules' refusals: task ids listed up to a bound, the live
+owners as a headline and what to do about them (safe first, the destructive last resort last),
+what blocks the pool's return, and how a task's unlanded work lands. Pure.
+"""
+
+from __future__ import annotations
+
+import itertools
+import shlex
+from collections.abc import Sequence
+
+from fm_teardown.decide.case import Case
+from fm_teardown.decide.sparing import Blocker
+from fm_teardown.model.plan import LandedLike, Owner, OwnerKind
+from fm_teardown.model.world import InventoryStatus, Spared
+
+__all__ = [
+    "blocked_hints",
+    "blocked_names",
+    "listed",
+    "live_owner_hints",
+    "owners_headline",
+    "unlanded_hints",
+]
+
+
+# Task ids named in one reason: a slot shared by thousands of records must not make every
+# one of their reasons name all the others (the audit would grow as their square).
+_LISTED = 10
+
+
+def listed(ids: Sequence[str], sep: str = ", ") -> str:
+    """`ids` joined, the first `_LISTED` of them and how many more."""
+    if len(ids) <= _LISTED:
+        return sep.join(ids)
+    return f"{sep.join(itertools.islice(ids, _LISTED))} and {len(ids) - _LISTED} more"
+
+
+def owners_headline(live: list[Owner]) -> str:
+    """`bravo is working in this slot`; `lease:ci-bot holds the pool lease on this slot`."""
+    parts = []
+    for o in live:
+        if o.kind == OwnerKind.LEASE and o.id.startswith("lease:"):
+            parts.append(f"{o.id} holds the pool lease on this slot")
+        elif o.kind == OwnerKind.PROCESS:
+            # Its why says where it runs (`tmux pane other:scratch (%4) on <socket>`).
+            parts.append(f"{o.id} is working in this slot: {o.why}")
+        else:
+            parts.append(f"{o.id} is working in this slot")
+    return "; ".join(parts)
+
+
+def blocked_names(blocked: list[Blocker]) -> str:
+    """What blocks the pool's return, each by what it is, its name and pid."""
+    return ", ".join(str(b) for b in blocked)
+
+
+def blocked_hints(blocked: list[Blocker]) -> list[str]:
+    """What to do about what blocks the pool's return (a tmux server started in the slot)."""
+    hints = []
+    if any(b.why.kind in (Spared.TMUX_SERVER, Spared.TMUX) for b in blocked):
+        hints.append(
+            "a tmux server keeps the directory it was started in: detach, end that server "
+            "when its windows may go (tmux kill-server), and start it again from outside the "
+            "pool (cd ~ && tmux); then re-run"
+        )
+    return hints
+
+
+def _secondmate_landing(c: Case, landed: LandedLike) -> str:
+    """How a secondmate's work lands: its home's own work committed and pushed, its task
+    records' tasks finished (or torn down from the home)."""
+    prefix = f"{c.task}/"
+    kids = any(k.startswith(prefix) for k in c.fleet.children)
+    todo = []
+    if landed.dirty or landed.unpushed:
+        todo.append(f"commit and push the work in its home {c.slot}, or copy it out")
+    if kids:
+        todo.append("let its child tasks finish, or tear them down first")
+    return "land it: " + ("; ".join(todo) or "see the reasons above")
+
+
+def live_owner_hints(c: Case, live: list[Owner]) -> list[str]:
+    """What to do about live owners: see the tmux server first when fm cannot, what the flags
+    given do not lift, let them finish, and (one owner, seen) the last resort that discards
+    it."""
+    wanted = c.flags.discard_live_owner
+    names = ", ".join(o.id for o in live)
+    hints: list[str] = []
+    inventory = c.obs.inventory
+    blind = inventory.status == InventoryStatus.ERROR
+    if blind:
+        # An owner may only look live because fm cannot see the tmux server: fix that first,
+        # never discard someone on a view that is known to be blind.
+        hints.append(
+            f"the tmux inventory could not be read ({inventory.error or 'unknown error'}): "
+            "point fm at the fleet's tmux server (FM_TMUX_SOCKET or FM_TMUX_SOCKET_NAME), "
+            "then re-run"
+        )
+    if wanted is not None and not c.flags.force:
+        hints.append("--discard-live-owner takes effect only together with --force")
+    elif wanted is not None and len(live) > 1:
+        hints.append(f"more than one live owner ({names}): one flag cannot discard them all")
+    elif wanted is not None:
+        hints.append(f"--discard-live-owner={wanted} does not name the live owner ({names})")
+    elif c.flags.force:
+        hints.append("--force does not lift this: it discards only this task's own work")
+    hints.append(f"let {names} finish (or end it), then re-run")
+    if len(live) == 1 and not blind:
+        saved = (
+            f"; its uncommitted work is saved first under refs/fm/discarded/{live[0].id}/<time>"
+            if live[0].id in c.fleet.records and c.force_saves
+            else "; nothing of it is saved first"
+        )
+        hints.append(
+            f"last resort, destroys {live[0].id}'s live work in this slot (its processes there "
+            f"are ended and the tree is reset{saved}): "
+            f"fm teardown {c.task} --force --discard-live-owner={live[0].id}"
+        )
+    return hints
+
+
+def unlanded_hints(c: Case, landed: LandedLike) -> list[str]:
+    """How TASK's own work lands (by the kind of task and the state of its HEAD), then, last,
+    the forced teardown and whether it saves the work first."""
+    if c.record.kind == "scout":
+        # The report's full path is in the reasons above (the data dir may be anywhere).
+        land = (
+            "land it: the scout's work product is its report (its path is above): have it written"
+        )
+    elif c.record.kind == "secondmate":
+        land = _secondmate_landing(c, landed)
+    elif landed.branch:
+        land = f"land it: commit and push the branch {landed.branch}, or merge its PR"
+    elif landed.head:
+        land = (
+            "land it: HEAD is detached, so put the work on a branch first "
+            f"(git -C {shlex.quote(c.slot)} switch -c <name>), then commit and push it, or "
+            "merge its PR"
+        )
+    else:
+        land = "land it: commit and push it, or merge its PR"
+    # The promise matches the forced plan: a save step only where it has one (spec §14.7).
+    kept = (
+        f"it is saved first under refs/fm/discarded/{c.task}/<time>; `fm restore {c.task}` "
+        "brings it back"
+        if c.force_saves
+        else "nothing is saved first: it is lost"
+    )
+    return [land, f"or, last, discard it: fm teardown {c.task} --force ({kept})"]

@@ -1,0 +1,201 @@
+"""What the slots of one project share, read once for all of them (spec §5 rule 5, §14.6):
+the project's refs and default branch, and for every slot's HEAD at once whether a remote has
+it, whether origin's default branch has it, whether the local one has it, and whether its
+content is in origin's default branch all the same (a squash). Gathering only, for
+`observe/landed.py`; every git call goes through `runner`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fm_teardown.adapters import runner
+from fm_teardown.model.landing import SlotStatus
+
+__all__ = ["ProjectFacts", "fetch_ref", "project_facts"]
+
+_HEX_OID = runner.HEX_OID
+
+_git = runner.git
+_rev = runner.rev
+
+
+def fetch_ref(repo: str, refspec: str, timeout: float) -> runner.Result:
+    """One bounded, quiet fetch from origin that touches nothing but the named ref."""
+    return _git(
+        repo,
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-recurse-submodules",
+        "--no-write-fetch-head",
+        "--no-auto-maintenance",
+        "origin",
+        refspec,
+        timeout=timeout,
+    )
+
+
+@dataclass
+class ProjectFacts:
+    """What the slots of one project share, read once for all of them."""
+
+    project: str
+    fetch_timeout: float
+    refs: dict[str, str] = field(default_factory=dict)  # refname -> commit
+    refs_error: str | None = None  # `for-each-ref` failed: no ref of the project is known
+    default: str | None = None  # the default branch's name
+    unpushed: frozenset[str] = frozenset()  # slot HEADs that no remote-tracking ref has
+    unpushed_error: str | None = None  # whether the HEADs are pushed cannot be told
+    # Slot HEADs that origin's default branch has (None: not told); of those neither in it nor
+    # on a remote, whether the local default branch has them.
+    in_origin: frozenset[str] | None = None
+    in_local: dict[str, bool] = field(default_factory=dict)
+    # Pushed slot HEADs beyond origin's default branch whose content is in it all the same
+    # (merging them changes nothing), told for all of them at once.
+    squashed: frozenset[str] = frozenset()
+    _origin: bool | None = None
+    _fetched: tuple[bool, str] | None = None  # (fetched, why not)
+    _trees: dict[str, str | None] = field(default_factory=dict)
+
+    def has_origin(self) -> bool:
+        if self._origin is None:
+            # A remote-tracking ref of origin says so without a git call.
+            tracked = any(name.startswith("refs/remotes/origin/") for name in self.refs)
+            self._origin = tracked or _git(self.project, "config", "--get", "remote.origin.url").ok
+        return self._origin
+
+    def fetched(self) -> tuple[bool, str]:
+        """A real run fetches origin's default branch once for the project, and reads it
+        again; a failure makes the comparison with origin inconclusive."""
+        if self._fetched is None:
+            assert self.default is not None
+            branch = self.default
+            r = fetch_ref(self.project, f"+refs/heads/{branch}:refs/remotes/origin/{branch}",
+                       self.fetch_timeout)  # fmt: skip
+            if r.ok:
+                again = _rev(self.project, f"refs/remotes/origin/{branch}")
+                ref = f"refs/remotes/origin/{branch}"
+                if again is None:
+                    self.refs.pop(ref, None)
+                else:
+                    self.refs[ref] = again
+            self._fetched = (r.ok, r.why())
+        return self._fetched
+
+    def tree(self, commit: str) -> str | None:
+        """The tree of a default branch's commit (read once, for every slot)."""
+        if commit not in self._trees:
+            r = _git(self.project, "rev-parse", "--verify", "--quiet", f"{commit}^{{tree}}")
+            self._trees[commit] = r.text if r.ok and _HEX_OID.fullmatch(r.text) else None
+        return self._trees[commit]
+
+
+def _heads_in(project: str, heads: list[str], commit: str) -> frozenset[str] | None:
+    """Which of `heads` `commit` contains, in one rev-list (None: cannot be told)."""
+    r = runner.run(
+        ["git", "-C", project, "rev-list", "--stdin", "--not", commit],
+        timeout=runner.LOCAL_GIT_TIMEOUT,
+        stdin="".join(f"{h}\n" for h in heads),
+    )
+    if not r.ok:
+        return None
+    beyond = set(r.out.decode("ascii", "replace").split())
+    return frozenset(h for h in heads if h not in beyond)
+
+
+def project_facts(project: str, slots: list[SlotStatus], timeout: float) -> ProjectFacts:
+    """What the slots of one project share: its refs and default branch, which slot HEADs
+    are on a remote, in origin's default branch, in the local one, or squashed into origin's;
+    at most 4 git calls for all of them."""
+    facts = ProjectFacts(project, timeout)
+    refs = _git(
+        project,
+        "for-each-ref",
+        "--format=%(refname)%00%(objectname)%00%(symref)%00%(tree)",
+        "refs/remotes",
+        "refs/heads",
+    )
+    symref = None
+    if refs.ok:
+        for line in refs.out.decode("utf-8", "surrogateescape").splitlines():
+            name, _, rest = line.partition("\0")
+            oid, _, rest = rest.partition("\0")
+            target, _, tree = rest.partition("\0")
+            facts.refs[name] = oid
+            if _HEX_OID.fullmatch(tree):
+                facts._trees[oid] = tree  # read with the refs: no call per default branch
+            if name == "refs/remotes/origin/HEAD" and target:
+                symref = target
+    else:
+        facts.refs_error = refs.why()
+        return facts  # no ref is known: every slot's facts say why
+    prefix = "refs/remotes/origin/"
+    if symref and symref.startswith(prefix) and len(symref) > len(prefix):
+        facts.default = symref[len(prefix) :]
+    else:
+        for name in ("main", "master"):
+            if f"{prefix}{name}" in facts.refs or f"refs/heads/{name}" in facts.refs:
+                facts.default = name
+                break
+    heads = sorted({s.head for s in slots if s.head})
+    if heads:
+        # One rev-list for every slot: a HEAD is on a remote-tracking branch exactly when it
+        # is not among the commits reachable from the HEADs but from no remote.
+        r = runner.run(
+            ["git", "-C", project, "rev-list", "--stdin", "--not", "--remotes"],
+            timeout=runner.LOCAL_GIT_TIMEOUT,
+            stdin="".join(f"{h}\n" for h in heads),
+        )
+        if r.ok:
+            listed = set(r.out.decode("ascii", "replace").split())
+            facts.unpushed = frozenset(h for h in heads if h in listed)
+        else:
+            facts.unpushed_error = r.why()
+        if facts.default is not None:
+            origin = facts.refs.get(f"{prefix}{facts.default}")
+            local = facts.refs.get(f"refs/heads/{facts.default}")
+            if origin is not None:
+                facts.in_origin = _heads_in(project, heads, origin)
+                if facts.in_origin is not None and facts.unpushed_error is None:
+                    pushed = sorted(set(heads) - facts.in_origin - facts.unpushed)
+                    if pushed:
+                        facts.squashed = _squashed(project, origin, pushed, facts)
+            # The local one, for the HEADs neither origin's nor on a remote (the others are
+            # landed already; local-only mode asks for its own): one more rev-list at most.
+            left = sorted(facts.unpushed - (facts.in_origin or frozenset()))
+            if local is not None and left:
+                inside = _heads_in(project, left, local)
+                if inside is not None:
+                    facts.in_local = {h: h in inside for h in left}
+    return facts
+
+
+def _squashed(project: str, base: str, heads: list[str], facts: ProjectFacts) -> frozenset[str]:
+    """Which pushed HEADs' content is already in `base` (a squash merge, replayed patches),
+    for all of a project's slots in one `git merge-tree --stdin`: merging such a HEAD into
+    base changes nothing, so the merged tree is base's own. Anything unclear: not merged."""
+    tree = facts.tree(base)
+    if tree is None:
+        return frozenset()
+    r = runner.run(
+        ["git", "-C", project, "merge-tree", "--write-tree", "--no-messages", "--stdin"],
+        timeout=runner.LOCAL_GIT_TIMEOUT,
+        stdin="".join(f"{base} {h}\n" for h in heads),
+    )
+    if not r.ok:
+        return frozenset()
+    tokens = r.out.decode("ascii", "replace").split("\0")
+    out: set[str] = set()
+    i = 0
+    for head in heads:
+        if i + 1 >= len(tokens):
+            break
+        clean, merged = tokens[i], tokens[i + 1]
+        i += 2
+        while i < len(tokens) and tokens[i] != "":  # conflicted entries, up to an empty one
+            i += 1
+        i += 1
+        if clean == "1" and merged == tree:
+            out.add(head)
+    return frozenset(out)
