@@ -39,7 +39,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 
 SEP = "\x1f"  # tmux under LC_ALL=C prints a tab in a -F format as `_`
-# The lists of fm_teardown/observe/endpoint.py and model/scaffold.py, restated so this script
+# The lists of fm_teardown/model/process_kind.py and model/scaffold.py, restated so this script
 # imports nothing of fm; tests/test_benchmark_floor.py keeps them equal.
 SHELLS = frozenset({"zsh", "bash", "sh", "dash", "ash", "ksh", "mksh", "tcsh", "csh", "fish"})
 AGENT_SUBSTRINGS = ("claude", "codex", "opencode", "gemini", "aider", "grok", "kimi")

@@ -231,6 +231,11 @@ def _teardown(
     if flags.dry_run:
         return replace(Outcome.of_decision(planned.decision, dry_run=True), plan_id=planned.plan_id)
     from fm_teardown.act import steps as act
+    from fm_teardown.act.run_state import Seams
+    from fm_teardown.observe.branch_use import held_by
+    from fm_teardown.observe.claim import still_names
+    from fm_teardown.observe.tasktmp import task_tmp
+    from fm_teardown.observe.window_identity import drift
 
     def replan(remembered: tuple[Proc, ...]) -> Planned:
         # Under the slot lock: TASK's endpoint is gone; no fetch (the first decision fetched).
@@ -245,7 +250,16 @@ def _teardown(
     def write_intent(d: Decision) -> str | None:
         return intent(d, planned.plan_id or "") if intent is not None else None
 
-    seams = act.Seams(replan=replan, observe=observe_now, landed=landed_now, intent=write_intent)
+    seams = Seams(
+        replan=replan,
+        observe=observe_now,
+        landed=landed_now,
+        window_drift=drift,
+        tasktmp=task_tmp,
+        branch_held=held_by,
+        claim_names=still_names,
+        intent=write_intent,
+    )
     try:
         done = act.run(settings, planned, flags, seams)
     except FmError as err:  # the re-check found TASK's own record gone or unsafe

@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from fm_teardown.model import scaffold
-from fm_teardown.observe import endpoint
+from fm_teardown.model import process_kind, scaffold
 
 FLOOR = Path(__file__).resolve().parent.parent / "benchmarks" / "floor.py"
 
@@ -32,5 +31,5 @@ def floor() -> ModuleType:
 def test_the_floor_classifies_with_fms_lists() -> None:
     f = floor()
     for name in ("SHELLS", "AGENT_SUBSTRINGS", "AGENT_NAMES", "AGENT_PREFIXES", "HARNESS_DIRS"):
-        assert getattr(f, name) == getattr(endpoint, name), name
+        assert getattr(f, name) == getattr(process_kind, name), name
     assert frozenset(scaffold.SCAFFOLD_PATHS) == f.SCAFFOLD

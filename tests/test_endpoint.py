@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from fm_teardown.model.process_kind import classify
 from fm_teardown.model.records import Record
 from fm_teardown.model.results import DriftWhat
 from fm_teardown.model.world import (
@@ -16,7 +17,7 @@ from fm_teardown.model.world import (
     ProcessTable,
     TmuxInventory,
 )
-from fm_teardown.observe.endpoint import classify, endpoint_of
+from fm_teardown.observe.endpoint import endpoint_of
 from fm_teardown.observe.window_identity import drift, seen_of
 
 

@@ -1,8 +1,9 @@
 """The import direction between the stages: model <- adapters <- observe <- decide <- act <-
 report <- top. A module imports only from its own stage and the stages before it, and every
 import counts: the ones at the top and the lazy ones inside functions alike (read with `ast`,
-never by importing). Two stricter rules: the model imports only the model, and decide imports
-neither the adapters nor act (it decides from values; what runs, runs elsewhere).
+never by importing). Three stricter rules: the model imports only the model; decide imports
+neither the adapters, observe nor act (it decides from values; what runs, runs elsewhere); act imports
+nothing from observe (what it reads again comes through the pipeline's `Seams`).
 
 A module's stage is its folder under `fm_teardown/` (`model/`, `adapters/`, `observe/`,
 `decide/`, `act/`, `report/`); what lies outside them is in the `STAGE_OF` table below."""
@@ -40,7 +41,9 @@ STAGE_OF = {
 # Imports a stage may never make, beyond the order above.
 FORBIDDEN = {
     "model": set(STAGES) - {"model"},
-    "decide": {"adapters", "act"},
+    "decide": {"adapters", "act", "observe"},
+    # act reads the world again only through the `Seams` the pipeline builds.
+    "act": {"observe"},
 }
 
 

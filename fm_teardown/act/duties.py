@@ -18,7 +18,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -32,6 +32,7 @@ from fm_teardown.model.results import (
     AttributionWhat,
     AuthResult,
     BranchResult,
+    BranchUse,
     BranchWhat,
     ClaimResult,
     ClaimWhat,
@@ -42,8 +43,6 @@ from fm_teardown.model.results import (
     UnlinkWhat,
 )
 from fm_teardown.model.scaffold import SCAFFOLD_PATHS
-from fm_teardown.observe.branch_use import ANY_BRANCH, branches_in_use
-from fm_teardown.observe.claim import still_names
 
 __all__ = [
     "ATTRIBUTION",
@@ -131,11 +130,17 @@ def _unlink_inside(root: str, rel: str, *, single: bool = False) -> Unlinked:
 
 
 def delete_branch(
-    project: str, branch: str, commit: str, default: str | None, slot: str | None = None
+    project: str,
+    branch: str,
+    commit: str,
+    default: str | None,
+    slot: str | None,
+    held_by: Callable[[str, str], tuple[str, BranchUse] | None],
 ) -> BranchResult:
     """Delete `refs/heads/<branch>` only if it still names `commit` (the one seen when
     deciding), never the default branch, never one checked out in any worktree (`slot`,
-    TASK's own canonical slot, still has it when the pool reuses the slot as it is)."""
+    TASK's own canonical slot, still has it when the pool reuses the slot as it is), never one
+    another worktree's operation holds (`held_by(common git dir, ref)`, read right before)."""
     seen = BranchResult(BranchWhat.DELETED, branch, commit, project)
     if default is not None and branch == default:
         return replace(seen, what=BranchWhat.KEPT_DEFAULT)
@@ -158,8 +163,7 @@ def delete_branch(
     common = runner.git(project, "rev-parse", "--path-format=absolute", "--git-common-dir")
     if not common.ok or not os.path.isabs(common.text):
         return replace(seen, what=BranchWhat.NO_GIT_DIR, error=common.why())
-    in_use = branches_in_use(common.text)
-    busy = in_use.get(ref) or in_use.get(ANY_BRANCH)
+    busy = held_by(common.text, ref)
     if busy is not None:
         return replace(seen, what=BranchWhat.KEPT_IN_USE, worktree=busy[0], use=busy[1])
     r = runner.git(project, "update-ref", "-d", ref, commit)
@@ -171,8 +175,9 @@ def delete_branch(
 # -- claim --------------------------------------------------------------------------------------
 
 
-def remove_own_claim(path: str, task: str) -> ClaimResult:
-    """TASK's own slot claim goes once the slot is back in the pool; re-read right before."""
+def remove_own_claim(path: str, task: str, still_names: Callable[[str, str], bool]) -> ClaimResult:
+    """TASK's own slot claim goes once the slot is back in the pool; re-read right before
+    (`still_names(path, task)`: does it still name TASK?)."""
     if not still_names(path, task):
         return ClaimResult(ClaimWhat.NOT_TASKS, path, task)
     try:

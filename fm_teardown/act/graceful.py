@@ -15,10 +15,10 @@ import os
 import time
 
 from fm_teardown.adapters import interrupts, processes, tmux
+from fm_teardown.model.process_kind import ProcessClass, classify
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.values import value
 from fm_teardown.model.world import Pane, Proc, ProcessTable
-from fm_teardown.observe.endpoint import ProcessClass, classify
 
 __all__ = [
     "CTRL_C",

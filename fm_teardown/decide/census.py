@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from fm_teardown.model.process_kind import ProcessClass, classify
 from fm_teardown.model.values import value
 from fm_teardown.model.world import Observation, Placement, Proc
-from fm_teardown.observe.endpoint import ProcessClass, classify
 
 __all__ = [
     "Kind",

@@ -19,10 +19,10 @@ from typing import TypeVar, overload
 from fm_teardown.decide.census import placement
 from fm_teardown.model.leases import lease_name, lease_task
 from fm_teardown.model.plan import Owner, OwnerKind
+from fm_teardown.model.process_kind import ProcessClass, classify
 from fm_teardown.model.records import Fleet, Record
 from fm_teardown.model.values import value
 from fm_teardown.model.world import EndpointState, Observation, PoolEntry, Proc, SlotClaim
-from fm_teardown.observe.endpoint import ProcessClass, classify
 
 __all__ = [
     "Claimants",

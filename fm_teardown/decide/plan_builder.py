@@ -248,7 +248,7 @@ def _target(c: Case, p: Proc) -> str:
     """A process to be signalled, by name and pid; a shell that no task's endpoint holds is
     someone's terminal cd'd into the slot (perhaps the operator's own): say so, and which
     terminal, before it ends."""
-    from fm_teardown.observe.endpoint import terminal_of
+    from fm_teardown.model.process_kind import terminal_of
 
     t = terminal_of(p, c.obs.endpoint_owner, c.obs.inventory)
     if t is not None:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from fm_teardown.model.process_kind import is_tmux
 from fm_teardown.model.values import value
 from fm_teardown.model.world import Observation, Proc, Spared, Why
-from fm_teardown.observe.endpoint import is_tmux
 
 __all__ = ["Blocker", "NeverSignalled", "blocking_the_return", "never_signalled", "to_signal"]
 

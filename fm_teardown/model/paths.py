@@ -8,8 +8,19 @@ ancestor resolved with the rest appended. Never by string prefix: `/p/1` is not 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-__all__ = ["Canonicalizer", "ancestors", "canonical", "is_ancestor_or_same", "is_within"]
+if TYPE_CHECKING:
+    from fm_teardown.model.world import TaskTmp
+
+__all__ = [
+    "Canonicalizer",
+    "ancestors",
+    "canonical",
+    "is_ancestor_or_same",
+    "is_within",
+    "tmp_root_of",
+]
 
 
 def canonical(path: str) -> str:
@@ -22,6 +33,13 @@ def canonical(path: str) -> str:
     if not os.path.isabs(path):
         raise ValueError(f"not an absolute path: {path!r}")
     return os.path.realpath(path)
+
+
+def tmp_root_of(tmp: TaskTmp) -> str:
+    """The canonical spelling of a tasktmp that is a real directory: its parent resolved (/tmp
+    may itself be a link elsewhere), its own name as is, never followed."""
+    parent, name = os.path.split(tmp.path)
+    return os.path.join(canonical(parent), name)
 
 
 def is_within(child: str, parent: str) -> bool:

@@ -17,7 +17,7 @@ import stat
 from fm_teardown.model.results import BranchUse
 from fm_teardown.observe.gitdir import read_small
 
-__all__ = ["ANY_BRANCH", "MAX_UPDATE_REFS_BYTES", "branches_in_use"]
+__all__ = ["ANY_BRANCH", "MAX_UPDATE_REFS_BYTES", "branches_in_use", "held_by"]
 
 # `rebase-merge/update-refs` holds three lines per branch; a file beyond this is not read
 # through, and every branch then counts as held by it (limits fail closed).
@@ -64,6 +64,13 @@ def branches_in_use(common: str) -> dict[str, tuple[str, BranchUse]]:
         for ref in held if held is not None else (ANY_BRANCH,):
             found.setdefault(ref, (worktree, BranchUse.UPDATE_REFS))
     return found
+
+
+def held_by(common: str, ref: str) -> tuple[str, BranchUse] | None:
+    """Right before the branch step deletes `ref`: the worktree whose operation holds it and
+    what it does with it (any worktree, when some update-refs list cannot be read), or None."""
+    in_use = branches_in_use(common)
+    return in_use.get(ref) or in_use.get(ANY_BRANCH)
 
 
 def _update_refs(path: str) -> tuple[str, ...] | None:

@@ -2,97 +2,27 @@
 
 Pure: it reads one tmux inventory and one process table. A task's endpoint is its window
 `<session>:fm-<id>`; every process in the process tree of each of its panes is classified by
-process name and argv[0]. Any agent makes it `alive`; only shells make it `dead`; anything
-else is `ambiguous`. Only `dead` and `missing` count as not live.
+process name and argv[0] (`model/process_kind.py`). Any agent makes it `alive`; only shells
+make it `dead`; anything else is `ambiguous`. Only `dead` and `missing` count as not live.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
-from enum import StrEnum
 
 from fm_teardown.model.paths import is_within
+from fm_teardown.model.process_kind import ProcessClass, base_name, classify
 from fm_teardown.model.records import Record
-from fm_teardown.model.results import Terminal
 from fm_teardown.model.world import (
     Endpoint,
     EndpointState,
     InventoryStatus,
     Pane,
-    Proc,
     ProcessTable,
     TmuxInventory,
 )
 
-__all__ = [
-    "AGENT_NAMES",
-    "AGENT_PREFIXES",
-    "AGENT_SUBSTRINGS",
-    "HARNESS_DIRS",
-    "SHELLS",
-    "ProcessClass",
-    "classify",
-    "endpoint_of",
-    "is_tmux",
-    "moved_windows",
-    "panes_by_window",
-    "terminal_of",
-]
-
-SHELLS = frozenset({"zsh", "bash", "sh", "dash", "ash", "ksh", "mksh", "tcsh", "csh", "fish"})
-# Matched anywhere in the name: harness binaries come with suffixes and wrappers.
-AGENT_SUBSTRINGS = ("claude", "codex", "opencode", "gemini", "aider", "grok", "kimi")
-AGENT_NAMES = frozenset(
-    {"cursor-agent", "pi", "pi-signed", "pi-launcher", "Pi", "muse", "goose", "amp", "qwen"}
-)
-AGENT_PREFIXES = ("muse-bin-", "cursor-agent")
-HARNESS_DIRS = frozenset({*AGENT_SUBSTRINGS, "cursor-agent", "pi", "muse"})
-
-
-def _base(name: str) -> str:
-    return os.path.basename(name).lstrip("-")
-
-
-def _is_agent_name(name: str) -> bool:
-    base = _base(name)
-    if not base:
-        return False
-    lower = base.lower()
-    return (
-        any(s in lower for s in AGENT_SUBSTRINGS)
-        or base in AGENT_NAMES
-        or base.startswith(AGENT_PREFIXES)
-    )
-
-
-def is_tmux(name: str, argv0: str) -> bool:
-    """A tmux server or client (`tmux`, `tmux: server`, `tmux: client`): never signalled.
-
-    Ending a tmux server ends every window of the fleet with it."""
-    return any(b == "tmux" or b.startswith("tmux:") for b in (_base(name), _base(argv0)))
-
-
-class ProcessClass(StrEnum):
-    AGENT = "agent"
-    SHELL = "shell"
-    OTHER = "other"
-
-
-def classify(name: str, argv0: str) -> ProcessClass:
-    """`agent`, `shell` or `other`, by process name, then argv[0] and its path components."""
-    if _is_agent_name(name) or _is_agent_name(argv0):
-        return ProcessClass.AGENT
-    if _base(name) in SHELLS:
-        return ProcessClass.SHELL
-    # A harness installed under its own directory (`~/.claude/local/node ...`): the directory
-    # names the harness even when the binary is a generic runtime.
-    parts = [p.lstrip(".") for p in argv0.split("/") if p]
-    if any(p in HARNESS_DIRS for p in parts[:-1]):
-        return ProcessClass.AGENT
-    if not name and _base(argv0) in SHELLS:
-        return ProcessClass.SHELL
-    return ProcessClass.OTHER
+__all__ = ["endpoint_of", "moved_windows", "panes_by_window"]
 
 
 def panes_by_window(inventory: TmuxInventory) -> dict[tuple[str, str], list[Pane]]:
@@ -175,7 +105,7 @@ def endpoint_of(
             kind = classify(proc.name, proc.argv0)
             kinds.add(kind)
             if kind == ProcessClass.AGENT:
-                agents.append(f"{proc.name or _base(proc.argv0)} ({proc.pid})")
+                agents.append(f"{proc.name or base_name(proc.argv0)} ({proc.pid})")
     where = f"window {record.window}" + (
         f" ({len(window_ids)} windows)" if len(window_ids) > 1 else ""
     )
@@ -196,17 +126,3 @@ def endpoint_of(
         window_ids,
         frozenset(pids),
     )
-
-
-def terminal_of(
-    proc: Proc, endpoint_owner: Mapping[int, str], inventory: TmuxInventory
-) -> Terminal | None:
-    """A shell that no task's endpoint holds is someone's terminal cd'd into the slot (perhaps
-    the operator's own): where it runs (its terminal, and the fleet's tmux pane when it is
-    one), so that the dry run and the real run can say whose shell fm ends. None for any
-    other process."""
-    if proc.pid in endpoint_owner or classify(proc.name, proc.argv0) != ProcessClass.SHELL:
-        return None
-    pane = next((p for p in inventory.panes if p.pane_pid == proc.pid and not p.dead), None)
-    where = f"{pane.session}:{pane.window_name} ({pane.pane_id})" if pane is not None else None
-    return Terminal(proc.tty, where)

@@ -21,11 +21,11 @@ import shlex
 from fm_teardown.adapters import runner
 from fm_teardown.model.leases import lease_name, lease_task
 from fm_teardown.model.paths import ancestors
+from fm_teardown.model.process_kind import ProcessClass, classify
 from fm_teardown.model.records import Fleet
 from fm_teardown.model.sidecars import split
 from fm_teardown.model.world import Observation, Orphan
 from fm_teardown.observe.branch_use import ANY_BRANCH, branches_in_use
-from fm_teardown.observe.endpoint import ProcessClass, classify
 from fm_teardown.observe.gitdir import common_dir
 from fm_teardown.observe.observation import procs_by_slot
 

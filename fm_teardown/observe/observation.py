@@ -15,7 +15,8 @@ from dataclasses import replace
 
 from fm_teardown.adapters import processes, tmux
 from fm_teardown.adapters.pool import PoolReader
-from fm_teardown.model.paths import Canonicalizer, ancestors, canonical
+from fm_teardown.model.paths import Canonicalizer, ancestors, canonical, tmp_root_of
+from fm_teardown.model.process_kind import ProcessClass, classify
 from fm_teardown.model.records import Fleet, RecordProblem, parse_record, read_meta
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.world import (
@@ -37,16 +38,10 @@ from fm_teardown.model.world import (
     TmuxInventory,
 )
 from fm_teardown.observe.claim import read_claim
-from fm_teardown.observe.endpoint import (
-    ProcessClass,
-    classify,
-    endpoint_of,
-    moved_windows,
-    panes_by_window,
-)
+from fm_teardown.observe.endpoint import endpoint_of, moved_windows, panes_by_window
 from fm_teardown.observe.gitdir import common_dir, slot_git_problem, worktree_lock
 from fm_teardown.observe.lazy import LazyMap
-from fm_teardown.observe.tasktmp import task_tmp, tmp_root_of
+from fm_teardown.observe.tasktmp import task_tmp
 from fm_teardown.observe.window_identity import seen_of
 
 __all__ = [

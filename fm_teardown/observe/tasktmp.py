@@ -2,7 +2,8 @@
 
 /tmp is world-writable: anyone can plant a symlink there (into another task's slot, or to
 `/`), and following it would make that tree a root of the processes step. So it is judged
-with lstat, never followed: absent, or a real directory owned by fm's user or root.
+with lstat, never followed: absent, or a real directory owned by fm's user or root. Its
+canonical spelling as a root of the processes step is `model/paths.py`'s `tmp_root_of`.
 """
 
 from __future__ import annotations
@@ -10,10 +11,9 @@ from __future__ import annotations
 import os
 import stat
 
-from fm_teardown.model.paths import canonical
 from fm_teardown.model.world import TaskTmp
 
-__all__ = ["task_tmp", "tmp_root_of"]
+__all__ = ["task_tmp"]
 
 
 def task_tmp(path: str) -> TaskTmp:
@@ -34,13 +34,6 @@ def task_tmp(path: str) -> TaskTmp:
     if st.st_uid not in (os.geteuid(), 0):
         return TaskTmp(path, True, f"tasktmp {path} is owned by another user (uid {st.st_uid})")
     return TaskTmp(path, True)
-
-
-def tmp_root_of(tmp: TaskTmp) -> str:
-    """The canonical spelling of a tasktmp that is a real directory: its parent resolved (/tmp
-    may itself be a link elsewhere), its own name as is, never followed."""
-    parent, name = os.path.split(tmp.path)
-    return os.path.join(canonical(parent), name)
 
 
 def _link(path: str) -> str:

@@ -1,0 +1,171 @@
+"""Step 1, the endpoint (the order and why: `act/steps.py`): TASK's own window, its agent
+asked to quit first, killed by the ids the decision saw, each time only after the window was
+checked to be that one still."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from fm_teardown.act import graceful
+from fm_teardown.act.run_state import EndpointChanged, Run, proc_refs
+from fm_teardown.adapters import processes, tmux
+from fm_teardown.model import messages
+from fm_teardown.model.plan import Step, StepName
+from fm_teardown.model.records import Record
+from fm_teardown.model.results import EndpointResult, EndpointWhat
+from fm_teardown.model.world import (
+    Endpoint,
+    InventoryStatus,
+    Pane,
+    Proc,
+    ProcessTable,
+    TmuxInventory,
+)
+
+__all__ = ["step_endpoint"]
+
+
+def step_endpoint(
+    run: Run, record: Record, decided: Endpoint, protected: frozenset[int]
+) -> list[Proc]:
+    """Kill TASK's window by id after snapshotting its panes' process trees; confirm it is gone.
+
+    Only the window ids seen when deciding are killed (in whatever session they are now: a
+    moved window is still TASK's). Right before the quit keys and again right before the
+    kill, the window is checked to be the one the decision saw (`Seams.window_drift`: the
+    same server, by pid and start time; no pane joined; each pane's process and foreground
+    process the same): otherwise nothing more is typed or killed and the run decides again
+    (`EndpointChanged`). A window of that name that appeared since (a relaunch's) is never
+    killed (spec §7a). Returns the snapshot, so that survivors of the kill (SIGHUP ignored)
+    are remembered as TASK's own."""
+    s = run.settings
+    target = record.target
+    inv = tmux.list_panes(s)
+    window = record.window
+    if inv.status == InventoryStatus.NO_SERVER:
+        run.note(StepName.ENDPOINT, target, EndpointResult(EndpointWhat.NO_SERVER))
+        return []
+    if inv.status != InventoryStatus.OK:
+        raise run.fail(
+            StepName.ENDPOINT,
+            target,
+            EndpointResult(EndpointWhat.INVENTORY_UNREADABLE, error=inv.error),
+        )
+    named = [
+        p for p in inv.panes if p.session == record.session and p.window_name == record.window_name
+    ]
+    newcomers = sorted({p.window_id for p in named if p.window_id not in decided.window_ids})
+    if newcomers:
+        raise run.fail(
+            StepName.ENDPOINT,
+            target,
+            EndpointResult(EndpointWhat.NEW_WINDOW, tuple(newcomers), window),
+        )
+    table = processes.scan()
+    _same_window(run, record, decided, inv, table, graceful.Farewell())
+    panes = _decided_panes(inv, decided, record)
+    if not panes:
+        run.note(StepName.ENDPOINT, target, EndpointResult(EndpointWhat.NO_WINDOW, window=window))
+        return []
+    snapshot = [
+        proc
+        for pane in panes
+        for proc in table.tree(pane.pane_pid)
+        if proc.pid not in protected and not proc.zombie
+    ]
+    window_ids = tuple(sorted({p.window_id for p in panes}))
+    # Before any signal (the kill's SIGHUP included): ask TASK's own agent to leave.
+    farewell = graceful.ask_to_quit(s, panes, table)
+    said = _endpoint_said(EndpointWhat.KILLED, window_ids, window, farewell)
+    before, now = inv, table
+    if farewell.asked:
+        # Right before the kill, after the grace: the same window still (an agent leaving
+        # is expected). Without keys sent, the check above was right before it already.
+        before = tmux.list_panes(s)
+        if before.status == InventoryStatus.ERROR:
+            raise run.fail(
+                StepName.ENDPOINT,
+                target,
+                replace(said, what=EndpointWhat.INVENTORY_UNREADABLE, error=before.error),
+            )
+        now = processes.scan()
+        _same_window(run, record, decided, before, now, farewell)
+    for wid in window_ids:
+        hung_up = graceful.hung_up(_panes_of(before, wid), now)
+        if tmux.kill_window(s, wid).returncode != 0:
+            continue
+        for proc in hung_up:
+            # The kill hangs up their terminal: signalled by this run as much as by a kill.
+            entry = run.hung_up.setdefault(
+                proc.pid, processes.Signalled(proc.pid, proc.start_time, proc.name)
+            )
+            entry.signals.append(messages.HANGUP_SIGNAL)
+    after = tmux.list_panes(s)
+    if after.status == InventoryStatus.NO_SERVER:
+        still: list[str] = []
+    elif after.status != InventoryStatus.OK:
+        raise run.fail(
+            StepName.ENDPOINT,
+            target,
+            EndpointResult(EndpointWhat.UNCONFIRMED, window_ids, window, after.error),
+        )
+    else:
+        still = sorted({p.window_id for p in after.panes if p.window_id in window_ids})
+    if still:
+        if not run.flags.force:
+            raise run.fail(
+                StepName.ENDPOINT,
+                target,
+                EndpointResult(EndpointWhat.STILL_PRESENT, tuple(still), window),
+            )
+        forced = replace(said, what=EndpointWhat.STILL_PRESENT_FORCED, windows=tuple(still))
+        run.warnings.append(messages.endpoint_warning(forced, target))
+        run.note(StepName.ENDPOINT, target, forced)
+        return snapshot
+    run.note(StepName.ENDPOINT, target, said)
+    return snapshot
+
+
+def _panes_of(inv: TmuxInventory, window_id: str) -> list[Pane]:
+    return [p for p in inv.panes if p.window_id == window_id]
+
+
+def _decided_panes(inv: TmuxInventory, decided: Endpoint, record: Record) -> list[Pane]:
+    """The panes of the windows decided on, still under the record's window name."""
+    return [
+        p
+        for p in inv.panes
+        if p.window_id in decided.window_ids and p.window_name == record.window_name
+    ]
+
+
+def _endpoint_said(
+    what: EndpointWhat, window_ids: tuple[str, ...], window: str, farewell: graceful.Farewell
+) -> EndpointResult:
+    return EndpointResult(
+        what,
+        window_ids,
+        window,
+        asked=farewell.asked,
+        left=proc_refs(farewell.left),
+        stayed=proc_refs(farewell.stayed),
+        grace=round(farewell.waited, 1),
+        synchronized=farewell.synchronized,
+    )
+
+
+def _same_window(
+    run: Run,
+    record: Record,
+    decided: Endpoint,
+    inv: TmuxInventory,
+    table: ProcessTable,
+    farewell: graceful.Farewell,
+) -> None:
+    """Stop (`EndpointChanged`) when the decided windows are not the ones the decision saw
+    (`Seams.window_drift`, asked now: right before the keys, right before the kill)."""
+    drift = run.seams.window_drift(decided, inv, table)
+    if drift:
+        said = _endpoint_said(EndpointWhat.CHANGED, decided.window_ids, record.window, farewell)
+        said = replace(said, drift=drift)
+        raise EndpointChanged(Step(StepName.ENDPOINT, record.target, "", said.outcome, said))

@@ -1,0 +1,218 @@
+"""Steps 5 to 7 (the order and why: `act/steps.py`): the slot goes back to the pool. The
+fleet's hook files leave it first (`step_hooks`); the pool's state is read again right
+before `treehouse return` (`step_pool`); only after a verified return (or a slot the pool
+reuses as it is) go TASK's branch (`step_branch`) and TASK's own slot claim (`step_claim`)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+from fm_teardown.act import gitlock
+from fm_teardown.act.run_state import Run
+from fm_teardown.adapters import interrupts, pool, processes
+from fm_teardown.model import messages
+from fm_teardown.model.errors import FmError, Lead, Verdict
+from fm_teardown.model.leases import lease_name, lease_task, unconditional_only
+from fm_teardown.model.paths import canonical, is_within
+from fm_teardown.model.plan import Decision, StepName, StepOutcome
+from fm_teardown.model.records import Record
+from fm_teardown.model.results import BranchResult, BranchWhat, HooksWhat, PoolResult, PoolWhat
+
+__all__ = ["step_branch", "step_claim", "step_hooks", "step_pool"]
+
+
+def step_hooks(run: Run, slot: str) -> None:
+    """The fleet's hook files, before the return: the next task's slot must not fire turn-end
+    signals for a dead task. A failure only warns."""
+    from fm_teardown.act.duties import remove_hooks
+
+    result = remove_hooks(slot)
+    if result.what == HooksWhat.UNTRACKED_UNKNOWN:
+        run.warnings.append(messages.hooks_warning(result))
+    run.note(StepName.HOOKS, slot, result)
+
+
+def _check_pool_before_return(run: Run, record: Record, d: Decision) -> None:
+    """Right before `treehouse return`: the pool's state file read again and the slot path
+    resolved again (spec §7a). A lease that is not TASK's stops the run (4, naming it); a path that
+    no longer resolves to the decided slot stops it too (1)."""
+    pr = d.pool_return
+    assert pr is not None and d.slot is not None
+    if canonical(record.worktree) != d.slot or canonical(pr.path) != d.slot:
+        raise run.fail(
+            StepName.POOL,
+            pr.path,
+            PoolResult(PoolWhat.PATH_MOVED, slot=d.slot, now=canonical(pr.path)),
+        )
+    view = pool.fresh_view(record.worktree, d.slot)
+    entry = view.entry
+    if view.error or entry is None:
+        raise run.fail(StepName.POOL, pr.path, PoolResult(PoolWhat.STATE_CHANGED, error=view.error))
+    if entry.destroying:
+        raise run.fail(StepName.POOL, pr.path, PoolResult(PoolWhat.DESTROYING))
+    seen = (pr.lease_id, pr.lease_holder)
+    if not entry.leased and (pr.lease_id or pr.lease_holder is not None):
+        return  # returned meanwhile: the conditional return will say so
+    if entry.leased and seen == (None, None):
+        owner = lease_task(entry, record.task_id, run.fleet) or lease_name(entry)
+        _refused_at_pool(pr.path, owner, "took a lease on the slot since deciding")
+    if entry.leased and pr.lease_id and entry.lease_id != pr.lease_id:
+        owner = lease_task(entry, record.task_id, run.fleet) or lease_name(entry)
+        _refused_at_pool(pr.path, owner, "holds a new lease on the slot since deciding")
+    if entry.owner_pid > 0 and not entry.leased:
+        proc = processes.scan().procs.get(entry.owner_pid)
+        if proc is not None and abs(proc.start_time * 1000 - entry.owner_started_at) < 1000:
+            _refused_at_pool(pr.path, f"pid:{proc.pid}", "reserved the slot (an interactive get)")
+
+
+def _refused_at_pool(path: str, owner: str, what: str) -> None:
+    raise FmError(
+        Verdict.LIVE_OWNER,
+        f"{owner} {what}: slot {path} is owned by another live task: {owner}",
+        (f"let {owner} finish, then re-run",),
+        lead=Lead.REFUSED,
+    )
+
+
+def step_pool(run: Run, record: Record, d: Decision) -> None:
+    pr = d.pool_return
+    assert pr is not None and d.slot is not None
+    s = run.settings
+    bin_ = s.treehouse_bin
+    if bin_ is None:
+        raise run.fail(StepName.POOL, pr.path, PoolResult(PoolWhat.NO_TREEHOUSE))
+    project = canonical(record.project)
+    cwd = (
+        project
+        if os.path.isdir(project) and not is_within(project, d.slot)
+        else str(s.state_dir if s.state_dir.is_dir() else "/")
+    )
+    _check_pool_before_return(run, record, d)
+    if _pool_reuses_as_is(run, record, d):
+        return
+    result = pool.run_return(bin_, pr.argv, cwd, s.treehouse_timeout)
+    retries = 0
+    while result.git_lock_held:
+        if retries < s.lock_retries:
+            retries += 1
+            # The script's words, which firstmate's operators (and its tests) look for.
+            run.warnings.append(
+                f"treehouse return failed with a transient git lock; waiting "
+                f"{s.lock_retry_wait:g}s and retrying ({retries}/{s.lock_retries})"
+            )
+            interrupts.sleep(s.lock_retry_wait)
+            result = pool.run_return(bin_, pr.argv, cwd, s.treehouse_timeout)
+            if result.returncode == 0:
+                run.warnings.append(f"treehouse return succeeded on retry {retries}; lock cleared")
+            continue
+        lock = gitlock.index_lock_path(d.slot)
+        if lock is None or not os.path.lexists(lock):
+            break
+        verdict = gitlock.remove_if_provably_stale(lock, d.slot, s.stale_lock_age)
+        if not verdict.stale:
+            raise run.fail(
+                StepName.POOL,
+                pr.path,
+                PoolResult(
+                    PoolWhat.LOCK_PERSISTED,
+                    lock=lock,
+                    retries=retries,
+                    wait=s.lock_retry_wait,
+                    error=verdict.reason,
+                ),
+            )
+        run.warnings.append(f"removed provably-stale git lock {lock} ({verdict.reason})")
+        _recheck_landed(run, record)
+        result = pool.run_return(bin_, pr.argv, cwd, s.treehouse_timeout)
+        break
+    view = pool.fresh_view(record.worktree, d.slot)
+    last = result.last_line
+    entry = view.entry
+    said = PoolResult(PoolWhat.RETURNED, command="treehouse " + " ".join(pr.argv))
+    if entry is None:
+        raise run.fail(
+            StepName.POOL, pr.path, replace(said, what=PoolWhat.NOT_IN_STATE, error=last)
+        )
+    if result.returncode == 0 and not result.aborted and not entry.leased:
+        run.note(StepName.POOL, pr.path, said)
+        return
+    if (
+        result.returncode == 0
+        and not result.aborted
+        and pr.lease_id
+        and entry.leased
+        and entry.lease_id != pr.lease_id
+    ):
+        run.note(StepName.POOL, pr.path, replace(said, what=PoolWhat.RETURNED_RELEASED))
+        return
+    if result.not_leased and (pr.lease_id or pr.lease_holder is not None):
+        run.note(StepName.POOL, pr.path, replace(said, what=PoolWhat.ALREADY_RETURNED))
+        return
+    # treehouse's own words: its exit 0 after "Aborted." (it would have prompted), or its
+    # last line.
+    why = "exit 0 with 'Aborted.'" if result.aborted else (last or "no output")
+    raise run.fail(StepName.POOL, pr.path, replace(said, what=PoolWhat.NOT_RETURNED, error=why))
+
+
+def _pool_reuses_as_is(run: Run, record: Record, d: Decision) -> bool:
+    """A record without lease facts on a slot the pool shows unleased: the return could only
+    be unconditional, and it would clear a lease granted between the re-read and the call.
+    When the slot is clean and its HEAD merged into the pool's reset target, the pool's next
+    `get` resets and hands it out by itself, so fm does not call the return at all."""
+    pr = d.pool_return
+    assert pr is not None and d.slot is not None
+    slot = d.slot
+    if not unconditional_only(record, pr, lambda: pool.fresh_view(record.worktree, slot).entry):
+        return False
+    why_not = pool.reusable_as_is(slot)
+    if why_not is not None:
+        return False
+    run.pool_reuses = True
+    run.note(StepName.POOL, pr.path, PoolResult(PoolWhat.REUSED_AS_IS))
+    return True
+
+
+def _recheck_landed(run: Run, record: Record) -> None:
+    """After removing a stale lock, the safety checks run again before the return."""
+    if run.flags.force or record.kind == "scout":
+        return  # a scout's work is its report, not its slot
+    facts = run.seams.landed(record)
+    if not facts.landed:
+        raise run.fail(
+            StepName.POOL,
+            record.worktree,
+            PoolResult(PoolWhat.UNLANDED_AFTER_LOCK, error=facts.summary),
+        )
+
+
+def step_branch(run: Run, record: Record, d: Decision) -> None:
+    """TASK's branch, after a verified return, by compare-and-swap on the commit seen when
+    deciding. A failure only warns."""
+    from fm_teardown.act.duties import delete_branch
+
+    b = d.branch
+    assert b is not None
+    target = f"refs/heads/{b.name}"
+    returned = (StepOutcome.DONE, StepOutcome.ABSENT)
+    if not run.pool_reuses and not any(
+        s.step == StepName.POOL and s.outcome in returned for s in run.steps
+    ):
+        run.note(StepName.BRANCH, target, BranchResult(BranchWhat.NOT_RETURNED, b.name, b.commit))
+        return
+    result = delete_branch(
+        record.project, b.name, b.commit, b.default, d.slot, run.seams.branch_held
+    )
+    if result.warns:
+        run.warnings.append(messages.branch_warning(result))
+    run.note(StepName.BRANCH, target, result)
+
+
+def step_claim(run: Run, path: str, task: str) -> None:
+    """TASK's own slot claim, after a verified return (another task's is never touched)."""
+    from fm_teardown.act.duties import remove_own_claim
+
+    result = remove_own_claim(path, task, run.seams.claim_names)
+    if result.warns:
+        run.warnings.append(messages.claim_warning(result))
+    run.note(StepName.CLAIM, path, result)

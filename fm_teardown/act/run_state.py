@@ -1,0 +1,121 @@
+"""What one run carries from step to step (`Run`), what it gets from the other stages
+(`Seams`), and how a step stops it (`StepFailed`, `EndpointChanged`, `boundary`).
+
+Shared by `act/steps.py`, which runs the steps in order, and the step modules; it imports
+none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from fm_teardown.act import faults
+from fm_teardown.adapters import interrupts, processes
+from fm_teardown.adapters.interrupts import Interrupted
+from fm_teardown.model.plan import Decision, Flags, LandedLike, Planned, Step, StepName, StepOutcome
+from fm_teardown.model.records import Fleet, Record
+from fm_teardown.model.results import BranchUse, Drift, ProcRef, StepResult, Terminal
+from fm_teardown.model.settings import Settings
+from fm_teardown.model.values import value
+from fm_teardown.model.world import (
+    Endpoint,
+    Observation,
+    Proc,
+    ProcessTable,
+    TaskTmp,
+    TmuxInventory,
+)
+
+__all__ = ["EndpointChanged", "Run", "Seams", "StepFailed", "boundary", "proc_refs"]
+
+
+@value
+class Seams:
+    """What acting needs from the other stages, as plain callables (the-loop's `cleanup.py`).
+
+    - `replan(remembered)`: load, observe and decide again (under the slot lock, no fetch);
+      `remembered` are TASK's own endpoint processes from the snapshot taken before its window
+      was killed, still TASK's at the re-check;
+    - `observe(fleet, inventory, table)`: an observation from fresh scans, for judging which
+      processes are never signalled;
+    - `landed(record)`: rule 5's facts again, after a stale git lock was removed;
+    - `window_drift(decided, inventory, table)`: how TASK's decided windows now differ from
+      what the decision saw (asked right before the quit keys and right before the kill);
+    - `tasktmp(path)`: TASK's `/tmp/fm-<id>` judged again with lstat (right before the
+      processes step takes it as a root, and right before the record step removes it);
+    - `branch_held(common, ref)`: the worktree whose git operation holds a branch, read
+      right before the branch step deletes it, or None;
+    - `claim_names(path, task)`: does the slot claim still name TASK, re-read right before
+      the claim step removes it;
+    - `intent(decision)`: journal what is about to be done, before the first destructive
+      step; returns why it could not (the run then refuses, changing nothing), or None.
+    """
+
+    replan: Callable[[tuple[Proc, ...]], Planned]
+    observe: Callable[[Fleet, TmuxInventory, ProcessTable], Observation]
+    landed: Callable[[Record], LandedLike]
+    window_drift: Callable[[Endpoint, TmuxInventory, ProcessTable], tuple[Drift, ...]]
+    tasktmp: Callable[[str], TaskTmp]
+    branch_held: Callable[[str, str], tuple[str, BranchUse] | None]
+    claim_names: Callable[[str, str], bool]
+    intent: Callable[[Decision], str | None] = lambda _decision: None
+
+
+class StepFailed(Exception):
+    def __init__(self, step: Step) -> None:
+        super().__init__(str(step.step))
+        self.step = step
+
+
+@dataclass
+class Run:
+    settings: Settings
+    flags: Flags
+    task: str
+    fleet: Fleet
+    seams: Seams
+    steps: list[Step] = field(default_factory=list)
+    signalled: dict[int, processes.Signalled] = field(default_factory=dict)
+    # Hung up by the window kill of the endpoint step (the journal lists them too).
+    hung_up: dict[int, processes.Signalled] = field(default_factory=dict)
+    discarded_ref: str | None = None
+    restore: str | None = None
+    saved_for: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    # The pool step was skipped because the pool hands the slot out as it is: the slot is
+    # back in the pool's hands, as after a verified return.
+    pool_reuses: bool = False
+
+    def note(self, step: StepName, target: str, result: StepResult) -> Step:
+        """A step that ran (done, or nothing there to act on) or was left out (skipped): its
+        outcome is its result's."""
+        s = Step(step, target, "", result.outcome, result)
+        self.steps.append(s)
+        return s
+
+    def fail(self, step: StepName, target: str, result: StepResult) -> StepFailed:
+        assert result.outcome == StepOutcome.FAILED, result
+        return StepFailed(Step(step, target, "", StepOutcome.FAILED, result))
+
+
+def boundary(name: str) -> None:
+    faults.at(name)
+    if interrupts.requested():
+        raise Interrupted(name)
+
+
+class EndpointChanged(Exception):
+    """TASK's window is not the one the decision saw (a pane joined or respawned, another
+    process at its keyboard, another tmux server): the endpoint step stopped before typing or
+    killing anything more, and the run decides again."""
+
+    def __init__(self, step: Step) -> None:
+        super().__init__(str(step.step))
+        self.step = step
+
+
+def proc_refs(
+    procs: Iterable[Proc], terminals: Mapping[int, Terminal] | None = None
+) -> tuple[ProcRef, ...]:
+    return tuple(ProcRef(p.name, p.pid, (terminals or {}).get(p.pid)) for p in procs)
