@@ -2,8 +2,8 @@
 report <- top. A module imports only from its own stage and the stages before it, and every
 import counts: the ones at the top and the lazy ones inside functions alike (read with `ast`,
 never by importing). Three stricter rules: the model imports only the model; decide imports
-neither the adapters, observe nor act (it decides from values; what runs, runs elsewhere); act imports
-nothing from observe (what it reads again comes through the pipeline's `Seams`).
+neither the adapters, observe nor act (it decides from values; what runs, runs elsewhere);
+act imports nothing from observe (what it reads again comes through the pipeline's `Seams`).
 
 A module's stage is its folder under `fm_teardown/` (`model/`, `adapters/`, `observe/`,
 `decide/`, `act/`, `report/`); what lies outside them is in the `STAGE_OF` table below."""
