@@ -117,8 +117,9 @@ def _install_completion(value: str | None) -> None:
 def _version(value: bool) -> None:
     if value:
         from fm_teardown import __version__
+        from fm_teardown.report import console
 
-        sys.stdout.write(f"fm {__version__}\n")
+        console.version(__version__)
         raise typer.Exit(0)
 
 
@@ -448,12 +449,16 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Exit as exc:
         code = exc.exit_code
     except (KeyboardInterrupt, typer.Abort):
-        sys.stderr.write("fm: interrupted\n")
+        from fm_teardown.report import console
+
+        console.interrupted()
         code = 130
     except Exception as exc:  # the last line of defence: one line, never a traceback
         usage = _usage_error(exc)
+        from fm_teardown.report import console
+
         if usage is None:
-            sys.stderr.write(f"fm: unexpected error: {type(exc).__name__}: {exc}\n")
+            console.unexpected(exc)
             code = 1
         elif _no_args(exc):
             with contextlib.suppress(Exception):
@@ -471,7 +476,7 @@ def main(argv: list[str] | None = None) -> None:
                     report.usage_error_json(_task_in(args), err, dry_run="--dry-run" in args)
                 )
             else:
-                sys.stderr.write(f"fm: {usage}\nhint: {see}\nhint: runbook: fm runbook invalid\n")
+                console.usage_error(usage, see)
             code = 2
     closed_stdout.settle()
     sys.exit(code if isinstance(code, int) else 0)

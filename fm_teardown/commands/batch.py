@@ -10,44 +10,29 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fm_teardown.adapters import interrupts
 from fm_teardown.model import messages
-from fm_teardown.model.errors import ExitCode, Verdict
-from fm_teardown.model.outcome import Outcome
-from fm_teardown.model.plan import Flags, Step, StepName, StepOutcome
+from fm_teardown.model.errors import ExitCode
+from fm_teardown.model.outcome import Outcome, Result, Skipped
+from fm_teardown.model.plan import Flags
 from fm_teardown.model.settings import Settings
-from fm_teardown.model.values import value
 from fm_teardown.pipeline import (
     NotSelected,
     interrupted_before_acting,
     journalled,
     with_expected_plan,
 )
-from fm_teardown.report import human, journal
+from fm_teardown.report import batch_view, console, journal
 from fm_teardown.report import render as report
-from fm_teardown.report.human import VERDICT_STYLE
 from fm_teardown.selection import Selection, guard
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-
     from fm_teardown.decide.finished import Options
     from fm_teardown.pipeline import Guard
 
-__all__ = ["Result", "Skipped", "exit_code", "run"]
-
-
-@value
-class Skipped:
-    """A task the batch did not reach."""
-
-    task: str
-    why: str
-
-
-Result = Outcome | Skipped
+__all__ = ["exit_code", "run"]
 
 
 def exit_code(results: list[Result], *, interrupted: bool = False) -> int:
@@ -81,7 +66,9 @@ def run(
     results: list[Result] = []
     progress = not json_out and sys.stderr.isatty()
     if landed and not json_out:
-        _render_selection(selection)
+        batch_view.render_selection(
+            selection.tasks, [(n.task, n.finished) for n in selection.not_selected]
+        )
     returned: dict[str, str] = {}  # slot -> the task of this batch that returned it
     stopped = False
     with interrupts.while_batch():
@@ -91,8 +78,7 @@ def run(
                 results += [Skipped(t, "not run: interrupted") for t in tasks[i:]]
                 break
             if progress:
-                left = len(tasks) - i - 1
-                sys.stderr.write(f"[{i + 1}/{len(tasks)}] fm teardown {task} ({left} left)\n")
+                console.progress(i + 1, len(tasks), task)
             again_selected = guard(task, selection, returned, opts if landed else None)
             try:
                 mine = flags if plans is None else with_expected_plan(flags, task, plans)
@@ -107,7 +93,7 @@ def run(
                 journal.append(s.data_dir, journal.result_entry(outcome, flags))
             results.append(outcome)
             d = outcome.decision
-            if d is not None and d.slot is not None and _returned(outcome.steps):
+            if d is not None and d.slot is not None and outcome.returned_slot:
                 returned[d.slot] = task
             if not json_out:
                 report.render(outcome, json_out=False)
@@ -120,7 +106,7 @@ def run(
         not_done = _not_done(results)
         finish = _finish_command(not_done, flags, plans, landed, opts, again) if not_done else None
         if json_out:
-            doc = _batch_json(results, dry_run=flags.dry_run, code=code)
+            doc = batch_view.batch_json(results, dry_run=flags.dry_run, code=code)
             if finish is not None:
                 doc["not_done"] = not_done
                 doc["finish"] = finish
@@ -136,7 +122,7 @@ def run(
                 ]
             report.emit_json(doc)
         else:
-            _render_summary(results, code, not_done, finish)
+            batch_view.render_summary(results, code, not_done, finish)
     return code
 
 
@@ -178,83 +164,3 @@ def _finish_command(
     if flags.no_journal:
         words.append("--no-journal")
     return shlex.join([*words, *again])
-
-
-def _render_selection(selection: Selection) -> None:
-    p = human.Printer(sys.stdout)
-    tasks = selection.tasks
-    p.line(
-        f"--landed selected {len(tasks)} task{'s' if len(tasks) != 1 else ''}: "
-        + (", ".join(tasks) if tasks else "none"),
-        "bold",
-    )
-    if selection.not_selected:
-        p.line(f"not selected ({len(selection.not_selected)}):", "bold")
-        width = max(len(n.task) for n in selection.not_selected)
-        for n in selection.not_selected:
-            opt = f" [include with {n.finished.opt_in}]" if n.finished.opt_in else ""
-            p.line(f"  {n.task:<{width}}  {messages.finished_reason(n.finished)}{opt}")
-
-
-def _result_json(r: Result) -> dict[str, Any]:
-    if isinstance(r, Skipped):
-        return {"task": r.task, "verdict": "skipped", "exit_code": None, "reasons": [r.why]}
-    return report.outcome_json(r)
-
-
-def _batch_json(results: list[Result], *, dry_run: bool, code: int) -> dict[str, Any]:
-    return {
-        "schema": report.SCHEMA,
-        "batch": True,
-        "dry_run": dry_run,
-        "exit_code": code,
-        "results": [_result_json(r) for r in results],
-    }
-
-
-def _what_was_done(r: Result) -> str:
-    if isinstance(r, Skipped):
-        return r.why
-    d = r.decision
-    reasons = messages.reasons(r)
-    headline = d.headline if d is not None else (reasons[0] if reasons else "")
-    if r.interrupted:
-        return "interrupted; the record is kept: re-run to finish"
-    if r.exit_code == ExitCode.FAILED:
-        failed = next((s for s in r.steps if s.outcome == "failed"), None)
-        return f"stopped at {failed.step}" if failed else "stopped"
-    if r.exit_code != 0:
-        return f"refused: {headline}"
-    if r.verdict == Verdict.ALREADY:
-        return reasons[0] if reasons else "already torn down"
-    if r.dry_run:
-        return (
-            f"would {'clear its window and record' if r.verdict == Verdict.STALE else 'tear down'}"
-        )
-    if r.verdict == Verdict.STALE:
-        return "window and record cleared; the slot left to its owner"
-    return "torn down" + ("; slot returned" if _returned(r.steps) else "")
-
-
-def _returned(steps: Iterable[Step]) -> bool:
-    """Did the run return its slot to the pool?"""
-    return any(st.step == StepName.POOL and st.outcome == StepOutcome.DONE for st in steps)
-
-
-def _render_summary(results: list[Result], code: int, left: list[str], finish: str | None) -> None:
-    p = human.Printer(sys.stdout)
-    p.line(f"summary ({len(results)} task{'s' if len(results) != 1 else ''}, exit {code}):", "bold")
-    if not results:
-        p.line("  nothing to do")
-        return
-    width = max(len(str(getattr(r, "task", ""))) for r in results)
-    for r in results:
-        verdict = "skipped" if isinstance(r, Skipped) else str(r.verdict)
-        ec = "-" if isinstance(r, Skipped) else str(r.exit_code)
-        task = r.task if isinstance(r, Skipped) else (r.task or "")
-        p.line(
-            f"  {task:<{width}}  {verdict:<10}  {ec:>3}  {_what_was_done(r)}",
-            VERDICT_STYLE.get(verdict),
-        )
-    if finish is not None:
-        p.line(f"not done: {', '.join(left)}; to finish them: {finish}", "bold")

@@ -94,11 +94,9 @@ def teardown(
             except FmError as err:
                 return _usage(None, err, flags, json_out)
             except KeyboardInterrupt:
-                import sys
+                from fm_teardown.report import console
 
-                from fm_teardown.model.messages import nothing_changed
-
-                sys.stderr.write(nothing_changed("fm: interrupted while selecting") + "\n")
+                console.interrupted("selecting")
                 return int(ExitCode.INTERRUPTED)
             return batch.run(
                 s,

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fm_teardown.model.errors import ExitCode, FmError, Lead, Verdict
-from fm_teardown.model.plan import Decision, Step
+from fm_teardown.model.plan import Decision, Step, StepName, StepOutcome
 from fm_teardown.model.values import value
 
-__all__ = ["Outcome", "Signal"]
+__all__ = ["Outcome", "Result", "Signal", "Skipped"]
 
 
 @value
@@ -76,6 +76,11 @@ class Outcome:
         return tuple(merged.values())
 
     @property
+    def returned_slot(self) -> bool:
+        """Did the run return its slot to the pool?"""
+        return any(st.step == StepName.POOL and st.outcome == StepOutcome.DONE for st in self.steps)
+
+    @property
     def completed(self) -> bool:
         return self.exit_code == ExitCode.OK and not self.dry_run and self.acted
 
@@ -110,3 +115,15 @@ class Outcome:
             gate=err.gate,
             lead=err.lead,
         )
+
+
+@value
+class Skipped:
+    """A batch's task the batch did not run (interrupted or stopped before it, or no longer
+    what was selected at its turn), and why, in words."""
+
+    task: str
+    why: str
+
+
+Result = Outcome | Skipped

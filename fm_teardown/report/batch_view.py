@@ -1,0 +1,93 @@
+"""What a batch prints (spec §9): the `--landed` selection, the summary (one line a task,
+and for a stopped batch the tasks not done and one command that finishes them) and the
+batch's JSON document. `commands/batch.py` runs the batch; every line it shows is here."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from fm_teardown.model import messages
+from fm_teardown.model.errors import ExitCode, Verdict
+from fm_teardown.model.outcome import Result, Skipped
+from fm_teardown.model.reasons import Finished
+from fm_teardown.report import human
+from fm_teardown.report import render as report
+from fm_teardown.report.human import VERDICT_STYLE
+
+__all__ = ["batch_json", "render_selection", "render_summary"]
+
+
+def render_selection(tasks: Sequence[str], not_selected: Sequence[tuple[str, Finished]]) -> None:
+    p = human.Printer(sys.stdout)
+    p.line(
+        f"--landed selected {len(tasks)} task{'s' if len(tasks) != 1 else ''}: "
+        + (", ".join(tasks) if tasks else "none"),
+        "bold",
+    )
+    if not_selected:
+        p.line(f"not selected ({len(not_selected)}):", "bold")
+        width = max(len(task) for task, _ in not_selected)
+        for task, finished in not_selected:
+            opt = f" [include with {finished.opt_in}]" if finished.opt_in else ""
+            p.line(f"  {task:<{width}}  {messages.finished_reason(finished)}{opt}")
+
+
+def _result_json(r: Result) -> dict[str, Any]:
+    if isinstance(r, Skipped):
+        return {"task": r.task, "verdict": "skipped", "exit_code": None, "reasons": [r.why]}
+    return report.outcome_json(r)
+
+
+def batch_json(results: list[Result], *, dry_run: bool, code: int) -> dict[str, Any]:
+    return {
+        "schema": report.SCHEMA,
+        "batch": True,
+        "dry_run": dry_run,
+        "exit_code": code,
+        "results": [_result_json(r) for r in results],
+    }
+
+
+def _what_was_done(r: Result) -> str:
+    if isinstance(r, Skipped):
+        return r.why
+    d = r.decision
+    reasons = messages.reasons(r)
+    headline = d.headline if d is not None else (reasons[0] if reasons else "")
+    if r.interrupted:
+        return "interrupted; the record is kept: re-run to finish"
+    if r.exit_code == ExitCode.FAILED:
+        failed = next((s for s in r.steps if s.outcome == "failed"), None)
+        return f"stopped at {failed.step}" if failed else "stopped"
+    if r.exit_code != 0:
+        return f"refused: {headline}"
+    if r.verdict == Verdict.ALREADY:
+        return reasons[0] if reasons else "already torn down"
+    if r.dry_run:
+        return (
+            f"would {'clear its window and record' if r.verdict == Verdict.STALE else 'tear down'}"
+        )
+    if r.verdict == Verdict.STALE:
+        return "window and record cleared; the slot left to its owner"
+    return "torn down" + ("; slot returned" if r.returned_slot else "")
+
+
+def render_summary(results: list[Result], code: int, left: list[str], finish: str | None) -> None:
+    p = human.Printer(sys.stdout)
+    p.line(f"summary ({len(results)} task{'s' if len(results) != 1 else ''}, exit {code}):", "bold")
+    if not results:
+        p.line("  nothing to do")
+        return
+    width = max(len(str(getattr(r, "task", ""))) for r in results)
+    for r in results:
+        verdict = "skipped" if isinstance(r, Skipped) else str(r.verdict)
+        ec = "-" if isinstance(r, Skipped) else str(r.exit_code)
+        task = r.task if isinstance(r, Skipped) else (r.task or "")
+        p.line(
+            f"  {task:<{width}}  {verdict:<10}  {ec:>3}  {_what_was_done(r)}",
+            VERDICT_STYLE.get(verdict),
+        )
+    if finish is not None:
+        p.line(f"not done: {', '.join(left)}; to finish them: {finish}", "bold")

@@ -1,0 +1,76 @@
+"""Every line a command prints is written in report/ (the narrated demo and the completion
+protocol aside): a scan of the package's source for `print(...)`, `sys.stdout.write(...)` and
+`sys.stderr.write(...)` outside `fm_teardown/report/`."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import fm_teardown
+
+PACKAGE = Path(fm_teardown.__file__).resolve().parent
+
+# Allowed outside report/: the narrated demo (a script read top to bottom) and the completion
+# protocol (what the shells read: the scripts, `fm __complete`, installing them).
+ALLOWED_MODULES = {"commands/demo.py", "commands/completion.py"}
+ALLOWED_FUNCTIONS = {("cli.py", "_show_completion"), ("cli.py", "_install_completion")}
+
+
+def _writes(path: Path, name: str) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), name)
+    found: list[str] = []
+
+    def visit(node: ast.AST, function: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = child.name if isinstance(child, ast.FunctionDef) else function
+            if isinstance(child, ast.Call):
+                f = child.func
+                printed = isinstance(f, ast.Name) and f.id == "print"
+                written = (
+                    isinstance(f, ast.Attribute)
+                    and f.attr == "write"
+                    and isinstance(f.value, ast.Attribute)
+                    and f.value.attr in ("stdout", "stderr")
+                    and isinstance(f.value.value, ast.Name)
+                    and f.value.value.id == "sys"
+                )
+                if (printed or written) and (name, function) not in ALLOWED_FUNCTIONS:
+                    found.append(f"{name}:{child.lineno} ({function or 'module'})")
+            visit(child, inner)
+
+    visit(tree, "")
+    return found
+
+
+def violations(package: Path) -> list[str]:
+    out: list[str] = []
+    for path in sorted(package.rglob("*.py")):
+        name = str(path.relative_to(package))
+        if name.startswith("report/") or name in ALLOWED_MODULES:
+            continue
+        out += _writes(path, name)
+    return out
+
+
+def test_only_report_writes_what_people_read() -> None:
+    assert violations(PACKAGE) == []
+
+
+def test_the_scan_sees_prints_and_writes(tmp_path: Path) -> None:
+    (tmp_path / "commands").mkdir()
+    (tmp_path / "commands" / "x.py").write_text(
+        "import sys\n"
+        "def f():\n"
+        "    print('a')\n"
+        "    sys.stderr.write('b')\n"
+        "    sys.stdout.write('c')\n"
+        "    open('f').write('not output')\n"
+    )
+    (tmp_path / "report").mkdir()
+    (tmp_path / "report" / "y.py").write_text("print('fine here')\n")
+    assert violations(tmp_path) == [
+        "commands/x.py:3 (f)",
+        "commands/x.py:4 (f)",
+        "commands/x.py:5 (f)",
+    ]
