@@ -24,7 +24,7 @@ from fm_teardown.adapters import runner
 from fm_teardown.model.landing import LandedFacts
 from fm_teardown.model.records import Record
 from fm_teardown.model.scaffold import SCAFFOLD_BYTES
-from fm_teardown.observe.landed import MAX_LISTED
+from fm_teardown.observe.landed import MAX_LISTED, git_status
 
 __all__ = ["HOME_MARKERS", "HOME_STATE", "with_homes"]
 
@@ -67,18 +67,7 @@ def _with_home(record: Record, records: LandedFacts) -> LandedFacts:
     if not stat.S_ISDIR(st.st_mode):
         why = f"secondmate home {wt} exists but is not a directory"
         return _unlanded(records, why, notes=(why,))
-    r = runner.git(
-        wt,
-        "-c",
-        "status.showUntrackedFiles=all",
-        "status",
-        "--porcelain=v2",
-        "--branch",
-        "--no-ahead-behind",
-        "-z",
-        "--untracked-files=all",
-        "--ignore-submodules=none",
-    )
+    r = git_status(wt)
     if not r.ok:
         why = f"git status failed in secondmate home {wt}: {r.why()}"
         return _unlanded(records, "cannot inspect the secondmate home", notes=(why,))

@@ -60,6 +60,7 @@ __all__ = [
     "WORKERS",
     "gather",
     "gather_many",
+    "git_status",
 ]
 
 # How many dirty paths and unlanded commits a refusal names.
@@ -196,7 +197,16 @@ def _status(wt: str) -> SlotStatus | SlotProblem:
         return SlotProblem(SlotProblemKind.UNREADABLE, wt, exc.strerror or str(exc))
     if not stat.S_ISDIR(st.st_mode):
         return SlotProblem(SlotProblemKind.NOT_A_DIRECTORY, wt)
-    r = _git(
+    r = git_status(wt)
+    if not r.ok:
+        return SlotProblem(SlotProblemKind.STATUS_FAILED, wt, r.why())
+    return _parse_status(r.out)
+
+
+def git_status(wt: str) -> runner.Result:
+    """`git status` of a slot (or a secondmate's home) as rule 5 reads it: every untracked
+    file, submodules too, the branch header, NUL-separated."""
+    return _git(
         wt,
         "-c",
         "status.showUntrackedFiles=all",
@@ -208,9 +218,6 @@ def _status(wt: str) -> SlotStatus | SlotProblem:
         "--untracked-files=all",
         "--ignore-submodules=none",
     )
-    if not r.ok:
-        return SlotProblem(SlotProblemKind.STATUS_FAILED, wt, r.why())
-    return _parse_status(r.out)
 
 
 def _parse_status(out: bytes) -> SlotStatus:
