@@ -106,3 +106,33 @@ def test_a_window_of_the_tasks_name_new_in_its_session_is_never_killed_when_it_m
     assert not any(gone(p) for p in [*relaunch_pids, *keep_pids, pid])
     assert not Path(f"{marker}.keys").exists()  # no keys typed
     assert t.meta.exists()
+
+
+def test_a_window_of_the_tasks_name_new_beside_the_moved_one_is_never_killed(
+    fleet: Fleet,
+) -> None:
+    """A new `fm-<TASK>` window in the session the window was moved to, after the decision:
+    only the window id decided on is killed; the newcomer, not seen when deciding, stays."""
+    t, marker = agent_task(fleet, "mvb", 1, "claude", "obey")
+    pid = agent_pid(t, "claude")
+    wid, keep_id, keep_pids = _move_away(fleet, t.window)
+    proc, pause = fleet.fm_paused("before-endpoint", t.id)
+    try:
+        newcomer = fleet.tmux.new_window(AWAY, f"fm-{t.id}", fleet.root, "bash --norc --noprofile")
+        newcomer_pids = fleet.tmux.pane_pids(newcomer)
+        fleet.tracked.update(newcomer_pids)
+    finally:
+        pause.unlink()
+    out, err = proc.communicate(timeout=60)
+    doc = json.loads(out)
+
+    assert proc.returncode == 0, (doc, err)
+    assert Path(f"{marker}.keys").read_text() == "/exit\n" and gone(pid)
+    assert f"killed window {wid}" in endpoint_step(doc)
+    windows = _window_ids(fleet)
+    assert wid not in windows
+    assert windows[newcomer] == f"{AWAY}:fm-{t.id}"
+    assert windows[keep_id] == f"{AWAY}:keep"
+    assert not any(gone(p) for p in [*newcomer_pids, *keep_pids])
+    signalled = {s["pid"] for s in doc["signalled"]}
+    assert not signalled & {*newcomer_pids, *keep_pids}
