@@ -131,7 +131,9 @@ def _panes_of(inv: TmuxInventory, window_id: str) -> list[Pane]:
 
 
 def _decided_panes(inv: TmuxInventory, decided: Endpoint, record: Record) -> list[Pane]:
-    """The panes of the windows decided on, still under the record's window name."""
+    """The panes of the windows decided on, still under the record's window name, by window
+    id and in whatever session they are now: a window moved to another session (spec §14.1)
+    is found here, never by the record's session."""
     return [
         p
         for p in inv.panes
