@@ -81,6 +81,11 @@ def plan(
     # a record naming FM_HOME or `/` is refused as a protected root anyway).
     home = canonical(str(settings.fm_home.absolute()))
     safefile.forbid(s for s in obs.slot_of.values() if not is_within(home, s))
+    tmp = canonical("/tmp")
+    safefile.forbid_task_tmps(
+        [canonical(r.tasktmp) for r in fleet.records.values() if r.tasktmp]
+        + [os.path.join(tmp, f"fm-{r.task_id}") for r in fleet.records.values()]
+    )
     facts: list[LandedLike] = []
     decision = _decide_with_landed(settings, task, fleet, obs, flags, fetch=fetch, facts=facts)
     landed = facts[0] if facts else None

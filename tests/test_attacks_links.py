@@ -483,9 +483,24 @@ def test_a_data_dir_linked_into_a_live_slot_gets_nothing(fleet: Fleet) -> None:
 
 def test_a_data_dir_inside_a_tasks_temp_dir_gets_nothing(fleet: Fleet) -> None:
     t1, _ = finished(fleet, "t1", 1)
-    tmp = fleet.make_tasktmp(tid("other"))
+    other, _ = finished(fleet, "other", 2)  # a task of the fleet: its temp dir is its work
+    tmp = fleet.make_tasktmp(other)
     fleet.data.rmdir()
     r = fleet.fm("teardown", t1, env=fleet.env(FM_DATA_OVERRIDE=str(tmp / "data")))
     assert r.returncode == 5, (r.stdout, r.stderr)
     assert "inside the task temp dir" in r.stderr
     assert list(tmp.iterdir()) == [] and (fleet.state / f"{t1}.meta").exists()
+
+
+def test_a_data_dir_in_a_tmp_dir_named_like_a_task_s_but_no_task_s_is_used(
+    fleet: Fleet,
+) -> None:
+    """`/tmp/fm-<name>` is a task's temp dir only when a record names that task: a harness's
+    or an operator's directory of that shape holds fm's own files as any other does."""
+    t1, _ = finished(fleet, "t1", 1)
+    tmp = fleet.make_tasktmp(tid("no-such-task"))
+    fleet.data.rmdir()
+    r = fleet.fm("teardown", t1, env=fleet.env(FM_DATA_OVERRIDE=str(tmp / "data")))
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert (tmp / "data" / "teardown-log.jsonl").exists()
+    assert not (fleet.state / f"{t1}.meta").exists()

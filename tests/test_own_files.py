@@ -31,6 +31,8 @@ def task_tmp() -> Iterator[Path]:
 def test_a_state_dir_inside_a_tasks_temp_dir_gets_no_slot_lock(task_tmp: Path) -> None:
     state = task_tmp / "state"
     state.mkdir()
+    # A task of the fleet's temp dir (the pipeline registers every record's).
+    safefile.forbid_task_tmps([os.path.realpath(task_tmp)])
     with pytest.raises(FmError) as caught, slot_lock(state, "/pool/1/project", 1.0):
         pytest.fail("the lock was taken")
     assert caught.value.verdict == Verdict.UNSAFE

@@ -10,7 +10,8 @@ lacks its newline gets one first, so fm's line never glues onto someone else's.
 fm's own files (the journal, the cost table, the locks) are never written inside a task's
 work either (spec §14.8): when a directory on the path to one of them is, resolved, inside a
 slot of the fleet (`forbid`: the slots the records name, registered once they are observed) or
-inside a task's temp dir (`/tmp/fm-*`), fm does not create or write anything there
+inside a task's temp dir (`forbid_task_tmps`: `/tmp/fm-<id>` of every task the records name,
+and every `tasktmp=`), fm does not create or write anything there
 (`InsideWork`); its callers warn, and a real run that needs its journal refuses.
 """
 
@@ -29,6 +30,7 @@ __all__ = [
     "LinkRefused",
     "append_line",
     "forbid",
+    "forbid_task_tmps",
     "inside_work",
     "open_single",
     "problem",
@@ -39,8 +41,10 @@ __all__ = [
 # Every task's temp dir is `/tmp/fm-<id>` (the record format fixes it).
 TASK_TMP_PREFIX = "fm-"
 
-# The canonical slots of the fleets this process observed: fm's own files never go there.
+# The canonical slots of the fleets this process observed, and their tasks' temp dirs: fm's
+# own files never go there.
 _FORBIDDEN: set[str] = set()
+_TASK_TMPS: set[str] = set()
 
 
 class LinkRefused(OSError):
@@ -55,6 +59,13 @@ class InsideWork(LinkRefused):
 def forbid(slots: Iterable[str]) -> None:
     """Register slots (canonical paths) that fm's own files must never be inside."""
     _FORBIDDEN.update(s for s in slots if s and os.path.isabs(s))
+
+
+def forbid_task_tmps(dirs: Iterable[str]) -> None:
+    """Register the temp dirs (canonical) of the tasks the fleet records. Only those: a
+    directory merely named `/tmp/fm-<something>` (a test harness's, a backup's) is no task's
+    until a record names that task, and fm's own files may live there."""
+    _TASK_TMPS.update(d for d in dirs if d and os.path.isabs(d))
 
 
 def task_tmp_of(real: str) -> str | None:
@@ -72,9 +83,9 @@ def inside_work(path: str) -> str | None:
     link on the way resolved, is inside a slot of the fleet or a task's temp dir."""
     where = os.path.dirname(os.path.abspath(path))
     real = canonical(where)
-    tmp = task_tmp_of(real)
-    if tmp is not None:
-        return f"{where} is inside the task temp dir {tmp}"
+    for tmp in sorted(_TASK_TMPS, key=len, reverse=True):
+        if is_within(real, tmp):
+            return f"{where} is inside the task temp dir {tmp}"
     for slot in sorted(_FORBIDDEN, key=len, reverse=True):
         if is_within(real, slot):
             said = where if real == where else f"{where} (resolved: {real})"
