@@ -1,10 +1,12 @@
 """Who TASK's window is: its panes, each pane's process and foreground process, its server.
 
-The decision records them (`seen_of`, into `Endpoint.seen` and `Endpoint.server`); the endpoint
-step compares them again right before it types quit keys into a pane and right before it kills
-the window (`drift`). Window and pane ids are no identity on their own: a restarted tmux server
-numbers them from `@1` and `%1` again, and `respawn-pane -k` keeps the pane id for a new
-process. So every process is compared by pid and start time, and the server too.
+The decision records them (`seen_of`, into `Endpoint.seen` and `Endpoint.server`), each pane's
+foreground as the process scan read it (`Proc.tpgid`: the decision reads no /proc file of its
+own per pane); the endpoint step compares them again right before it types quit keys into a
+pane and right before it kills the window (`drift`), reading each foreground afresh then.
+Window and pane ids are no identity on their own: a restarted tmux server numbers them from
+`@1` and `%1` again, and `respawn-pane -k` keeps the pane id for a new process.
+So every process is compared by pid and start time, and the server too.
 """
 
 from __future__ import annotations
@@ -30,15 +32,26 @@ def _panes(window_ids: Iterable[str], inventory: TmuxInventory) -> list[Pane]:
     return [p for p in inventory.panes if p.window_id in wanted]
 
 
+def _scanned_foreground(table: ProcessTable) -> Foreground:
+    def foreground(pid: int) -> int | None:
+        proc = table.procs.get(pid)
+        return proc.tpgid if proc is not None else None
+
+    return foreground
+
+
 def seen_of(
     window_ids: Iterable[str],
     inventory: TmuxInventory,
     table: ProcessTable,
-    foreground: Foreground = tmux.foreground_group,
+    foreground: Foreground | None = None,
 ) -> tuple[tuple[PaneSeen, ...], tuple[int, float] | None]:
     """The panes of `window_ids` (any session: a moved window is still the same window) and
-    their server, with the start time of each process."""
+    their server, with the start time of each process. Each pane's foreground is `foreground`'s
+    answer, by default the one `table`'s scan read."""
     panes = _panes(window_ids, inventory)
+    if foreground is None:
+        foreground = _scanned_foreground(table)
     seen = []
     for p in panes:
         fg = foreground(p.pane_pid) or 0
