@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from enum import StrEnum
+from functools import lru_cache
 
 from fm_teardown.model.results import Terminal
 from fm_teardown.model.world import Proc, TmuxInventory
@@ -38,6 +39,9 @@ AGENT_PREFIXES = ("muse-bin-", "cursor-agent")
 HARNESS_DIRS = frozenset({*AGENT_SUBSTRINGS, "cursor-agent", "pi", "muse"})
 
 
+# Memoised by name: an audit classifies every process of every slot and pane, a few thousand
+# calls over a few hundred distinct names (the answers are pure functions of the strings).
+@lru_cache(maxsize=4096)
 def base_name(name: str) -> str:
     """A process name or argv[0] without its directory and a login shell's leading `-`."""
     return os.path.basename(name).lstrip("-")
@@ -68,6 +72,7 @@ class ProcessClass(StrEnum):
     OTHER = "other"
 
 
+@lru_cache(maxsize=4096)
 def classify(name: str, argv0: str) -> ProcessClass:
     """`agent`, `shell` or `other`, by process name, then argv[0] and its path components."""
     if _is_agent_name(name) or _is_agent_name(argv0):
