@@ -39,8 +39,9 @@ AGENT_PREFIXES = ("muse-bin-", "cursor-agent")
 HARNESS_DIRS = frozenset({*AGENT_SUBSTRINGS, "cursor-agent", "pi", "muse"})
 
 
-# Memoised by name: an audit classifies every process of every slot and pane, a few thousand
-# calls over a few hundred distinct names (the answers are pure functions of the strings).
+# Memoised by name (here, `is_tmux` and `classify`): an audit classifies every process of every
+# slot and pane, a few thousand calls over a few hundred distinct names (the answers are pure
+# functions of the strings).
 @lru_cache(maxsize=4096)
 def base_name(name: str) -> str:
     """A process name or argv[0] without its directory and a login shell's leading `-`."""
@@ -59,6 +60,7 @@ def _is_agent_name(name: str) -> bool:
     )
 
 
+@lru_cache(maxsize=4096)
 def is_tmux(name: str, argv0: str) -> bool:
     """A tmux server or client (`tmux`, `tmux: server`, `tmux: client`): never signalled.
 
