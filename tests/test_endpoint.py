@@ -187,3 +187,17 @@ def test_a_window_gone_or_a_pane_gone_is_no_change() -> None:
     # A dead pane (its process gone, the pane kept): nothing reads its keyboard.
     exited = table(SERVER, _p(11, 5, "bash"))
     assert drift(decided, _inv(_pane("%1", 10), _pane("%2", 11)), exited, {11: 11}.get) == ()
+
+
+def test_the_decision_takes_each_pane_s_foreground_from_the_scan() -> None:
+    # No /proc file read per pane: the scan's `tpgid` (pids here that no /proc on this
+    # machine would answer alike: a read of /proc would not give 11 for 10).
+    bash = Proc(10, 5, "bash", "bash", "/p/1/x", 1.0, tpgid=11)
+    procs = table(SERVER, bash, _p(11, 10, "claude", 2.0))
+    seen, server = seen_of(("@1",), _inv(_pane("%1", 10)), procs)
+    assert [(s.pid, s.foreground, s.foreground_start) for s in seen] == [(10, 11, 2.0)]
+    assert server == (5, 0.5)
+    # Not known to the scan: no foreground (0), as an unreadable /proc file gave.
+    unknown = table(SERVER, _p(10, 5, "bash"))
+    seen, _ = seen_of(("@1",), _inv(_pane("%1", 10)), unknown)
+    assert [s.foreground for s in seen] == [0]

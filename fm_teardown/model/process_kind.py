@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from enum import StrEnum
+from functools import lru_cache
 
 from fm_teardown.model.results import Terminal
 from fm_teardown.model.world import Proc, TmuxInventory
@@ -38,6 +39,10 @@ AGENT_PREFIXES = ("muse-bin-", "cursor-agent")
 HARNESS_DIRS = frozenset({*AGENT_SUBSTRINGS, "cursor-agent", "pi", "muse"})
 
 
+# Memoised by name (here, `is_tmux` and `classify`): an audit classifies every process of every
+# slot and pane, a few thousand calls over a few hundred distinct names (the answers are pure
+# functions of the strings).
+@lru_cache(maxsize=4096)
 def base_name(name: str) -> str:
     """A process name or argv[0] without its directory and a login shell's leading `-`."""
     return os.path.basename(name).lstrip("-")
@@ -55,6 +60,7 @@ def _is_agent_name(name: str) -> bool:
     )
 
 
+@lru_cache(maxsize=4096)
 def is_tmux(name: str, argv0: str) -> bool:
     """A tmux server or client (`tmux`, `tmux: server`, `tmux: client`): never signalled.
 
@@ -68,6 +74,7 @@ class ProcessClass(StrEnum):
     OTHER = "other"
 
 
+@lru_cache(maxsize=4096)
 def classify(name: str, argv0: str) -> ProcessClass:
     """`agent`, `shell` or `other`, by process name, then argv[0] and its path components."""
     if _is_agent_name(name) or _is_agent_name(argv0):

@@ -107,6 +107,7 @@ class Proc:
         "pid",
         "ppid",
         "start_time",
+        "tpgid",
         "tty",
         "zombie",
     )
@@ -122,6 +123,7 @@ class Proc:
         zombie: bool = False,
         read_argv0: Callable[[int], str] | None = None,
         tty: str | None = None,
+        tpgid: int = 0,
     ) -> None:
         self.pid = pid
         self.ppid = ppid
@@ -134,6 +136,9 @@ class Proc:
         # Its controlling terminal (`/dev/pts/3`), None when it has none or it is not known:
         # names the terminal of a shell fm ends in a slot (perhaps an operator's own).
         self.tty = tty
+        # The foreground process group of its controlling terminal as the scan read it (0:
+        # none, or not known): who got the keys typed into a pane whose process this is.
+        self.tpgid = tpgid
 
     @property
     def argv0(self) -> str:

@@ -121,7 +121,7 @@ def slot_git_problem(
 _REASON_MAX = 200
 
 
-def worktree_lock(slot: str) -> str | None:
+def worktree_lock(slot: str, canon: Callable[[str], str] = canonical) -> str | None:
     """The reason of a `git worktree lock` on the slot, "" for a lock without one, or None
     when the slot is not locked (or its `.git` names no git dir: `slot_git_problem` says so).
 
@@ -129,9 +129,9 @@ def worktree_lock(slot: str) -> str | None:
     (`<common dir>/worktrees/<name>/locked`), its content the reason. The pool never locks its
     slots: a lock is another tool's claim on the tree (an agent tool writes
     `--reason "claude-code agent session …"`). A `locked` that is not a readable regular file
-    is still a lock, of an unknown reason."""
+    is still a lock, of an unknown reason. `canon`: as for `slot_git_problem`."""
     text = read_small(os.path.join(slot, ".git"))
-    gitdir = _gitdir_line(text, slot) if text is not None else None
+    gitdir = _gitdir_line(text, slot, canon) if text is not None else None
     if gitdir is None:
         return None
     locked = os.path.join(gitdir, "locked")

@@ -317,7 +317,7 @@ def assemble(
             git_problem=slot_git_problem(slot, record.project, commons[project], canon)
             if exists
             else None,
-            lock=worktree_lock(slot) if exists else None,
+            lock=worktree_lock(slot, canon) if exists else None,
         )
 
     slots = LazyMap(first, facts)

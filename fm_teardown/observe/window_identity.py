@@ -1,10 +1,12 @@
 """Who TASK's window is: its panes, each pane's process and foreground process, its server.
 
-The decision records them (`seen_of`, into `Endpoint.seen` and `Endpoint.server`); the endpoint
-step compares them again right before it types quit keys into a pane and right before it kills
-the window (`drift`). Window and pane ids are no identity on their own: a restarted tmux server
-numbers them from `@1` and `%1` again, and `respawn-pane -k` keeps the pane id for a new
-process. So every process is compared by pid and start time, and the server too.
+The decision records them (`seen_of`, into `Endpoint.seen` and `Endpoint.server`), each pane's
+foreground as the process scan read it (`Proc.tpgid`: the decision reads no /proc file of its
+own per pane); the endpoint step compares them again right before it types quit keys into a
+pane and right before it kills the window (`drift`), reading each foreground afresh then.
+Window and pane ids are no identity on their own: a restarted tmux server numbers them from
+`@1` and `%1` again, and `respawn-pane -k` keeps the pane id for a new process.
+So every process is compared by pid and start time, and the server too.
 """
 
 from __future__ import annotations
@@ -25,20 +27,45 @@ def _start(table: ProcessTable, pid: int) -> float:
     return proc.start_time if proc is not None and not proc.zombie else 0.0
 
 
+# The last inventory's panes by window id, by identity: the decision asks for the panes of
+# every task's windows in one listing (an audit, hundreds), and a listing is an immutable value.
+_BY_WINDOW: list[tuple[TmuxInventory, dict[str, list[Pane]]]] = []
+
+
 def _panes(window_ids: Iterable[str], inventory: TmuxInventory) -> list[Pane]:
+    if not _BY_WINDOW or _BY_WINDOW[0][0] is not inventory:
+        by_window: dict[str, list[Pane]] = {}
+        for pane in inventory.panes:
+            by_window.setdefault(pane.window_id, []).append(pane)
+        _BY_WINDOW[:] = [(inventory, by_window)]
+    index = _BY_WINDOW[0][1]
     wanted = set(window_ids)
+    if len(wanted) == 1:
+        return list(index.get(next(iter(wanted)), ()))
+    # In the listing's order, as before: the first pane names the server.
     return [p for p in inventory.panes if p.window_id in wanted]
+
+
+def _scanned_foreground(table: ProcessTable) -> Foreground:
+    def foreground(pid: int) -> int | None:
+        proc = table.procs.get(pid)
+        return proc.tpgid if proc is not None else None
+
+    return foreground
 
 
 def seen_of(
     window_ids: Iterable[str],
     inventory: TmuxInventory,
     table: ProcessTable,
-    foreground: Foreground = tmux.foreground_group,
+    foreground: Foreground | None = None,
 ) -> tuple[tuple[PaneSeen, ...], tuple[int, float] | None]:
     """The panes of `window_ids` (any session: a moved window is still the same window) and
-    their server, with the start time of each process."""
+    their server, with the start time of each process. Each pane's foreground is `foreground`'s
+    answer, by default the one `table`'s scan read."""
     panes = _panes(window_ids, inventory)
+    if foreground is None:
+        foreground = _scanned_foreground(table)
     seen = []
     for p in panes:
         fg = foreground(p.pane_pid) or 0
