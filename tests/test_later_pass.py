@@ -149,3 +149,24 @@ def test_an_agent_left_behind_on_the_later_pass_fails_the_step(fleet: Fleet) -> 
     [line] = fleet.journal()
     signalled = {s["pid"] for s in line["signalled"]}
     assert middle in signalled and agent not in signalled, line["signalled"]
+
+
+def test_a_leftover_in_a_slot_another_record_claims_fails_the_step(fleet: Fleet) -> None:
+    """The same plain child, but another record (its endpoint dead) also claims the slot: the
+    child might be that task's, so it is no leftover of TASK's. The step fails (exit 1), the
+    child runs on, the record is kept."""
+    task, other = tid("lc"), tid("lo")
+    slot = fleet.slot(1, holder=task)
+    fleet.task(task, slot, "dead")
+    fleet.task(other, slot, "dead")
+    childfile = fleet.root / "child"
+    parent = forker(fleet, slot, childfile, ["sleep", "300"])
+    code, doc = fleet.fm_json("teardown", task, env=fleet.env(**FAST))
+    child = int(childfile.read_text())
+    fleet.tracked.add(child)
+    assert parent.wait(timeout=10) == 0
+    assert (code, doc["verdict"]) == (1, "failed"), doc
+    [step] = [s for s in doc["steps"] if s["step"] == "processes"]
+    assert f"started there during the teardown: sleep ({child})" in step["detail"], step
+    assert not gone(child)
+    assert (fleet.state / f"{task}.meta").exists()
