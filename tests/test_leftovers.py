@@ -273,9 +273,12 @@ IGNORES_TERM = (
 
 
 def test_a_process_forked_as_the_step_signals_fails_the_step(fleet: Fleet) -> None:
-    """A process in the slot that, on SIGTERM, forks a child (which ignores SIGTERM) and exits:
-    the child was in no scan before the signal. The step scans the slot again, finds it, and
-    fails: exit 1, the record kept, the child named; nothing reports done over it."""
+    """A process in the slot that, on SIGTERM, forks a child (which ignores SIGTERM, and takes
+    a terminal of its own) and exits: the child was in no scan before the signal. The step
+    scans the slot again, finds it, and fails: exit 1, the record kept, the child named;
+    nothing reports done over it. A child with no terminal (and no agent) would be TASK's
+    leftover, ended on a later pass (`tests/test_later_pass.py`); one with a terminal may be
+    someone's."""
     task = tid("pf")
     slot = fleet.slot(1, holder=task)
     fleet.task(task, slot, "dead")
@@ -284,12 +287,18 @@ def test_a_process_forked_as_the_step_signals_fails_the_step(fleet: Fleet) -> No
         [
             sys.executable,
             "-c",
-            "import os,pathlib,signal,sys,time\n"
+            "import fcntl,os,pathlib,signal,sys,termios,time\n"
             "def forked(*a):\n"
+            "    r, w = os.pipe()\n"
             "    pid = os.fork()\n"
             "    if pid == 0:\n"
             "        signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+            "        os.setsid()\n"
+            "        master, tty = os.openpty()\n"
+            "        fcntl.ioctl(tty, termios.TIOCSCTTY, 0)\n"
+            "        os.write(w, b'.')\n"
             "        time.sleep(100000)\n"
+            "    os.read(r, 1)\n"  # the child has its terminal: then exit
             f"    pathlib.Path({str(childfile)!r}).write_text(str(pid))\n"
             "    os._exit(0)\n"
             "signal.signal(signal.SIGTERM, forked)\n"

@@ -180,6 +180,19 @@ CASES: list[tuple[StepResult, StepOutcome, str]] = [
     ),
     (ProcessesResult(ProcessesWhat.ENDED, (CLAUDE, BASH)), D, "ended 2: claude (41), bash (42)"),
     (
+        ProcessesResult(ProcessesWhat.ENDED, (CLAUDE, BASH), later=(BASH,)),
+        D,
+        "ended 2: claude (41), bash (42); ended on a later pass, left behind by those ended "
+        "(started there as they ended, no agent, no terminal): bash (42)",
+    ),
+    (
+        ProcessesResult(ProcessesWhat.LEFT_RUNNING, newcomers=(CLAUDE,), later=(BASH,)),
+        F,
+        "started there during the teardown: claude (41); ended on a later pass, left behind "
+        "by those ended (started there as they ended, no agent, no terminal): bash (42); "
+        "slot kept",
+    ),
+    (
         SaveResult(SaveWhat.FAILED, error="git commit-tree failed"),
         F,
         "git commit-tree failed; nothing was discarded",

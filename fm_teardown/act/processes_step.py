@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from fm_teardown.act.run_state import Run, proc_refs
 from fm_teardown.adapters import interrupts, processes, tmux
+from fm_teardown.decide.census import Kind, kind_of, placement
 from fm_teardown.decide.sparing import never_signalled
 from fm_teardown.model.errors import FmError
 from fm_teardown.model.paths import is_within, tmp_root_of
@@ -15,14 +16,33 @@ from fm_teardown.model.plan import StepName
 from fm_teardown.model.process_kind import terminal_of
 from fm_teardown.model.records import Record
 from fm_teardown.model.results import ProcessesResult, ProcessesWhat, SaveResult, SaveWhat, Terminal
-from fm_teardown.model.world import InventoryStatus, Proc
+from fm_teardown.model.world import InventoryStatus, Observation, Proc
 
-__all__ = ["step_processes", "step_save"]
+__all__ = ["LATER_PASSES", "step_processes", "step_save"]
 
 
-def step_processes(run: Run, record: Record, slot: str | None, discarded: str | None) -> None:
+# How many more passes end what TASK's processes left behind as they were ended: a SIGTERM
+# handler's child, which itself may leave one. Bounded, so that something that keeps starting
+# processes there fails the step instead of holding it.
+LATER_PASSES = 2
+
+
+def step_processes(
+    run: Run,
+    record: Record,
+    slot: str | None,
+    discarded: str | None,
+    *,
+    sole_claimant: bool = False,
+) -> None:
     """End every process whose cwd is in the slot (when `slot` is given) or in tasktmp, except
-    what is never signalled (spec §7a), judged afresh from each scan."""
+    what is never signalled (spec §7a), judged afresh from each scan.
+
+    A process that started there during the step is ended on a later pass (at most
+    `LATER_PASSES`) only when it is TASK's leftover beyond doubt: no agent, no controlling
+    terminal, in no pane (an endpoint's or anyone's), never signalled for no other reason, and
+    TASK the slot's only claimant in the decision (`sole_claimant`). Anything else that
+    started there fails the step, as someone's new work might."""
     roots = [slot] if slot else []
     if record.tasktmp:
         tmp = run.seams.tasktmp(record.tasktmp)
@@ -47,11 +67,14 @@ def step_processes(run: Run, record: Record, slot: str | None, discarded: str | 
         return bool(proc.cwd) and any(is_within(proc.cwd or "", r) for r in roots)
 
     terminals: dict[int, Terminal] = {}
+    # The processes seen that TASK's own left behind, by pid and start time (`_leftover`).
+    leftovers: set[tuple[int, float]] = set()
 
     def scan() -> tuple[list[Proc], set[tuple[int, float]]]:
         """The processes to end now, and every live process seen inside (spared ones too).
         The shells among them that no task's endpoint holds are someone's terminals: noted
-        (`terminals`) so that the result says which terminal each was."""
+        (`terminals`) so that the result says which terminal each was; those that may be
+        TASK's leftovers are noted in `leftovers`."""
         table = processes.scan()
         if table.error:
             raise run.fail(
@@ -75,6 +98,8 @@ def step_processes(run: Run, record: Record, slot: str | None, discarded: str | 
             t = terminal_of(p, obs.endpoint_owner, inventory)
             if t is not None:
                 terminals.setdefault(p.pid, t)
+            if sole_claimant and _leftover(obs, record.task_id, p):
+                leftovers.add((p.pid, p.start_time))
         return ending, {(p.pid, p.start_time) for p in seen}
 
     targets, present = scan()
@@ -99,6 +124,23 @@ def step_processes(run: Run, record: Record, slot: str | None, discarded: str | 
         if interrupts.requested():
             raise run.fail(StepName.PROCESSES, target, ProcessesResult(ProcessesWhat.INTERRUPTED))
         left, _ = scan()
+    later: list[Proc] = []
+    for _ in range(LATER_PASSES):
+        # Only when everything left started during the step and is TASK's leftover: a
+        # survivor of SIGKILL, or anything that might be someone's, fails the step untouched.
+        if not left or any(
+            p.pid in signalled
+            or (p.pid, p.start_time) in present
+            or (p.pid, p.start_time) not in leftovers
+            for p in left
+        ):
+            break
+        processes.terminate(left, run.settings.term_grace, run.settings.kill_wait, run.signalled)
+        later += left
+        signalled |= {p.pid for p in left}
+        if interrupts.requested():
+            raise run.fail(StepName.PROCESSES, target, ProcessesResult(ProcessesWhat.INTERRUPTED))
+        left, _ = scan()
     if left:
         raise run.fail(
             StepName.PROCESSES,
@@ -107,10 +149,23 @@ def step_processes(run: Run, record: Record, slot: str | None, discarded: str | 
                 ProcessesWhat.LEFT_RUNNING,
                 survivors=proc_refs(p for p in left if p.pid in signalled),
                 newcomers=proc_refs(p for p in left if p.pid not in signalled),
+                later=proc_refs(later),
             ),
         )
-    ended = proc_refs(targets, terminals)
-    run.note(StepName.PROCESSES, target, ProcessesResult(ProcessesWhat.ENDED, ended))
+    ended = proc_refs(targets + later, terminals)
+    run.note(
+        StepName.PROCESSES,
+        target,
+        ProcessesResult(ProcessesWhat.ENDED, ended, later=proc_refs(later)),
+    )
+
+
+def _leftover(obs: Observation, task: str, proc: Proc) -> bool:
+    """What TASK's processes may have left behind as they were ended: no agent, no controlling
+    terminal, in no pane of any tmux server (an endpoint's or anyone's), and where it runs told
+    beyond doubt (`census.kind_of`'s plain `other`)."""
+    place = placement(obs, proc)
+    return place.doubt is None and kind_of(task, place) == Kind.OTHER
 
 
 def step_save(run: Run, record: Record, owner: str) -> None:

@@ -109,10 +109,13 @@ def run(settings: Settings, planned: Planned, flags: Flags, seams: Seams) -> Out
                 r.fleet = again.fleet
                 assert d.slot is not None
                 # 3. processes: nothing may run in the slot when it is saved and reset.
+                # No owner but TASK (d.owners leaves TASK out): what starts in the slot as
+                # its processes end may be ended as theirs (the processes step's later pass).
+                sole = not d.owners
                 if d.end_processes:
-                    step_processes(r, record, d.slot, d.discarded_owner)
+                    step_processes(r, record, d.slot, d.discarded_owner, sole_claimant=sole)
                 elif any(s.step == StepName.PROCESSES for s in d.plan):
-                    step_processes(r, record, None, d.discarded_owner)
+                    step_processes(r, record, None, d.discarded_owner, sole_claimant=sole)
                 else:
                     r.note(StepName.PROCESSES, d.slot, NotNeeded(d.skip_reason))
                 boundary("after-processes")

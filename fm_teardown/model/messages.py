@@ -320,9 +320,19 @@ def _processes(r: ProcessesResult) -> str:
                 parts.append(f"still running after SIGTERM and SIGKILL: {_procs(r.survivors)}")
             if r.newcomers:
                 parts.append(f"started there during the teardown: {_procs(r.newcomers)}")
+            if r.later:
+                parts.append(_later(r))
             return "; ".join(parts) + "; slot kept"
         case ProcessesWhat.ENDED:
-            return f"ended {len(r.ended)}: {_procs(r.ended)}"
+            later = f"; {_later(r)}" if r.later else ""
+            return f"ended {len(r.ended)}: {_procs(r.ended)}{later}"
+
+
+def _later(r: ProcessesResult) -> str:
+    return (
+        "ended on a later pass, left behind by those ended (started there as they ended, no "
+        f"agent, no terminal): {_procs(r.later)}"
+    )
 
 
 def unlinked(u: Unlinked) -> str:

@@ -183,7 +183,7 @@ class ProcessesWhat(Enum):
     NONE_THERE = auto()
     INTERRUPTED = auto()
     LEFT_RUNNING = auto()  # survivors of SIGKILL, or newcomers
-    ENDED = auto()
+    ENDED = auto()  # `later`: ended on a later pass, left behind by those ended before
 
 
 _PROCESSES = {
@@ -200,6 +200,10 @@ class ProcessesResult:
     survivors: tuple[ProcRef, ...] = ()
     newcomers: tuple[ProcRef, ...] = ()
     error: str | None = None  # the tasktmp problem, the scan's or tmux's error
+    # Started there while the others were ended (a child forked by a SIGTERM handler), none
+    # of them an agent or in a terminal, TASK the slot's only claimant: ended on a later
+    # pass. Also in `ended` when the step ended them all.
+    later: tuple[ProcRef, ...] = ()
 
     @property
     def outcome(self) -> StepOutcome:
