@@ -24,7 +24,7 @@ from fm_teardown.adapters import runner
 from fm_teardown.model.landing import LandedFacts
 from fm_teardown.model.records import Record
 from fm_teardown.model.scaffold import SCAFFOLD_BYTES
-from fm_teardown.observe.landed import MAX_LISTED, git_status
+from fm_teardown.observe.landed import MAX_LISTED, git_status, status_entries
 
 __all__ = ["HOME_MARKERS", "HOME_STATE", "with_homes"]
 
@@ -134,39 +134,17 @@ def _unlanded(
 def _status(out: bytes) -> tuple[str | None, list[str], list[str]]:
     """`git status --porcelain=v2 --branch -z`: HEAD (None: unborn), the changed paths that
     are the home's work, and those of them git does not track."""
-    entries = out.split(b"\0")
     head: str | None = None
     paths: list[str] = []
     untracked: list[str] = []
-    i = 0
-    while i < len(entries):
-        entry = entries[i]
-        i += 1
-        if entry.startswith(b"# branch.oid "):
-            oid = entry[len(b"# branch.oid ") :].decode("ascii", "replace")
-            head = oid if runner.HEX_OID.fullmatch(oid) else None
+    for what, entry, new in status_entries(out, is_work=lambda p: not _not_work(p)):
+        if what == b"#":
+            if entry.startswith(b"# branch.oid "):
+                oid = entry[len(b"# branch.oid ") :].decode("ascii", "replace")
+                head = oid if runner.HEX_OID.fullmatch(oid) else None
             continue
-        if entry.startswith(b"#") or len(entry) < 3:
-            continue
-        kind = entry[:1]
-        if kind == b"?":
-            path = entry[2:]
-        elif kind == b"1":  # 1 XY sub mH mI mW hH hI path
-            path = entry.split(b" ", 8)[-1]
-        elif kind == b"u":  # u XY sub m1 m2 m3 mW h1 h2 h3 path
-            path = entry.split(b" ", 10)[-1]
-        elif kind == b"2":  # 2 XY sub mH mI mW hH hI Xscore path, then the source path
-            path = entry.split(b" ", 9)[-1]
-            source = entries[i] if i < len(entries) else b""
-            i += 1
-            if _not_work(path) and source:
-                path = source  # work moved onto a name that is not work is still work
-        else:
-            continue
-        if _not_work(path):
-            continue
-        shown = path.decode("utf-8", "backslashreplace")
+        shown = entry.decode("utf-8", "backslashreplace")
         paths.append(shown)
-        if kind == b"?":
+        if new:
             untracked.append(shown)
     return head, paths, untracked

@@ -31,7 +31,7 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -61,6 +61,7 @@ __all__ = [
     "gather",
     "gather_many",
     "git_status",
+    "status_entries",
 ]
 
 # How many dirty paths and unlanded commits a refusal names.
@@ -220,31 +221,25 @@ def git_status(wt: str) -> runner.Result:
     )
 
 
-def _parse_status(out: bytes) -> SlotStatus:
-    """`git status --porcelain=v2 --branch -z`: the changed paths and HEAD."""
+def status_entries(
+    out: bytes, *, is_work: Callable[[bytes], bool]
+) -> Iterator[tuple[bytes, bytes, bool]]:
+    """`git status --porcelain=v2 --branch -z`, entry by entry: ("#", the header line, False)
+    for a header, else ("path", the changed path, untracked?) for each changed path that
+    `is_work` counts. A rename is also a change to its source, so moving work onto a name
+    that is not work (a scaffold file, a marker) still counts, under the source's name."""
     entries = out.split(b"\0")
-    head: str | None = None
-    branch: str | None = None
-    paths: list[str] = []
-    untracked: list[str] = []
-    total = untracked_total = 0
     i = 0
     while i < len(entries):
         entry = entries[i]
         i += 1
-        if entry.startswith(b"# branch.oid "):
-            oid = entry[len(b"# branch.oid ") :].decode("ascii", "replace")
-            head = oid if _HEX_OID.fullmatch(oid) else None  # "(initial)": unborn
+        if entry.startswith(b"#"):
+            yield b"#", entry, False
             continue
-        if entry.startswith(b"# branch.head "):
-            name = entry[len(b"# branch.head ") :].decode("utf-8", "surrogateescape")
-            branch = None if name == "(detached)" else name
-            continue
-        if entry.startswith(b"#") or len(entry) < 3:
+        if len(entry) < 3:
             continue
         kind = entry[:1]
-        new = kind == b"?"
-        if new:
+        if kind == b"?":
             path = entry[2:]
         elif kind == b"1":  # 1 XY sub mH mI mW hH hI path
             path = entry.split(b" ", 8)[-1]
@@ -254,20 +249,36 @@ def _parse_status(out: bytes) -> SlotStatus:
             path = entry.split(b" ", 9)[-1]
             source = entries[i] if i < len(entries) else b""
             i += 1
-            # A rename also changes its source, so moving real work onto a scaffold name
-            # still counts as dirty.
-            if path in SCAFFOLD_BYTES and entry[2:3] == b"R" and source:
+            if not is_work(path) and source:
                 path = source
         else:
             continue  # `!` (ignored) is not listed without --ignored
-        if path in SCAFFOLD_BYTES:
+        if is_work(path):
+            yield b"path", path, kind == b"?"
+
+
+def _parse_status(out: bytes) -> SlotStatus:
+    """`git status --porcelain=v2 --branch -z`: the changed paths and HEAD."""
+    head: str | None = None
+    branch: str | None = None
+    paths: list[str] = []
+    untracked: list[str] = []
+    total = untracked_total = 0
+    for what, entry, new in status_entries(out, is_work=lambda p: p not in SCAFFOLD_BYTES):
+        if what == b"#":
+            if entry.startswith(b"# branch.oid "):
+                oid = entry[len(b"# branch.oid ") :].decode("ascii", "replace")
+                head = oid if _HEX_OID.fullmatch(oid) else None  # "(initial)": unborn
+            elif entry.startswith(b"# branch.head "):
+                name = entry[len(b"# branch.head ") :].decode("utf-8", "surrogateescape")
+                branch = None if name == "(detached)" else name
             continue
         total += 1
         untracked_total += new
         if len(paths) < MAX_LISTED:
-            paths.append(_display(path))
+            paths.append(_display(entry))
             if new:
-                untracked.append(_display(path))
+                untracked.append(_display(entry))
     return SlotStatus(tuple(paths), total, tuple(untracked), head, branch, untracked_total)
 
 
