@@ -102,6 +102,24 @@ class Case:
             landed,
         )
 
+    def with_landed(self, landed: LandedLike) -> Case:
+        """This case with TASK's landed facts, keeping what was worked out already: none of
+        the properties below reads the landed facts, so a second decision (the rule-5 pass of
+        `decide_all`) need not work them out again."""
+        out = Case(
+            self.task,
+            self.record,
+            self.fleet,
+            self.obs,
+            self.flags,
+            self.slot,
+            self.endpoint,
+            self.facts,
+            landed,
+        )
+        out.__dict__.update({k: v for k, v in self.__dict__.items() if k in _WORKED_OUT})
+        return out
+
     @cached_property
     def owners(self) -> Sequence[Owner]:
         return owners_of(self.task, self.fleet, self.obs)
@@ -162,6 +180,10 @@ class Case:
         work = self.work
         return work is not None and not work.landed and self.flags.force and self.force_saves
 
+
+# `Case`'s properties worked out once per case, none of them from the landed facts (what
+# `Case.with_landed` carries over).
+_WORKED_OUT = frozenset({"owners", "discarded", "spared", "not_returned"})
 
 # The kinds whose slot `--force` saves before discarding it (`Case.force_saves`).
 SAVED_KINDS = ("ship", "secondmate")

@@ -117,15 +117,34 @@ def decide(
     """Walk `RULES` in order: the first refusal (or stale slot) ends the decision; a rule
     that needs TASK's landed facts when they were not given ends it `Unfinished`; past the
     last rule, TASK's slot is TASK's to tear down and the plan is built."""
-    c = Case.of(task, fleet, obs, flags, landed)
-    reasons: list[str] = []
-    warnings: list[str] = []
-    for number, rule in RULES:
+    out = _walk(Case.of(task, fleet, obs, flags, landed), 0, (), ())
+    return Unfinished(task) if isinstance(out, _Paused) else out
+
+
+class _Paused:
+    """Where a walk stopped for TASK's landed facts: its case, the rule that asked, and the
+    reasons and warnings said before it. The rules before that one read no landed facts, so
+    deciding again with the facts resumes here rather than walking them twice."""
+
+    __slots__ = ("at", "case", "reasons", "warnings")
+
+    def __init__(
+        self, case: Case, at: int, reasons: Sequence[str], warnings: Sequence[str]
+    ) -> None:
+        self.case, self.at, self.reasons, self.warnings = case, at, reasons, warnings
+
+
+def _walk(
+    c: Case, start: int, reasons: Sequence[str], warnings: Sequence[str]
+) -> Decision | _Paused:
+    reasons, warnings = list(reasons), list(warnings)
+    for at in range(start, len(RULES)):
+        number, rule = RULES[at]
         ruling = rule(c)
         if isinstance(ruling, Refusal):
             return refusal_decision(c, ruling, c.owners if number >= 3 else ())
         if isinstance(ruling, NeedsLanded):
-            return Unfinished(task)
+            return _Paused(c, at, reasons, warnings)
         if isinstance(ruling, Stale):
             return stale_decision(
                 c, [*reasons, *ruling.reasons], [*warnings, *ruling.warnings], ruling
@@ -151,14 +170,21 @@ def decide_all(
     `Unfinished`, gather the landed facts in one call (`gather`: the records that reached
     rule 5 -> their facts by task id) and decide them again. The decisions, and the facts
     gathered."""
-    first = {task: decide(task, fleet, obs, flags) for task in tasks}
-    pending = [fleet.records[t] for t, d in first.items() if isinstance(d, Unfinished)]
+    first = {task: _walk(Case.of(task, fleet, obs, flags), 0, (), ()) for task in tasks}
+    pending = [fleet.records[t] for t, d in first.items() if isinstance(d, _Paused)]
     facts: Mapping[str, L] = gather(pending) if pending else {}
-    decisions = {
-        task: d if isinstance(d, Decision) else decide(task, fleet, obs, flags, facts[task])
-        for task, d in first.items()
-    }
+    decisions = {task: _resumed(d, facts) for task, d in first.items()}
     return decisions, facts
+
+
+def _resumed(d: Decision | _Paused, facts: Mapping[str, LandedLike]) -> Decision:
+    """A first walk's decision, or the walk resumed where it paused, with TASK's facts."""
+    if isinstance(d, Decision):
+        return d
+    c = d.case.with_landed(facts[d.case.task])
+    out = _walk(c, d.at, d.reasons, d.warnings)
+    assert isinstance(out, Decision)  # with the facts given, no rule pauses
+    return out
 
 
 def decide_with_landed(
