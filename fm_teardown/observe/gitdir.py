@@ -72,11 +72,18 @@ def common_dir(project: str) -> str | None:
 
 
 def slot_git_problem(
-    slot: str, project: str, project_common: str | None, canon: Callable[[str], str] = canonical
+    slot: str,
+    project: str,
+    project_common: str | None,
+    canon: Callable[[str], str] = canonical,
+    dotgit_text: str | None = None,
 ) -> str | None:
     """Why the slot's `.git` is not a linked worktree git dir of `project` naming this slot.
 
-    `canon`: the observation's canonicaliser (the slots' git dirs share their ancestors)."""
+    `canon`: the observation's canonicaliser (the slots' git dirs share their ancestors).
+    `dotgit_text`: the `.git` file's text when the caller read it already (`read_small`; ""
+    when it could not be read, which both checks take as naming no git dir), so that this
+    check and `worktree_lock` read it once; None: read here."""
     dotgit = os.path.join(slot, ".git")
     try:
         st = os.lstat(dotgit)
@@ -94,7 +101,7 @@ def slot_git_problem(
             f"slot {slot}: .git is a directory, a repository of its own, not a linked "
             f"worktree of {project}"
         )
-    text = read_small(dotgit)
+    text = read_small(dotgit) if dotgit_text is None else dotgit_text
     target = _gitdir_line(text, slot, canon) if text is not None else None
     if target is None:
         return f"slot {slot}: .git does not name a git dir (no 'gitdir:' line)"
@@ -121,7 +128,9 @@ def slot_git_problem(
 _REASON_MAX = 200
 
 
-def worktree_lock(slot: str, canon: Callable[[str], str] = canonical) -> str | None:
+def worktree_lock(
+    slot: str, canon: Callable[[str], str] = canonical, dotgit_text: str | None = None
+) -> str | None:
     """The reason of a `git worktree lock` on the slot, "" for a lock without one, or None
     when the slot is not locked (or its `.git` names no git dir: `slot_git_problem` says so).
 
@@ -129,8 +138,8 @@ def worktree_lock(slot: str, canon: Callable[[str], str] = canonical) -> str | N
     (`<common dir>/worktrees/<name>/locked`), its content the reason. The pool never locks its
     slots: a lock is another tool's claim on the tree (an agent tool writes
     `--reason "claude-code agent session …"`). A `locked` that is not a readable regular file
-    is still a lock, of an unknown reason. `canon`: as for `slot_git_problem`."""
-    text = read_small(os.path.join(slot, ".git"))
+    is still a lock, of an unknown reason. `canon`, `dotgit_text`: as for `slot_git_problem`."""
+    text = read_small(os.path.join(slot, ".git")) if dotgit_text is None else dotgit_text
     gitdir = _gitdir_line(text, slot, canon) if text is not None else None
     if gitdir is None:
         return None

@@ -39,7 +39,7 @@ from fm_teardown.model.world import (
 )
 from fm_teardown.observe.claim import read_claim
 from fm_teardown.observe.endpoint import endpoint_of, moved_windows, panes_by_window
-from fm_teardown.observe.gitdir import common_dir, slot_git_problem, worktree_lock
+from fm_teardown.observe.gitdir import common_dir, read_small, slot_git_problem, worktree_lock
 from fm_teardown.observe.lazy import LazyMap
 from fm_teardown.observe.tasktmp import task_tmp
 from fm_teardown.observe.window_identity import seen_of
@@ -303,6 +303,8 @@ def assemble(
         if exists and project not in commons:
             commons[project] = common_dir(project)
         claim = read_claim(slot) if exists else None
+        # The slot's `.git`, read once for both of its checks ("": unreadable, or no file).
+        dotgit = (read_small(os.path.join(slot, ".git")) or "") if exists else None
         if claim is not None and claim.task is not None and claim.task not in fleet.records:
             claim = replace(
                 claim, foreign_endpoint=foreign_endpoint(settings, claim, inventory, table, index)
@@ -314,10 +316,10 @@ def assemble(
             pool=reader.view(record.worktree, slot),
             agents=tuple(p for p in procs if classify(p.name, p.argv0) == ProcessClass.AGENT),
             procs=procs,
-            git_problem=slot_git_problem(slot, record.project, commons[project], canon)
-            if exists
+            git_problem=slot_git_problem(slot, record.project, commons[project], canon, dotgit)
+            if dotgit is not None
             else None,
-            lock=worktree_lock(slot, canon) if exists else None,
+            lock=worktree_lock(slot, canon, dotgit) if dotgit is not None else None,
         )
 
     slots = LazyMap(first, facts)
