@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TypeVar, overload
+from typing import NamedTuple, TypeVar, overload
 
 from fm_teardown.decide.case import Case, GoOn, NeedsLanded, Refusal, Ruling, Stale
 from fm_teardown.decide.census import doubts
@@ -121,17 +121,15 @@ def decide(
     return Unfinished(task) if isinstance(out, _Paused) else out
 
 
-class _Paused:
+class _Paused(NamedTuple):
     """Where a walk stopped for TASK's landed facts: its case, the rule that asked, and the
     reasons and warnings said before it. The rules before that one read no landed facts, so
     deciding again with the facts resumes here rather than walking them twice."""
 
-    __slots__ = ("at", "case", "reasons", "warnings")
-
-    def __init__(
-        self, case: Case, at: int, reasons: Sequence[str], warnings: Sequence[str]
-    ) -> None:
-        self.case, self.at, self.reasons, self.warnings = case, at, reasons, warnings
+    case: Case
+    at: int
+    reasons: Sequence[str]
+    warnings: Sequence[str]
 
 
 def _walk(
