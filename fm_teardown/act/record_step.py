@@ -22,7 +22,7 @@ from fm_teardown.model.results import (
     RecordWhat,
 )
 
-__all__ = ["KEPT_SIDECARS", "sidecars", "step_attribution", "step_auth", "step_record"]
+__all__ = ["step_attribution", "step_auth", "step_record"]
 
 
 def step_record(run: Run, record: Record) -> None:
@@ -135,16 +135,3 @@ def _remove(path: str) -> None:
         shutil.rmtree(path)
     else:
         os.unlink(path)
-
-
-# Sidecars that another tool completes after the teardown: never swept (spec §10).
-KEPT_SIDECARS = _sidecars.KEPT_SIDECARS
-
-
-def sidecars(task_id: str, listing: list[str]) -> list[str]:
-    """TASK's `state/<id>.<suffix>` files the sweep removes, judged from this one directory
-    listing (spec §7a, §14.7): only the sidecar names firstmate writes, never a `.meta`
-    (TASK's own goes last, separately), never a file of a longer task id (`<id>.x.meta` in
-    the listing makes every `<id>.x.*` that task's), never a kept sidecar. Any other
-    `<id>.*` file (`<id>.meta.bak`, an editor's copy) is kept (`model/sidecars.py`)."""
-    return list(_sidecars.split(task_id, listing).swept)
