@@ -152,6 +152,8 @@ def step_processes(
                 later=proc_refs(later),
             ),
         )
+    # Ended is gone: an orphan's zombie still answers `kill -0` until init reaps it.
+    processes.wait_reaped(targets + later)
     ended = proc_refs(targets + later, terminals)
     run.note(
         StepName.PROCESSES,

@@ -15,6 +15,7 @@ from fm_teardown.adapters import interrupts
 from fm_teardown.model.world import Proc, ProcessTable
 
 __all__ = [
+    "REAP_WAIT",
     "Signalled",
     "read_argv0",
     "same_process",
@@ -22,6 +23,7 @@ __all__ = [
     "send",
     "terminate",
     "tty_name",
+    "wait_reaped",
 ]
 
 
@@ -244,6 +246,36 @@ def _poll_gone(targets: list[Proc], seconds: float) -> list[Proc]:
         if not alive or time.monotonic() >= deadline or interrupts.requested():
             return alive
         time.sleep(0.02)
+
+
+# How long the processes step waits for init to reap what it ended. An orphan's zombie is
+# init's to reap, and some inits reap only every second or two: until then the pid still
+# answers `kill -0`, and a caller that checks "gone" right after the teardown sees it. A
+# zombie holds no cwd and no files, so past this bound the step goes on.
+REAP_WAIT = 5.0
+
+
+def wait_reaped(targets: list[Proc], seconds: float = REAP_WAIT) -> None:
+    """Wait up to `seconds` (polling, ending early on an interrupt) until none of `targets` is
+    left as a zombie that init (pid 1) has yet to reap. A zombie whose parent is any other
+    process is that parent's to reap, and is not waited for."""
+    deadline = time.monotonic() + seconds
+    while any(_unreaped_orphan(t) for t in targets):
+        if time.monotonic() >= deadline or interrupts.requested():
+            return
+        time.sleep(0.02)
+
+
+def _unreaped_orphan(target: Proc) -> bool:
+    import psutil
+
+    try:
+        p = psutil.Process(target.pid)
+        if abs(p.create_time() - target.start_time) > 0.01:
+            return False
+        return p.status() == psutil.STATUS_ZOMBIE and p.ppid() == 1
+    except psutil.Error:
+        return False
 
 
 def terminate(
