@@ -175,6 +175,90 @@ def test_processes_ended_in_the_slot_are_named_in_the_scripts_words(fleet: Fleet
     assert "reaping leaked" not in r.stderr
 
 
+def group_leader(fleet: Fleet, cwd: Path, *members: Path) -> subprocess.Popen[bytes]:
+    """A `sleep` leading a process group of its own in `cwd`, and one more `sleep` of that
+    group in each of `members` (started by the shell that becomes the leader)."""
+    script = "".join(f"cd {m} && exec sleep 100000 & " for m in members)
+    leader = subprocess.Popen(
+        ["sh", "-c", f"{script}cd {cwd} && exec sleep 100000"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    fleet.procs.append(leader)
+    fleet.tracked.add(leader.pid)
+
+    def sleeping_where() -> dict[str, int]:
+        """cwd -> pid of each `sleep` of the group."""
+        found = {}
+        for d in os.listdir("/proc"):
+            if d.isdigit() and _pgid(int(d)) == leader.pid and _comm(int(d)) == "sleep":
+                found[_cwd(int(d)) or ""] = int(d)
+        return found
+
+    wanted = {str(cwd), *map(str, members)}
+    wait_for(lambda: set(sleeping_where()) >= wanted, what="the process group")
+    fleet.tracked.update(sleeping_where().values())
+    return leader
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def _cwd(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None
+
+
+def test_a_process_group_ended_whole_is_named_in_the_scripts_words(fleet: Fleet) -> None:
+    """A process in the slot leading a group whose every member works in the slot: the group
+    is gone when the step is done, and the drop-in says so as the script did
+    (`reaping leaked worktree process group for <id>: <pgid>`)."""
+    task = tid("grp")
+    slot = fleet.slot(1, holder=task)
+    fleet.task(task, slot, "dead")
+    (sub := slot / "sub").mkdir()
+    leader = group_leader(fleet, slot, sub)
+    r = fm_teardown(fleet, task)
+    assert r.returncode == 0, r.stderr
+    assert f"teardown: reaping leaked worktree process group for {task}: {leader.pid}\n" in (
+        r.stderr
+    )
+    assert leader.wait(timeout=10) != 0
+    with pytest.raises(ProcessLookupError):
+        os.killpg(leader.pid, 0)
+
+
+def test_a_group_with_a_member_outside_the_slot_is_not_said_reaped(fleet: Fleet) -> None:
+    """The same leader, but a member of its group works outside the slot: fm ends only what
+    is in the slot, so the group lives on and no group line is said."""
+    task = tid("grpout")
+    slot = fleet.slot(1, holder=task)
+    fleet.task(task, slot, "dead")
+    (outside := fleet.root / "elsewhere").mkdir()
+    leader = group_leader(fleet, slot, outside)
+    r = fm_teardown(fleet, task)
+    assert r.returncode == 0, r.stderr
+    assert f"teardown: reaping leaked worktree process(es) for {task}: {leader.pid}\n" in (r.stderr)
+    assert "process group" not in r.stderr
+    os.killpg(leader.pid, 0)  # the member outside runs on
+    os.killpg(leader.pid, 9)
+
+
 def test_fm_home_falls_back_to_fm_root_override(fleet: Fleet) -> None:
     slot = fleet.slot(1, holder=ID_T1)
     fleet.task(ID_T1, slot, "dead")

@@ -106,6 +106,9 @@ def step_processes(
     if not targets:
         run.note(StepName.PROCESSES, target, ProcessesResult(ProcessesWhat.NONE_THERE))
         return
+    # Which of them lead a process group, read before they are signalled (a gone one leads
+    # none): said as the whole group reaped once nothing of that group is left.
+    leaders = {p.pid for p in targets if processes.leads_group(p.pid)}
     processes.terminate(targets, run.settings.term_grace, run.settings.kill_wait, run.signalled)
     if interrupts.requested():
         raise run.fail(StepName.PROCESSES, target, ProcessesResult(ProcessesWhat.INTERRUPTED))
@@ -116,6 +119,7 @@ def step_processes(
     # its task a live owner), in the slot from the start, which the return would end anyway.
     released = [p for p in left if p.pid not in signalled and (p.pid, p.start_time) in present]
     if released:
+        leaders |= {p.pid for p in released if processes.leads_group(p.pid)}
         processes.terminate(
             released, run.settings.term_grace, run.settings.kill_wait, run.signalled
         )
@@ -135,6 +139,7 @@ def step_processes(
             for p in left
         ):
             break
+        leaders |= {p.pid for p in left if processes.leads_group(p.pid)}
         processes.terminate(left, run.settings.term_grace, run.settings.kill_wait, run.signalled)
         later += left
         signalled |= {p.pid for p in left}
@@ -155,10 +160,11 @@ def step_processes(
     # Ended is gone: an orphan's zombie still answers `kill -0` until init reaps it.
     processes.wait_reaped(targets + later)
     ended = proc_refs(targets + later, terminals)
+    groups = tuple(sorted(g for g in leaders if processes.group_gone(g)))
     run.note(
         StepName.PROCESSES,
         target,
-        ProcessesResult(ProcessesWhat.ENDED, ended, later=proc_refs(later)),
+        ProcessesResult(ProcessesWhat.ENDED, ended, later=proc_refs(later), groups=groups),
     )
 
 

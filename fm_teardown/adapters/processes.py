@@ -17,6 +17,8 @@ from fm_teardown.model.world import Proc, ProcessTable
 __all__ = [
     "REAP_WAIT",
     "Signalled",
+    "group_gone",
+    "leads_group",
     "read_argv0",
     "same_process",
     "scan",
@@ -276,6 +278,36 @@ def _unreaped_orphan(target: Proc) -> bool:
         return p.status() == psutil.STATUS_ZOMBIE and p.ppid() == 1
     except psutil.Error:
         return False
+
+
+def leads_group(pid: int) -> bool:
+    """True when `pid` leads its own process group (None of that if it is gone)."""
+    try:
+        return os.getpgid(pid) == pid
+    except OSError:
+        return False
+
+
+def group_gone(pgid: int) -> bool:
+    """True when every process left in process group `pgid` is a zombie (ended, its parent
+    yet to reap it), or none is left. False when /proc cannot be read."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return False
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue  # gone meanwhile
+        # After the name's closing parenthesis: state, ppid, pgrp.
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+            return False
+    return True
 
 
 def terminate(

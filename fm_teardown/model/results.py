@@ -204,6 +204,9 @@ class ProcessesResult:
     # of them an agent or in a terminal, TASK the slot's only claimant: ended on a later
     # pass. Also in `ended` when the step ended them all.
     later: tuple[ProcRef, ...] = ()
+    # The process groups led by a process the step ended of which nothing is left when the
+    # step is done: the whole group was ended (firstmate's callers read those as such).
+    groups: tuple[int, ...] = ()
 
     @property
     def outcome(self) -> StepOutcome:

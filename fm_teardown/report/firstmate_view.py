@@ -74,11 +74,20 @@ def success(record: Record, reminder: str | None) -> None:
 def operator_lines(outcome: Outcome) -> None:
     """The script's progress lines its callers read, said of what fm did: the processes it
     ended in the slot or the task's temp dir (`teardown: reaping leaked worktree process(es)
-    for <id>: <pids>`)."""
+    for <id>: <pids>`), then each process group of which the step ended the leader and left
+    nothing (`teardown: reaping leaked worktree process group for <id>: <pgid>`)."""
+    from fm_teardown.model.results import ProcessesResult
+
     if not outcome.signalled:
         return
     pids = " ".join(str(sig.pid) for sig in outcome.signalled)
     sys.stderr.write(f"teardown: reaping leaked worktree process(es) for {outcome.task}: {pids}\n")
+    for st in outcome.steps:
+        if isinstance(st.result, ProcessesResult):
+            for group in st.result.groups:
+                sys.stderr.write(
+                    f"teardown: reaping leaked worktree process group for {outcome.task}: {group}\n"
+                )
 
 
 def lead_line(outcome: Outcome) -> tuple[str, bool]:
