@@ -247,7 +247,8 @@ def teardown(
             "--expect-plan",
             metavar="[TASK=]TOKEN",
             help="Refuse unless the plan is still the one a dry run printed (`plan: TOKEN`); "
-            "with several tasks or --landed, once per task as TASK=TOKEN.",
+            "with several tasks or --landed, once per task as TASK=TOKEN. A changed plan "
+            "refuses: 4 when it now has a live owner, else 5 (fm runbook plan-changed).",
             show_default=False,
         ),
     ] = None,

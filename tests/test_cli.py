@@ -43,6 +43,14 @@ def test_help_exits_0() -> None:
     assert r.returncode == 0 and "--discard-live-owner" in r.stdout
 
 
+def test_the_help_of_expect_plan_says_what_a_changed_plan_exits() -> None:
+    r = run("-m", "fm_teardown", "teardown", "--help")
+    # The option's own help: from its line to the next option's, wrapped as the terminal is.
+    text = " ".join(r.stdout.split("--expect-plan", 1)[1].split("--no-journal", 1)[0].split())
+    assert "A changed plan refuses: 4 when it now has a live owner, else 5" in text, text
+    assert "(fm runbook plan-changed)" in text, text
+
+
 def test_task_ids_complete_from_the_state_dir(tmp_path: Path) -> None:
     state = tmp_path / "state"
     state.mkdir()
