@@ -454,13 +454,18 @@ class Fleet:
         self.tracked.update(pids)
         return Task(task_id, slot, meta, f"{session}:fm-{task_id}", pids)
 
-    def spawn(self, argv: list[str], cwd: Path) -> subprocess.Popen[bytes]:
+    def spawn(
+        self, argv: list[str], cwd: Path, *, new_session: bool = False
+    ) -> subprocess.Popen[bytes]:
+        """`argv` running in `cwd`, reaped at the end; with `new_session`, in a session (and
+        process group) of its own, on no terminal."""
         p = subprocess.Popen(
             argv,
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=new_session,
         )
         self.procs.append(p)
         self.tracked.add(p.pid)
@@ -705,14 +710,4 @@ def pane_shell(fleet: Fleet, server: Tmux, session: str, name: str, cwd: Path) -
 
 def agent_alone(fleet: Fleet, cwd: Path) -> subprocess.Popen[bytes]:
     """An agent stand-in in no pane and on no terminal (orphaned: its own session)."""
-    p = subprocess.Popen(
-        [str(fleet.bin / "claude"), "100000"],
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    fleet.procs.append(p)
-    fleet.tracked.add(p.pid)
-    return p
+    return fleet.spawn([str(fleet.bin / "claude"), "100000"], cwd, new_session=True)

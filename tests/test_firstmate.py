@@ -179,15 +179,7 @@ def group_leader(fleet: Fleet, cwd: Path, *members: Path) -> subprocess.Popen[by
     """A `sleep` leading a process group of its own in `cwd`, and one more `sleep` of that
     group in each of `members` (started by the shell that becomes the leader)."""
     script = "".join(f"cd {m} && exec sleep 100000 & " for m in members)
-    leader = subprocess.Popen(
-        ["sh", "-c", f"{script}cd {cwd} && exec sleep 100000"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    fleet.procs.append(leader)
-    fleet.tracked.add(leader.pid)
+    leader = fleet.spawn(["sh", "-c", f"{script}exec sleep 100000"], cwd, new_session=True)
 
     def sleeping_where() -> dict[str, int]:
         """cwd -> pid of each `sleep` of the group."""
