@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.fleet import Fleet, git, gone, tid, tree_hash
+from tests.fleet import Fleet, git, gone, tid, tree_hash, wait_for
 
 ID_ALPHA = tid("alpha")
 ID_BRAVO = tid("bravo")
@@ -360,6 +360,41 @@ def test_an_interrupted_run_stops_at_a_step_boundary(fleet: Fleet, sig: signal.S
     assert (fleet.pool / "treehouse-state.json").read_bytes() == pool_before
     code, doc = fleet.fm_json("teardown", ID_T1)  # the same command finishes the job
     assert (code, doc["verdict"]) == (0, "proceed")
+
+
+def test_an_interrupt_while_waiting_for_the_slot_lock_stops_the_run(fleet: Fleet) -> None:
+    """Another teardown holds the slot's lock (FM_LOCK_WAIT_SECS long): Ctrl-C during the
+    wait stops the run there (130, the steps after the endpoint left, the record kept), not
+    when the wait runs out."""
+    import fcntl
+
+    from fm_teardown.act.lock import lock_path
+
+    slot = fleet.slot(1, holder=ID_T1)
+    fleet.task(ID_T1, slot, "dead")
+    pool_before = (fleet.pool / "treehouse-state.json").read_bytes()
+    lock = lock_path(fleet.state, os.path.realpath(slot))
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        proc, pause = fleet.fm_paused("after-endpoint", ID_T1)
+        pause.unlink()
+
+        def waiting() -> bool:  # fm has the lock file open: it is waiting for it
+            fds = Path(f"/proc/{proc.pid}/fd")
+            return any(os.path.realpath(f) == str(lock) for f in fds.iterdir())
+
+        wait_for(waiting, what="fm waiting for the slot lock")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        os.close(fd)
+    assert proc.returncode == 130, (out, err)
+    assert "fm: interrupted" in err and "left: processes" in err, err
+    doc = json.loads(out)
+    assert outcomes(doc)[:2] == [("endpoint", "done"), ("processes", "skipped")]
+    assert (fleet.state / f"{ID_T1}.meta").exists()
+    assert (fleet.pool / "treehouse-state.json").read_bytes() == pool_before
 
 
 def test_a_refusal_found_at_the_recheck_says_the_endpoint_was_ended(fleet: Fleet) -> None:

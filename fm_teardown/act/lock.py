@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from fm_teardown.adapters import safefile
+from fm_teardown.adapters import interrupts, safefile
 from fm_teardown.model.errors import FmError, Verdict
 
 __all__ = ["lock_path", "slot_lock"]
@@ -76,6 +76,10 @@ def _acquire(fd: int, path: Path, slot: str, timeout: float, deadline: float) ->
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
         except BlockingIOError:
+            if interrupts.requested():
+                # Ctrl-C while another teardown holds the slot: stop here, not when the
+                # (long) wait runs out; nothing was done under the lock.
+                raise interrupts.Interrupted(f"waiting for the slot lock {path}") from None
             if time.monotonic() >= deadline:
                 raise FmError(
                     Verdict.FAILED,
