@@ -307,6 +307,9 @@ def run_one(
     if flags.dry_run:
         # A dry run takes no lock: it says what a real run would meet now.
         busy = lifecycle.probe(s.state_dir, task) if s.state_dir.is_dir() else None
+        home = _children_home(s, task, flags) if busy is None else None
+        if home is not None:
+            busy = lifecycle.probe_descendants(Path(home))
         if busy is not None:
             return Outcome.of_error(task, busy, dry_run=True)
         return _decided(s, task, flags, guard, journal_required=journal_required, converge=converge)
@@ -328,16 +331,7 @@ def run_one(
 def _children_locked(s: Settings, task: str, flags: Flags) -> Iterator[None]:
     """A forced secondmate teardown takes its children's records with it: it holds their
     lifecycle locks too (read once TASK's own are held)."""
-    from fm_teardown.model.records import load_record
-
-    home = None
-    if flags.force:
-        try:
-            record = load_record(s.state_dir, task)
-        except FmError:
-            record = None  # the run itself says why
-        if record is not None and record.kind == "secondmate":
-            home = record.home or record.worktree
+    home = _children_home(s, task, flags)
     if home is None:
         yield
         return
@@ -345,6 +339,22 @@ def _children_locked(s: Settings, task: str, flags: Flags) -> Iterator[None]:
 
     with lifecycle.descendant_locks(Path(home)):
         yield
+
+
+def _children_home(s: Settings, task: str, flags: Flags) -> str | None:
+    """The home whose children's records a forced secondmate teardown takes with it, or None
+    (not forced, not a secondmate, or a record the run itself refuses)."""
+    from fm_teardown.model.records import load_record
+
+    if not flags.force:
+        return None
+    try:
+        record = load_record(s.state_dir, task)
+    except FmError:
+        return None  # the run itself says why
+    if record.kind != "secondmate":
+        return None
+    return record.home or record.worktree
 
 
 def _decided(

@@ -129,6 +129,15 @@ def test_a_forced_secondmate_teardown_holds_its_childrens_locks(fleet: Fleet) ->
     child(fleet, home, kid_b, fleet.slot(3, holder=kid_b))
     firstmate_lock(home / "state" / f".control-{kid_b}.lock", holder(fleet).pid)
     before = fleet.snapshot(home)
+    locks_before = sorted(os.listdir(home / "state"))
+    # The dry run predicts it, taking nothing (no lock of kid_a's, no owner dir of fm's).
+    r = fleet.fm("teardown", sm, "--force", "--dry-run")
+    assert r.returncode == 5, r.stdout + r.stderr
+    assert f"descendant task {kid_b} has a lifecycle action in flight" in r.stderr
+    assert sorted(os.listdir(home / "state")) == locks_before
+    # Without --force the children's records stay: their locks are not the run's.
+    r = fleet.fm("teardown", sm, "--dry-run")
+    assert "lifecycle action" not in r.stdout + r.stderr
     r = fleet.fm("teardown", sm, "--force")
     assert r.returncode == 5, r.stdout + r.stderr
     assert f"descendant task {kid_b} has a lifecycle action in flight" in r.stderr

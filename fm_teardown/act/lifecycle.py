@@ -22,7 +22,7 @@ import re
 import stat
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -36,6 +36,7 @@ __all__ = [
     "lifecycle_locks",
     "meta_path",
     "probe",
+    "probe_descendants",
     "release",
     "try_acquire",
 ]
@@ -323,11 +324,32 @@ def descendant_locks(home: Path) -> Iterator[None]:
     its control lock before its meta lock; a child secondmate's home after its own locks),
     each tried once: one held refuses the run before anything is changed."""
     with ExitStack() as stack:
-        _lock_home(stack, home, 0)
+        _walk_home(home, 0, lambda lock, busy: _take(stack, lock, busy))
         yield
 
 
-def _lock_home(stack: ExitStack, home: Path, depth: int) -> None:
+def probe_descendants(home: Path) -> FmError | None:
+    """What a dry run of a forced secondmate teardown predicts: the refusal the real run's
+    `descendant_locks` would make now (the first of them held, in the same order), or None.
+    Takes nothing."""
+    try:
+        _walk_home(home, 0, _check)
+    except FmError as err:
+        return err
+    return None
+
+
+def _check(lock: Path, busy: str) -> None:
+    try:
+        held = holder(lock)
+    except OSError:
+        return  # unreadable here; the real run's take of it says why
+    if held is not None:
+        raise refused(busy, unchanged=True)
+
+
+def _walk_home(home: Path, depth: int, visit: Callable[[Path, str], None]) -> None:
+    """Visit every lock of `home`'s descendants in the order firstmate's script takes them."""
     state = home / "state"
     if not state.is_dir() or state.is_symlink():
         return
@@ -335,8 +357,7 @@ def _lock_home(stack: ExitStack, home: Path, depth: int) -> None:
         raise refused(
             f"secondmate homes nest deeper than {_MAX_DEPTH} below {home}", unchanged=True
         )
-    _take(
-        stack,
+    visit(
         state / ".task-set.lock",
         f"secondmate home {home} is publishing a task right now (task-set lock is held)",
     )
@@ -346,19 +367,17 @@ def _lock_home(stack: ExitStack, home: Path, depth: int) -> None:
         if name.endswith(".meta") and _CHILD_ID.fullmatch(name[: -len(".meta")])
     )
     for child in children:
-        _take(
-            stack,
+        visit(
             control_path(state, child),
             f"descendant task {child} has a lifecycle action in flight (control lock is held)",
         )
-        _take(
-            stack,
+        visit(
             meta_path(state, child),
             f"descendant task {child} has a metadata update in flight (metadata lock is held)",
         )
         sub = _secondmate_home(state, child)
         if sub is not None:
-            _lock_home(stack, sub, depth + 1)
+            _walk_home(sub, depth + 1, visit)
 
 
 def _take(stack: ExitStack, lock: Path, busy: str) -> None:
