@@ -4,15 +4,19 @@ journal read is what it was when act wrote sentences, and each kind of result is
 from __future__ import annotations
 
 from enum import Enum
+from typing import get_args
 
 import pytest
 
 from fm_teardown.adapters import processes
 from fm_teardown.model import messages
+from fm_teardown.model.errors import Verdict
 from fm_teardown.model.plan import Step, StepName, StepOutcome
 from fm_teardown.model.results import (
     AttributionResult,
     AttributionWhat,
+    AuthLeft,
+    AuthLeftWhy,
     AuthResult,
     BranchResult,
     BranchUse,
@@ -43,6 +47,18 @@ from fm_teardown.model.results import (
     Terminal,
     Unlinked,
     UnlinkWhat,
+)
+from fm_teardown.model.step_warnings import (
+    AttributionFailed,
+    BranchKept,
+    ClaimKept,
+    DecidedAgain,
+    DecisionChanged,
+    EndpointKept,
+    HooksUnknown,
+    RerunForNewDecision,
+    RunWarning,
+    StepWarning,
 )
 
 D, A, S, F = StepOutcome.DONE, StepOutcome.ABSENT, StepOutcome.SKIPPED, StepOutcome.FAILED
@@ -490,3 +506,67 @@ def test_a_shell_no_task_holds_is_named_by_what_is_known_of_its_terminal(
 )
 def test_a_controlling_terminal_is_named_from_proc_tty_nr(tty_nr: int, name: str | None) -> None:
     assert processes.tty_name(tty_nr) == name
+
+
+# Every warning a run gives, with the words act wrote before warnings were values.
+WARNINGS: list[tuple[RunWarning, str]] = [
+    (
+        EndpointKept(EndpointResult(EndpointWhat.STILL_PRESENT_FORCED, W, "fm-t"), "s:=fm-t"),
+        "tmux: window @3, @4 is still present after kill-window (target s:=fm-t); continuing "
+        "because of --force",
+    ),
+    (
+        HooksUnknown(HooksResult(HooksWhat.UNTRACKED_UNKNOWN, error="git failed")),
+        "hooks: cannot tell which hook files git tracks: git failed",
+    ),
+    (
+        BranchKept(BranchResult(BranchWhat.UNLISTED, project="/p", error="boom")),
+        "branch: cannot list the worktrees of /p: boom",
+    ),
+    (
+        ClaimKept(ClaimResult(ClaimWhat.FAILED, "/s/.fm-claim", error="EPERM")),
+        "claim: could not remove the slot claim /s/.fm-claim: EPERM",
+    ),
+    (
+        AuthLeft(AuthLeftWhy.UNREADABLE, "/st/t.kimi-turnend-token", problem="is a symlink"),
+        "auth: /st/t.kimi-turnend-token is a symlink: its hook auth entry was not removed",
+    ),
+    (
+        AuthLeft(AuthLeftWhy.NO_TOKEN, "/st/t.kimi-turnend-token", token="a/b"),
+        "auth: /st/t.kimi-turnend-token holds no usable token ('a/b'): ignored",
+    ),
+    (
+        AuthLeft(AuthLeftWhy.NO_HOME, "/st/t.kimi-turnend-token"),
+        "auth: no home to find the entry of /st/t.kimi-turnend-token in: not removed",
+    ),
+    (
+        AuthLeft(AuthLeftWhy.NOT_UNLINKED, "/h/d/tok", unlinked=Unlinked(UnlinkWhat.IS_DIR)),
+        "auth: /h/d/tok: left: it is a directory",
+    ),
+    (
+        AttributionFailed("t"),
+        "could not append AI effort attribution for task t; teardown will continue",
+    ),
+    (
+        DecidedAgain("t", Verdict.PROCEED, Verdict.LIVE_OWNER),
+        "t's window changed between deciding and acting, so it was decided again (was "
+        "proceed, now live-owner); nothing more was sent or killed",
+    ),
+    (
+        DecisionChanged(Verdict.PROCEED, Verdict.STALE),
+        "the decision changed while acting (was proceed, now stale): nothing more was changed",
+    ),
+    (RerunForNewDecision(), "re-run the same command to act on the new decision"),
+    ("a decision's own words", "a decision's own words"),
+]
+
+
+@pytest.mark.parametrize(("warning", "text"), WARNINGS)
+def test_each_warning_has_its_words(warning: RunWarning, text: str) -> None:
+    assert messages.warning_text(warning) == text
+
+
+def test_every_kind_of_warning_is_pinned() -> None:
+    kinds = {type(w) for w, _ in WARNINGS}
+    assert set(get_args(StepWarning)) <= kinds
+    assert set(AuthLeftWhy) <= {w.why for w, _ in WARNINGS if isinstance(w, AuthLeft)}

@@ -11,13 +11,13 @@ from dataclasses import replace
 from fm_teardown.act import gitlock
 from fm_teardown.act.run_state import Run
 from fm_teardown.adapters import interrupts, pool, processes
-from fm_teardown.model import messages
 from fm_teardown.model.errors import FmError, Lead, Verdict
 from fm_teardown.model.leases import lease_name, lease_task, unconditional_only
 from fm_teardown.model.paths import canonical, is_within
 from fm_teardown.model.plan import Decision, StepName, StepOutcome
 from fm_teardown.model.records import Record
 from fm_teardown.model.results import BranchResult, BranchWhat, HooksWhat, PoolResult, PoolWhat
+from fm_teardown.model.step_warnings import BranchKept, ClaimKept, HooksUnknown
 
 __all__ = ["step_branch", "step_claim", "step_hooks", "step_pool"]
 
@@ -29,7 +29,7 @@ def step_hooks(run: Run, slot: str) -> None:
 
     result = remove_hooks(slot)
     if result.what == HooksWhat.UNTRACKED_UNKNOWN:
-        run.warnings.append(messages.hooks_warning(result))
+        run.warnings.append(HooksUnknown(result))
     run.note(StepName.HOOKS, slot, result)
 
 
@@ -204,7 +204,7 @@ def step_branch(run: Run, record: Record, d: Decision) -> None:
         record.project, b.name, b.commit, b.default, d.slot, run.seams.branch_held
     )
     if result.warns:
-        run.warnings.append(messages.branch_warning(result))
+        run.warnings.append(BranchKept(result))
     run.note(StepName.BRANCH, target, result)
 
 
@@ -214,5 +214,5 @@ def step_claim(run: Run, path: str, task: str) -> None:
 
     result = remove_own_claim(path, task, run.seams.claim_names)
     if result.warns:
-        run.warnings.append(messages.claim_warning(result))
+        run.warnings.append(ClaimKept(result))
     run.note(StepName.CLAIM, path, result)

@@ -19,6 +19,8 @@ from fm_teardown.model.reasons import Finished, FinishedWhy, NotSelectedReason, 
 from fm_teardown.model.results import (
     AttributionResult,
     AttributionWhat,
+    AuthLeft,
+    AuthLeftWhy,
     AuthResult,
     BranchResult,
     BranchUse,
@@ -50,27 +52,30 @@ from fm_teardown.model.results import (
     Unlinked,
     UnlinkWhat,
 )
+from fm_teardown.model.step_warnings import (
+    AttributionFailed,
+    BranchKept,
+    ClaimKept,
+    DecidedAgain,
+    DecisionChanged,
+    EndpointKept,
+    HooksUnknown,
+    RerunForNewDecision,
+    RunWarning,
+)
 
 if TYPE_CHECKING:
     from fm_teardown.model.outcome import Outcome
 
 __all__ = [
-    "HANGUP_SIGNAL",
     "NOTHING_CHANGED",
-    "RERUN_FOR_NEW_DECISION",
-    "attribution_warning",
     "bare_reasons",
     "belongs_now",
-    "branch_warning",
-    "claim_warning",
     "decision_reasons",
     "detail",
-    "endpoint_changed_warning",
-    "endpoint_warning",
     "error_line",
     "error_reason",
     "finished_reason",
-    "hooks_warning",
     "interrupted_line",
     "landed_by",
     "led",
@@ -82,13 +87,11 @@ __all__ = [
     "shell_where",
     "tail",
     "unlinked",
+    "warning_text",
+    "warnings_text",
 ]
 
 NOTHING_CHANGED = "nothing was changed"
-# How the journal's `signalled` names the signal a window kill sends: the hangup of the
-# terminal of each of its panes.
-HANGUP_SIGNAL = "SIGHUP (window killed)"
-RERUN_FOR_NEW_DECISION = "re-run the same command to act on the new decision"
 
 
 def belongs_now(owner: str) -> str:
@@ -268,7 +271,7 @@ def _drift(d: Drift) -> str:
             )
 
 
-def endpoint_changed_warning(task: str, *, before: object, now: object) -> str:
+def _endpoint_changed(task: str, *, before: object, now: object) -> str:
     return (
         f"{task}'s window changed between deciding and acting, so it was decided again "
         f"(was {before}, now {now}); nothing more was sent or killed"
@@ -296,7 +299,7 @@ def _still_present(r: EndpointResult) -> str:
     return f"window {', '.join(r.windows)} is still present after kill-window"
 
 
-def endpoint_warning(r: EndpointResult, target: str) -> str:
+def _endpoint_kept(r: EndpointResult, target: str) -> str:
     return f"tmux: {_still_present(r)} (target {target}); continuing because of --force"
 
 
@@ -368,7 +371,7 @@ def _hooks_unknown(r: HooksResult) -> str:
     return f"cannot tell which hook files git tracks: {r.error}"
 
 
-def hooks_warning(r: HooksResult) -> str:
+def _hooks_warning(r: HooksResult) -> str:
     return f"hooks: {_hooks_unknown(r)}"
 
 
@@ -419,7 +422,7 @@ def _branch(r: BranchResult) -> str:
             return f"deleted {r.branch} (it named {r.commit[:12]})"
 
 
-def branch_warning(r: BranchResult) -> str:
+def _branch_warning(r: BranchResult) -> str:
     return f"branch: {_branch_problem(r)}"
 
 
@@ -437,12 +440,56 @@ def _claim(r: ClaimResult) -> str:
             return f"removed {r.path}"
 
 
-def claim_warning(r: ClaimResult) -> str:
+def _claim_warning(r: ClaimResult) -> str:
     return f"claim: {_claim(r)}"
 
 
-def attribution_warning(task: str) -> str:
-    return f"could not append AI effort attribution for task {task}; teardown will continue"
+def _auth_left(w: AuthLeft) -> str:
+    match w.why:
+        case AuthLeftWhy.UNREADABLE:
+            return f"auth: {w.path} {w.problem}: its hook auth entry was not removed"
+        case AuthLeftWhy.NO_TOKEN:
+            return f"auth: {w.path} holds no usable token ({w.token!r}): ignored"
+        case AuthLeftWhy.NO_HOME:
+            return f"auth: no home to find the entry of {w.path} in: not removed"
+        case AuthLeftWhy.NOT_UNLINKED:
+            assert w.unlinked is not None
+            return f"auth: {w.path}: {unlinked(w.unlinked)}"
+
+
+def warning_text(w: RunWarning) -> str:
+    """A warning's words: the decision's are words already; a run's are made here."""
+    match w:
+        case str():
+            return w
+        case EndpointKept():
+            return _endpoint_kept(w.result, w.target)
+        case HooksUnknown():
+            return _hooks_warning(w.result)
+        case BranchKept():
+            return _branch_warning(w.result)
+        case ClaimKept():
+            return _claim_warning(w.result)
+        case AuthLeft():
+            return _auth_left(w)
+        case AttributionFailed():
+            return (
+                f"could not append AI effort attribution for task {w.task}; teardown will continue"
+            )
+        case DecidedAgain():
+            return _endpoint_changed(w.task, before=w.before, now=w.now)
+        case DecisionChanged():
+            return (
+                f"the decision changed while acting (was {w.before}, now {w.now}): "
+                "nothing more was changed"
+            )
+        case RerunForNewDecision():
+            return "re-run the same command to act on the new decision"
+
+
+def warnings_text(o: Outcome) -> tuple[str, ...]:
+    """An outcome's warnings in words, in order."""
+    return tuple(warning_text(w) for w in o.warnings)
 
 
 def _pool(r: PoolResult) -> str:

@@ -10,9 +10,14 @@ from dataclasses import replace
 
 from fm_teardown.model.errors import ExitCode, FmError, Lead, Verdict
 from fm_teardown.model.plan import Decision, Step, StepName, StepOutcome
+from fm_teardown.model.step_warnings import RunWarning
 from fm_teardown.model.values import value
 
-__all__ = ["Outcome", "Result", "Signal", "Skipped"]
+__all__ = ["WINDOW_KILL_SIGNAL", "Outcome", "Result", "Signal", "Skipped"]
+
+# How `signals` names the hangup a window kill sends to its panes' processes, beside the
+# `SIGTERM` and `SIGKILL` of the processes step (the journal and the JSON list them).
+WINDOW_KILL_SIGNAL = "SIGHUP (window killed)"
 
 
 @value
@@ -35,7 +40,8 @@ class Outcome:
     # None when the run ended before a decision (a bad request, TASK's own record unsafe).
     decision: Decision | None = None
     steps: tuple[Step, ...] = ()  # the plan (dry run, refusal) or the steps as they ran
-    warnings: tuple[str, ...] = ()
+    # The decision's (its words) and the run's (`step_warnings`: values report/ words).
+    warnings: tuple[RunWarning, ...] = ()
     hints: tuple[str, ...] = ()
     signalled: tuple[Signal, ...] = ()  # by the processes step (firstmate's "reaping" line)
     # Hung up by the endpoint step's window kill (its panes' processes and foreground groups).

@@ -155,7 +155,9 @@ def headline(o: Outcome) -> str:
     if o.exit_code == ExitCode.FAILED:
         failed = next((s for s in o.steps if s.outcome == StepOutcome.FAILED), None)
         cause = (
-            f"{failed.step}: {messages.detail(failed)}" if failed else (o.warnings or ("?",))[-1]
+            f"{failed.step}: {messages.detail(failed)}"
+            if failed
+            else (messages.warnings_text(o) or ("?",))[-1]
         )
         return f"FAILED — {task} stopped at {cause}; the record is kept"
     if o.verdict == Verdict.PROCEED:
@@ -254,7 +256,7 @@ def render_outcome(
         for i, s in enumerate(o.steps, 1):
             detail = messages.detail(s)
             out_p.line(f"  {i}. {s.step} [{s.outcome}] {short(s.target)}: {short(detail)}")
-    for text in o.warnings:
+    for text in messages.warnings_text(o):
         err_p.line(f"warning: {short(text)}", "yellow")
     for h in o.hints:
         # Never shortened: a hint is a command to run from where the operator stands, so its

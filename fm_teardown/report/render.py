@@ -94,7 +94,7 @@ def outcome_json(o: Outcome) -> dict[str, Any]:
         for w in (d.owners if d else ())
     ]
     doc["steps"] = [step_json(s) for s in o.steps]
-    doc["warnings"] = list(o.warnings)
+    doc["warnings"] = list(messages.warnings_text(o))
     doc["hints"] = list(o.hints)
     doc["runbook"] = runbook_for(o)
     if d is None:
