@@ -83,6 +83,7 @@ __all__ = [
     "nothing_changed",
     "reasons",
     "refusal_line",
+    "refused_reasons",
     "result_text",
     "shell_where",
     "tail",
@@ -580,12 +581,17 @@ def reasons(o: Outcome) -> tuple[str, ...]:
     return (led(o.lead, said[0]), *said[1:])
 
 
+def refused_reasons(said: tuple[str, ...], refused: bool) -> tuple[str, ...]:
+    """Reasons as shown before anything was done: a refusal's first one is `REFUSED: …` and
+    says that nothing was changed (a decision's, an audit row's)."""
+    if not said or not refused:
+        return said
+    return (refusal_line(nothing_changed(said[0])), *said[1:])
+
+
 def decision_reasons(d: Decision) -> tuple[str, ...]:
-    """A decision's reasons as shown: a refusal's first one is `REFUSED: …` and says that
-    nothing was changed."""
-    if not d.reasons or not d.refused:
-        return d.reasons
-    return (refusal_line(nothing_changed(d.reasons[0])), *d.reasons[1:])
+    """A decision's reasons as shown."""
+    return refused_reasons(d.reasons, d.refused)
 
 
 def interrupted_line(o: Outcome) -> str:

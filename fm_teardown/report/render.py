@@ -147,7 +147,7 @@ def audit_json(a: Audit) -> dict[str, Any]:
                 "endpoint": r.endpoint,
                 "verdict": str(r.verdict),
                 "exit_code": r.exit_code,
-                "reasons": list(r.reasons),
+                "reasons": list(messages.refused_reasons(r.reasons, r.refused)),
                 "headline": r.headline,
                 "plan_id": r.plan_id,
                 "owners": list(r.owners),
