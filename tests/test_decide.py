@@ -21,7 +21,6 @@ from unittest import mock
 import pytest
 
 from fm_teardown.decide.rules import Unfinished, decide
-from fm_teardown.model import messages
 from fm_teardown.model.errors import ExitCode, Verdict
 from fm_teardown.model.paths import is_within
 from fm_teardown.model.plan import Decision, Flags
@@ -44,6 +43,7 @@ from fm_teardown.model.world import (
     TmuxInventory,
 )
 from fm_teardown.observe.observation import assemble, ready
+from fm_teardown.report import messages
 
 HOME = "/home/op"
 FM_HOME = "/home/op/fleet"

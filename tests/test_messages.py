@@ -9,7 +9,7 @@ from typing import get_args
 import pytest
 
 from fm_teardown.adapters import processes
-from fm_teardown.model import messages
+from fm_teardown.decide.hints import shell_where
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.plan import Step, StepName, StepOutcome
 from fm_teardown.model.results import (
@@ -60,6 +60,7 @@ from fm_teardown.model.step_warnings import (
     RunWarning,
     StepWarning,
 )
+from fm_teardown.report import messages
 
 D, A, S, F = StepOutcome.DONE, StepOutcome.ABSENT, StepOutcome.SKIPPED, StepOutcome.FAILED
 W = ("@3", "@4")
@@ -489,7 +490,7 @@ def test_a_step_not_run_yet_shows_the_plan() -> None:
 def test_a_shell_no_task_holds_is_named_by_what_is_known_of_its_terminal(
     terminal: Terminal, words: str
 ) -> None:
-    assert messages.shell_where(terminal) == words
+    assert shell_where(terminal) == words
     ended = ProcessesResult(ProcessesWhat.ENDED, (ProcRef("zsh", 7, terminal), ProcRef("sleep", 8)))
     assert messages.result_text(ended) == f"ended 2: zsh (7, {words}, no task's), sleep (8)"
 

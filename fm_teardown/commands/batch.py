@@ -13,7 +13,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from fm_teardown.adapters import interrupts
-from fm_teardown.model import messages
 from fm_teardown.model.errors import ExitCode
 from fm_teardown.model.outcome import Outcome, Result, Skipped
 from fm_teardown.model.plan import Flags
@@ -24,7 +23,7 @@ from fm_teardown.pipeline import (
     journalled,
     with_expected_plan,
 )
-from fm_teardown.report import batch_view, console, journal
+from fm_teardown.report import batch_view, console, journal, messages
 from fm_teardown.report import render as report
 from fm_teardown.selection import Selection, guard
 

@@ -38,7 +38,7 @@ class AuditRow:
     endpoint: str | None
     verdict: Verdict
     # Without a refusal's lead and tail: when `refused`, the first one is shown as
-    # `REFUSED: …; nothing was changed` (report/messages.py, `row_reasons`).
+    # `REFUSED: …; nothing was changed` (report/messages.py, `refused_reasons`).
     reasons: tuple[str, ...]
     headline: str  # the one reason that matters
     owners: tuple[str, ...] = ()  # the live owners, for a live-owner row

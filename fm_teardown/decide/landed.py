@@ -38,7 +38,6 @@ from fm_teardown.model.landing import (
     SlotProblem,
     SlotProblemKind,
 )
-from fm_teardown.model.messages import landed_by
 from fm_teardown.model.values import value
 
 __all__ = ["MAX_CHILDREN_NAMED", "Proof", "judge", "proofs"]
@@ -54,6 +53,24 @@ class Proof:
     rung: LandedRung
     where: str
     merged: bool
+
+
+_RUNGS = {
+    LandedRung.REACHABLE: "reachable: HEAD is in {where}",
+    LandedRung.PATCHES: "patches: every commit's patch is in {where} since the merge base",
+    LandedRung.SQUASH: "squash: the branch's whole diff is the patch of one commit of {where}",
+    LandedRung.MERGE_TREE: "merge-tree: merging HEAD into {where} changes nothing",
+    LandedRung.PR_HEAD: "pr-head: {where} is merged and its head is HEAD or has HEAD as an "
+    "ancestor",
+    LandedRung.SLOT_GONE: "{where}",
+    LandedRung.SCOUT_REPORT: "{where}",
+    LandedRung.EMPTY_HOME: "{where}",
+}
+
+
+def _landed_by(rung: LandedRung, where: str) -> str:
+    """The rung that proves a task's work landed, in words that name it (spec §14.6)."""
+    return _RUNGS[rung].format(where=where)
 
 
 def _plural(n: int, word: str) -> str:
@@ -247,7 +264,7 @@ def _ship(f: ShipFacts) -> LandedFacts:
 
     found = proofs(f)
     merged = next((p for p in found if p.merged), None)
-    merge_words = landed_by(merged.rung, merged.where) if merged is not None else ""
+    merge_words = _landed_by(merged.rung, merged.where) if merged is not None else ""
     if found:
         first = found[0]
         if merged is None:
@@ -256,7 +273,7 @@ def _ship(f: ShipFacts) -> LandedFacts:
             merge_words = f"pushed but not merged into {where}"
         return facts(
             True,
-            landed_by(first.rung, first.where),
+            _landed_by(first.rung, first.where),
             merged=merged,
             merge_summary=merge_words,
             rung=first.rung,

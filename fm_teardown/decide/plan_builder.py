@@ -13,10 +13,10 @@ from collections.abc import Sequence
 
 from fm_teardown.decide.case import Case, Refusal, Stale
 from fm_teardown.decide.census import Kind, kind_of, placement, where_of
+from fm_teardown.decide.hints import belongs_now, shell_where
 from fm_teardown.decide.sparing import NeverSignalled, to_signal
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.leases import unconditional_only
-from fm_teardown.model.messages import belongs_now, shell_where
 from fm_teardown.model.plan import (
     BranchDelete,
     Decision,

@@ -8,11 +8,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from fm_teardown.model import messages
 from fm_teardown.model.errors import ExitCode, Verdict
 from fm_teardown.model.outcome import Result, Skipped
 from fm_teardown.model.reasons import Finished
-from fm_teardown.report import human
+from fm_teardown.report import human, messages
 from fm_teardown.report import render as report
 from fm_teardown.report.human import VERDICT_STYLE
 

@@ -13,11 +13,11 @@ import os
 import shutil
 import sys
 
-from fm_teardown.model import messages
 from fm_teardown.model.errors import Lead
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.records import Record
 from fm_teardown.model.settings import Settings
+from fm_teardown.report import messages
 
 __all__ = [
     "USAGE",

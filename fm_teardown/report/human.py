@@ -17,11 +17,12 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from fm_teardown.model import messages
+from fm_teardown.decide.hints import belongs_now
 from fm_teardown.model.errors import ExitCode, FmError, Verdict
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.plan import StepName, StepOutcome
 from fm_teardown.model.results import ProcessesResult
+from fm_teardown.report import messages
 
 if TYPE_CHECKING:  # the audit's module only when an audit is rendered
     from fm_teardown.decide.audit import Audit, AuditRow
@@ -168,7 +169,7 @@ def headline(o: Outcome) -> str:
         if o.dry_run:
             return f"STALE — {task}: {say}"
         # What is cleared starts this line; the rest is whose the slot is now.
-        now = messages.belongs_now(d.stale_owner) if d is not None and d.stale_owner else say
+        now = belongs_now(d.stale_owner) if d is not None and d.stale_owner else say
         return f"CLEARED — {task}'s window and record; {now}"
     return f"REFUSED — {o.verdict}: {say}; {messages.tail(o)}"
 

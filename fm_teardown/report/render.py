@@ -9,11 +9,11 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from fm_teardown.model import messages
 from fm_teardown.model.errors import ExitCode, FmError, Verdict
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.plan import Step, StepOutcome
 from fm_teardown.model.results import PoolResult, PoolWhat
+from fm_teardown.report import messages
 from fm_teardown.report.human import Printer, render_error, render_outcome
 
 if TYPE_CHECKING:  # the audit's module only when an audit is rendered

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from fm_teardown.decide.hints import shell_where
 from fm_teardown.model.errors import FmError, Lead
-from fm_teardown.model.landing import LandedRung
 from fm_teardown.model.plan import Decision, Step, StepOutcome
 from fm_teardown.model.reasons import Finished, FinishedWhy, NotSelectedReason, NotSelectedWhy
 from fm_teardown.model.results import (
@@ -48,7 +48,6 @@ from fm_teardown.model.results import (
     SaveResult,
     SaveWhat,
     StepResult,
-    Terminal,
     Unlinked,
     UnlinkWhat,
 )
@@ -70,14 +69,12 @@ if TYPE_CHECKING:
 __all__ = [
     "NOTHING_CHANGED",
     "bare_reasons",
-    "belongs_now",
     "decision_reasons",
     "detail",
     "error_line",
     "error_reason",
     "finished_reason",
     "interrupted_line",
-    "landed_by",
     "led",
     "not_selected_reason",
     "nothing_changed",
@@ -85,7 +82,6 @@ __all__ = [
     "refusal_line",
     "refused_reasons",
     "result_text",
-    "shell_where",
     "tail",
     "unlinked",
     "warning_text",
@@ -93,29 +89,6 @@ __all__ = [
 ]
 
 NOTHING_CHANGED = "nothing was changed"
-
-
-def belongs_now(owner: str) -> str:
-    """Whose a stale slot is now: the decision's headline and a real run's first line."""
-    return f"the slot belongs to {owner} now"
-
-
-_RUNGS = {
-    LandedRung.REACHABLE: "reachable: HEAD is in {where}",
-    LandedRung.PATCHES: "patches: every commit's patch is in {where} since the merge base",
-    LandedRung.SQUASH: "squash: the branch's whole diff is the patch of one commit of {where}",
-    LandedRung.MERGE_TREE: "merge-tree: merging HEAD into {where} changes nothing",
-    LandedRung.PR_HEAD: "pr-head: {where} is merged and its head is HEAD or has HEAD as an "
-    "ancestor",
-    LandedRung.SLOT_GONE: "{where}",
-    LandedRung.SCOUT_REPORT: "{where}",
-    LandedRung.EMPTY_HOME: "{where}",
-}
-
-
-def landed_by(rung: LandedRung, where: str) -> str:
-    """The rung that proves a task's work landed, in words that name it (spec §14.6)."""
-    return _RUNGS[rung].format(where=where)
 
 
 _LEADS = {Lead.REFUSED: "REFUSED: ", Lead.ERROR: "error: ", Lead.PLAIN: ""}
@@ -152,13 +125,6 @@ def nothing_changed(reason: str) -> str:
 def detail(step: Step) -> str:
     """The text of a step: its result's words once it ran, the plan's description before."""
     return step.detail if step.result is None else result_text(step.result)
-
-
-def shell_where(t: Terminal) -> str:
-    """Where a shell no task's endpoint holds runs: `a shell in terminal /dev/pts/3`."""
-    if t.pane:
-        return f"a shell in tmux pane {t.pane}" + (f" on {t.tty}" if t.tty else "")
-    return f"a shell in terminal {t.tty}" if t.tty else "a shell in a terminal"
 
 
 def _proc(p: ProcRef) -> str:
