@@ -20,7 +20,8 @@ A task is finished when all of these hold:
 Each opt-in lifts exactly one condition: `--include-live` (2, not the doubt), `--min-age` (3),
 `--include-pushed` (4: landed is enough). The audit and `--landed` both call `classify`, so
 they cannot disagree; a batch calls it again at each task's turn. Pure: the clock and the
-meta's inode are read by the caller and passed in; the words of a reason are `messages`'.
+meta's inode are read by the caller and passed in; the words of a reason are
+`report/messages.py`'s.
 """
 
 from __future__ import annotations

@@ -52,11 +52,11 @@ class Outcome:
     acted: bool = False  # a real run that started acting (its steps are the steps as they ran)
     plan_id: str | None = None  # the plan token of the first decision (fingerprint.py)
     # A refusal: the first reason is followed, when shown, by what this run changed (nothing,
-    # or the steps it had already done); `messages.reasons` writes that tail.
+    # or the steps it had already done); `report/messages.py` (`reasons`) writes that tail.
     tail: bool = False
     gate: bool = False  # ended by the no-mistakes gate's refusal (FmError.gate)
     # How the first reason's line starts (`REFUSED: …` for a refusal); the reasons are kept
-    # without it and `messages.reasons` writes it.
+    # without it and `report/messages.py` (`reasons`) writes it.
     lead: Lead = Lead.PLAIN
 
     @property

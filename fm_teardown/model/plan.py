@@ -112,8 +112,8 @@ class LandedLike(Protocol):
 @value
 class Step:
     """A step of the plan, or of a run. `detail` is the plan's description of it; once it ran
-    (or was left out), `result` says what happened, as a value (`results`), and `messages`
-    alone turns either into words."""
+    (or was left out), `result` says what happened, as a value (`results`), and
+    `report/messages.py` alone turns the result into words."""
 
     step: StepName
     target: str
@@ -187,7 +187,7 @@ class Decision:
     @property
     def refused(self) -> bool:
         """A refusal: nothing is done, and its first reason is shown with what the run
-        changed (`messages.reasons`)."""
+        changed (`report/messages.py`, `reasons`)."""
         return self.verdict in (
             Verdict.LIVE_OWNER,
             Verdict.UNSAFE,

@@ -1,5 +1,5 @@
 """Why a task is finished or not, and why a batch's task was not selected at its turn: as
-values, an enum of why plus the facts its words need. The words are `messages`'."""
+values, an enum of why plus the facts its words need. The words are `report/messages.py`'s."""
 
 from __future__ import annotations
 
