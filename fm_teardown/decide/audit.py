@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from fm_teardown.decide import census, fingerprint, finished
 from fm_teardown.decide.ownership import live_of
 from fm_teardown.model.errors import Verdict
+from fm_teardown.model.landing import Reason
 from fm_teardown.model.reasons import Finished, FinishedWhy
 from fm_teardown.model.records import (
     Fleet,
@@ -39,8 +40,8 @@ class AuditRow:
     verdict: Verdict
     # Without a refusal's lead and tail: when `refused`, the first one is shown as
     # `REFUSED: …; nothing was changed` (report/messages.py, `refused_reasons`).
-    reasons: tuple[str, ...]
-    headline: str  # the one reason that matters
+    reasons: tuple[Reason, ...]
+    headline: Reason  # the one reason that matters
     owners: tuple[str, ...] = ()  # the live owners, for a live-owner row
     # Finished (what `--landed` selects), and why; the same function decides both.
     finished: Finished = Finished(False, FinishedWhy.REFUSED)

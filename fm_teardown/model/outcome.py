@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fm_teardown.model.errors import ExitCode, FmError, Lead, Verdict
+from fm_teardown.model.landing import Reason
 from fm_teardown.model.plan import Decision, Step, StepName, StepOutcome
 from fm_teardown.model.step_warnings import RunWarning
 from fm_teardown.model.values import value
@@ -36,7 +37,7 @@ class Outcome:
     dry_run: bool
     verdict: Verdict
     exit_code: int
-    reasons: tuple[str, ...]
+    reasons: tuple[Reason, ...]
     # None when the run ended before a decision (a bad request, TASK's own record unsafe).
     decision: Decision | None = None
     steps: tuple[Step, ...] = ()  # the plan (dry run, refusal) or the steps as they ran

@@ -6,6 +6,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from fm_teardown.model.errors import Verdict
+from fm_teardown.model.landing import Proof, Reason
 from fm_teardown.model.values import value
 
 __all__ = ["Finished", "FinishedWhy", "NotSelectedReason", "NotSelectedWhy"]
@@ -34,7 +35,7 @@ class Finished:
     opt_in: str | None = None  # the flag that would include it; None: no flag does
     # The facts the words need, each set only where its reason says it.
     verdict: Verdict | None = None
-    headline: str = ""
+    headline: Reason = ""
     endpoint: str | None = None
     endpoint_detail: str = ""
     working: tuple[str, ...] = ()  # who else still works in the slot, with where it runs
@@ -42,7 +43,8 @@ class Finished:
     age: float = 0.0  # seconds since launch
     launched_from: str = ""  # what the launch time was read from
     min_age: float = 0.0
-    summary: str = ""  # the landed facts' merge summary
+    summary: str = ""  # why the work is not merged, in the judge's words
+    proof: Proof | None = None  # what proves the work merged (MERGED)
 
 
 class NotSelectedWhy(StrEnum):

@@ -54,7 +54,7 @@ def _what_was_done(r: Result) -> str:
         return r.why
     d = r.decision
     reasons = messages.reasons(r)
-    headline = d.headline if d is not None else (reasons[0] if reasons else "")
+    headline = messages.said_text(d.headline) if d is not None else (reasons[0] if reasons else "")
     if r.interrupted:
         return "interrupted; the record is kept: re-run to finish"
     if r.exit_code == ExitCode.FAILED:

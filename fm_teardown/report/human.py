@@ -152,7 +152,11 @@ def headline(o: Outcome) -> str:
     d = o.decision
     task = o.task or "?"
     reasons = messages.reasons(o)
-    say = d.headline if d is not None and d.headline else (reasons[0] if reasons else "")
+    say = (
+        messages.said_text(d.headline)
+        if d is not None and d.headline
+        else (reasons[0] if reasons else "")
+    )
     if o.exit_code == ExitCode.FAILED:
         failed = next((s for s in o.steps if s.outcome == StepOutcome.FAILED), None)
         cause = (
@@ -304,7 +308,7 @@ def _why(r: AuditRow) -> str:
     `--landed` would skip it for, and the opt-in that would include it)."""
     f = r.finished
     if f.finished or r.verdict not in ("proceed", "stale"):
-        return r.headline
+        return messages.said_text(r.headline)
     opt = f" [include with {f.opt_in}]" if f.opt_in else ""
     return f"not finished: {messages.finished_reason(f)}{opt}"
 

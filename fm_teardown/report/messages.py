@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from fm_teardown.decide.hints import shell_where
 from fm_teardown.model.errors import FmError, Lead
+from fm_teardown.model.landing import LandedFacts, LandedRung, Proof, Reason
 from fm_teardown.model.plan import Decision, Step, StepOutcome
 from fm_teardown.model.reasons import Finished, FinishedWhy, NotSelectedReason, NotSelectedWhy
 from fm_teardown.model.results import (
@@ -75,13 +76,16 @@ __all__ = [
     "error_reason",
     "finished_reason",
     "interrupted_line",
+    "landed_text",
     "led",
     "not_selected_reason",
     "nothing_changed",
+    "proof_text",
     "reasons",
     "refusal_line",
     "refused_reasons",
     "result_text",
+    "said_text",
     "tail",
     "unlinked",
     "warning_text",
@@ -89,6 +93,38 @@ __all__ = [
 ]
 
 NOTHING_CHANGED = "nothing was changed"
+
+
+_RUNGS = {
+    LandedRung.REACHABLE: "reachable: HEAD is in {where}",
+    LandedRung.PATCHES: "patches: every commit's patch is in {where} since the merge base",
+    LandedRung.SQUASH: "squash: the branch's whole diff is the patch of one commit of {where}",
+    LandedRung.MERGE_TREE: "merge-tree: merging HEAD into {where} changes nothing",
+    LandedRung.PR_HEAD: "pr-head: {where} is merged and its head is HEAD or has HEAD as an "
+    "ancestor",
+    # The tasks without git work to land: what was found is the proof's whole text.
+    LandedRung.SLOT_GONE: "{where}",
+    LandedRung.SCOUT_REPORT: "{where}",
+    LandedRung.EMPTY_HOME: "{where}",
+}
+
+
+def proof_text(p: Proof) -> str:
+    """The rung that proves a task's work landed, in words that name it (spec §14.6)."""
+    return _RUNGS[p.rung].format(where=p.where)
+
+
+def said_text(r: Reason) -> str:
+    """A decision's reason or headline in words: the decide stage's, with a proof of landing
+    worded here."""
+    if isinstance(r, str):
+        return r
+    return f"{r.before}{proof_text(r.proof)}{r.after}"
+
+
+def landed_text(f: LandedFacts) -> str:
+    """Why the work is landed (its proof) or not (the judge's words), in one line."""
+    return f.summary if f.proof is None else proof_text(f.proof)
 
 
 _LEADS = {Lead.REFUSED: "REFUSED: ", Lead.ERROR: "error: ", Lead.PLAIN: ""}
@@ -534,9 +570,10 @@ def tail(o: Outcome) -> str:
 def bare_reasons(o: Outcome) -> tuple[str, ...]:
     """The reasons without the first one's lead: the first one followed by the refusal's
     tail when it has one (firstmate's drop-in writes its own lead)."""
-    if not o.reasons or not o.tail:
-        return o.reasons
-    return (f"{o.reasons[0]}; {tail(o)}", *o.reasons[1:])
+    said = tuple(said_text(r) for r in o.reasons)
+    if not said or not o.tail:
+        return said
+    return (f"{said[0]}; {tail(o)}", *said[1:])
 
 
 def reasons(o: Outcome) -> tuple[str, ...]:
@@ -547,9 +584,10 @@ def reasons(o: Outcome) -> tuple[str, ...]:
     return (led(o.lead, said[0]), *said[1:])
 
 
-def refused_reasons(said: tuple[str, ...], refused: bool) -> tuple[str, ...]:
+def refused_reasons(reasons: tuple[Reason, ...], refused: bool) -> tuple[str, ...]:
     """Reasons as shown before anything was done: a refusal's first one is `REFUSED: …` and
     says that nothing was changed (a decision's, an audit row's)."""
+    said = tuple(said_text(r) for r in reasons)
     if not said or not refused:
         return said
     return (refusal_line(nothing_changed(said[0])), *said[1:])
@@ -594,7 +632,7 @@ def finished_reason(f: Finished) -> str:
     others = f"; still working in its slot: {_few(f.working)}" if f.working else ""
     match f.why:
         case FinishedWhy.REFUSED:
-            return f"refused ({f.verdict}): {f.headline}{others}"
+            return f"refused ({f.verdict}): {said_text(f.headline)}{others}"
         case FinishedWhy.OWN_ENDPOINT_LIVE:
             detail = f" ({f.endpoint_detail})" if f.endpoint_detail else ""
             return f"still working: own endpoint is {f.endpoint}{detail}{others}"
@@ -608,7 +646,7 @@ def finished_reason(f: Finished) -> str:
                 f"{_duration(f.min_age)}"
             )
         case FinishedWhy.STALE:
-            return f"stale: {f.headline}"
+            return f"stale: {said_text(f.headline)}"
         case FinishedWhy.SLOT_GONE:
             return "its slot no longer exists"
         case FinishedWhy.NOTHING_OF_ITS_OWN:
@@ -617,7 +655,7 @@ def finished_reason(f: Finished) -> str:
                 f"and its endpoint is {f.endpoint}"
             )
         case FinishedWhy.MERGED:
-            return f"merged: {f.summary}"
+            return f"merged: {proof_text(f.proof) if f.proof is not None else f.summary}"
         case FinishedWhy.PUSHED:
             return f"pushed, not merged (--include-pushed): {f.summary}"
         case FinishedWhy.NOT_MERGED:

@@ -102,7 +102,7 @@ def outcome_json(o: Outcome) -> dict[str, Any]:
     doc["plan_id"] = o.plan_id
     doc["slot"] = d.slot
     doc["endpoint"] = str(d.endpoint) if d.endpoint else None
-    doc["headline"] = d.headline
+    doc["headline"] = messages.said_text(d.headline)
     doc["notes"] = list(d.notes)
     if not o.dry_run:
         doc["signalled"] = [
@@ -148,7 +148,7 @@ def audit_json(a: Audit) -> dict[str, Any]:
                 "verdict": str(r.verdict),
                 "exit_code": r.exit_code,
                 "reasons": list(messages.refused_reasons(r.reasons, r.refused)),
-                "headline": r.headline,
+                "headline": messages.said_text(r.headline),
                 "plan_id": r.plan_id,
                 "owners": list(r.owners),
                 "finished": {
@@ -187,7 +187,10 @@ def render(
         return
     if o.decision is None and o.exit_code == ExitCode.OK:
         # Nothing left to do (a re-run of a task already torn down): said on stdout.
-        Printer(out).line(f"{o.task}: {o.reasons[0]}" if o.reasons else str(o.verdict), "green")
+        Printer(out).line(
+            f"{o.task}: {messages.said_text(o.reasons[0])}" if o.reasons else str(o.verdict),
+            "green",
+        )
         return
     if o.decision is None:
         said = messages.bare_reasons(o)
