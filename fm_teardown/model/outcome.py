@@ -11,6 +11,7 @@ from dataclasses import replace
 from fm_teardown.model.errors import ExitCode, FmError, Lead, Verdict
 from fm_teardown.model.landing import Reason
 from fm_teardown.model.plan import Decision, Step, StepName, StepOutcome
+from fm_teardown.model.reasons import NotSelectedReason
 from fm_teardown.model.step_warnings import RunWarning
 from fm_teardown.model.values import value
 
@@ -126,11 +127,13 @@ class Outcome:
 
 @value
 class Skipped:
-    """A batch's task the batch did not run (interrupted or stopped before it, or no longer
-    what was selected at its turn), and why, in words."""
+    """A batch's task the batch did not run, and why, as facts: interrupted before it, the
+    batch stopped by the failure of task `failed`, or no longer what was selected at its turn
+    (`not_selected`). `report/messages.py` words it (`skipped_reason`)."""
 
     task: str
-    why: str
+    failed: str | None = None
+    not_selected: NotSelectedReason | None = None
 
 
 Result = Outcome | Skipped

@@ -65,7 +65,7 @@ from fm_teardown.model.step_warnings import (
 )
 
 if TYPE_CHECKING:
-    from fm_teardown.model.outcome import Outcome
+    from fm_teardown.model.outcome import Outcome, Skipped
 
 __all__ = [
     "NOTHING_CHANGED",
@@ -86,6 +86,7 @@ __all__ = [
     "refused_reasons",
     "result_text",
     "said_text",
+    "skipped_reason",
     "tail",
     "unlinked",
     "warning_text",
@@ -660,6 +661,13 @@ def finished_reason(f: Finished) -> str:
             return f"pushed, not merged (--include-pushed): {f.summary}"
         case FinishedWhy.NOT_MERGED:
             return f"not merged: {f.summary}"
+
+
+def skipped_reason(r: Skipped) -> str:
+    """Why a batch did not run one of its tasks."""
+    if r.not_selected is not None:
+        return not_selected_reason(r.not_selected)
+    return f"not run: {r.failed} failed" if r.failed is not None else "not run: interrupted"
 
 
 def not_selected_reason(r: NotSelectedReason) -> str:
