@@ -189,22 +189,27 @@ def test_no_import_cycle_among_the_commands() -> None:
     assert _cycles({"a": {"b"}, "b": {"a"}}) == [["a", "b", "a"]]  # the check sees one
 
 
-# The words of results, warnings, refusal leads and tails, finished and not-selected reasons.
-WORDS = "fm_teardown.report.messages"
+# The words of refusal leads and tails, reasons, proofs of landing, finished and not-selected
+# reasons (`messages`), and of each step's result and each warning of a run (`step_words`).
+WORDS = ("fm_teardown.report.messages", "fm_teardown.report.step_words")
 BELOW_REPORT = STAGES[: STAGES.index("report")]
 
 
 def test_the_words_live_in_report_and_nothing_below_it_imports_them() -> None:
     """The stages below report/ hand typed values up and never word them: none of them
     imports the words module, lazily or not, and there is no second one anywhere else."""
-    assert (PACKAGE / "report" / "messages.py").is_file()
+    for words in WORDS:
+        assert stage_of(words) == "report"
+        assert (PACKAGE.parent / Path(*words.split("."))).with_suffix(".py").is_file()
     assert sorted(p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("messages.py")) == [
         "report/messages.py"
     ]
     found = [
-        module_name(path)
+        f"{module_name(path)} imports {words}"
         for path in sorted(PACKAGE.rglob("*.py"))
-        if stage_of(module_name(path)) in BELOW_REPORT and WORDS in imports_of(path)
+        if stage_of(module_name(path)) in BELOW_REPORT
+        for words in WORDS
+        if words in imports_of(path)
     ]
     assert found == []
 
@@ -212,4 +217,4 @@ def test_the_words_live_in_report_and_nothing_below_it_imports_them() -> None:
 def test_the_words_check_sees_a_lazy_import_below_report(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("def f():\n    from fm_teardown.report import messages\n    return messages\n")
-    assert WORDS in imports_of_file(bad, "fm_teardown.act.bad")
+    assert WORDS[0] in imports_of_file(bad, "fm_teardown.act.bad")

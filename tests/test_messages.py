@@ -11,7 +11,9 @@ import pytest
 from fm_teardown.adapters import processes
 from fm_teardown.decide.hints import shell_where
 from fm_teardown.model.errors import Verdict
+from fm_teardown.model.outcome import Skipped
 from fm_teardown.model.plan import Step, StepName, StepOutcome
+from fm_teardown.model.reasons import NotSelectedReason, NotSelectedWhy
 from fm_teardown.model.results import (
     AttributionResult,
     AttributionWhat,
@@ -56,11 +58,16 @@ from fm_teardown.model.step_warnings import (
     DecisionChanged,
     EndpointKept,
     HooksUnknown,
+    LockRetried,
+    LockRetry,
     RerunForNewDecision,
+    RouteLeft,
     RunWarning,
+    SavedForOther,
+    StaleLockRemoved,
     StepWarning,
 )
-from fm_teardown.report import messages
+from fm_teardown.report import messages, step_words
 
 D, A, S, F = StepOutcome.DONE, StepOutcome.ABSENT, StepOutcome.SKIPPED, StepOutcome.FAILED
 W = ("@3", "@4")
@@ -440,10 +447,10 @@ UNLINKED = {
 def test_each_result_has_its_words_and_outcome(
     result: StepResult, outcome: StepOutcome, text: str
 ) -> None:
-    assert messages.result_text(result) == text
+    assert step_words.result_text(result) == text
     assert result.outcome == outcome
     step = Step(StepName.POOL, "t", "the plan's words", result.outcome, result)
-    assert messages.detail(step) == text  # the result's words replace the plan's
+    assert step_words.detail(step) == text  # the result's words replace the plan's
 
 
 def test_every_kind_of_result_is_pinned() -> None:
@@ -471,12 +478,12 @@ def test_every_kind_of_result_is_pinned() -> None:
 def test_each_unlink_result_has_its_words(what: UnlinkWhat) -> None:
     part = ".claude" if what in (UnlinkWhat.NOT_A_DIR, UnlinkWhat.DIR_UNOPENED) else ""
     u = Unlinked(what, part, "Permission denied")
-    assert messages.unlinked(u) == UNLINKED[what]
+    assert step_words.unlinked(u) == UNLINKED[what]
     assert u.removed == (what in (UnlinkWhat.REMOVED, UnlinkWhat.REMOVED_LINK))
 
 
 def test_a_step_not_run_yet_shows_the_plan() -> None:
-    assert messages.detail(Step(StepName.POOL, "t", "the plan's words")) == "the plan's words"
+    assert step_words.detail(Step(StepName.POOL, "t", "the plan's words")) == "the plan's words"
 
 
 @pytest.mark.parametrize(
@@ -492,7 +499,7 @@ def test_a_shell_no_task_holds_is_named_by_what_is_known_of_its_terminal(
 ) -> None:
     assert shell_where(terminal) == words
     ended = ProcessesResult(ProcessesWhat.ENDED, (ProcRef("zsh", 7, terminal), ProcRef("sleep", 8)))
-    assert messages.result_text(ended) == f"ended 2: zsh (7, {words}, no task's), sleep (8)"
+    assert step_words.result_text(ended) == f"ended 2: zsh (7, {words}, no task's), sleep (8)"
 
 
 @pytest.mark.parametrize(
@@ -558,16 +565,44 @@ WARNINGS: list[tuple[RunWarning, str]] = [
         "the decision changed while acting (was proceed, now stale): nothing more was changed",
     ),
     (RerunForNewDecision(), "re-run the same command to act on the new decision"),
+    (
+        LockRetry(0.5, 1, 3),
+        "treehouse return failed with a transient git lock; waiting 0.5s and retrying (1/3)",
+    ),
+    (LockRetried(2), "treehouse return succeeded on retry 2; lock cleared"),
+    (
+        StaleLockRemoved("/s/.git/index.lock", "no holder, 700s old"),
+        "removed provably-stale git lock /s/.git/index.lock (no holder, 700s old)",
+    ),
+    (
+        RouteLeft("cannot read /d/secondmates.md: Permission denied", "sm"),
+        "cannot read /d/secondmates.md: Permission denied; remove the line '- sm ...' from the "
+        "registry by hand",
+    ),
+    (
+        SavedForOther("refs/fm/discarded/b/1", "b", "a"),
+        "the work saved under refs/fm/discarded/b/1 is b's (the discarded live owner's), not a's",
+    ),
     ("a decision's own words", "a decision's own words"),
 ]
 
 
 @pytest.mark.parametrize(("warning", "text"), WARNINGS)
 def test_each_warning_has_its_words(warning: RunWarning, text: str) -> None:
-    assert messages.warning_text(warning) == text
+    assert step_words.warning_text(warning) == text
 
 
 def test_every_kind_of_warning_is_pinned() -> None:
     kinds = {type(w) for w, _ in WARNINGS}
     assert set(get_args(StepWarning)) <= kinds
     assert set(AuthLeftWhy) <= {w.why for w, _ in WARNINGS if isinstance(w, AuthLeft)}
+
+
+def test_a_task_a_batch_did_not_run_says_why() -> None:
+    assert messages.skipped_reason(Skipped("t")) == "not run: interrupted"
+    assert messages.skipped_reason(Skipped("t", "a")) == "not run: a failed"
+    moved = NotSelectedReason(NotSelectedWhy.SLOT_RETURNED, "t", slot="/s", returned_by="a")
+    assert messages.skipped_reason(Skipped("t", not_selected=moved)) == (
+        "slot /s was returned earlier in this batch (by a): it is no longer the slot t was "
+        "selected with; nothing was done: run fm teardown t --dry-run"
+    )

@@ -17,7 +17,14 @@ from fm_teardown.model.paths import canonical, is_within
 from fm_teardown.model.plan import Decision, StepName, StepOutcome
 from fm_teardown.model.records import Record
 from fm_teardown.model.results import BranchResult, BranchWhat, HooksWhat, PoolResult, PoolWhat
-from fm_teardown.model.step_warnings import BranchKept, ClaimKept, HooksUnknown
+from fm_teardown.model.step_warnings import (
+    BranchKept,
+    ClaimKept,
+    HooksUnknown,
+    LockRetried,
+    LockRetry,
+    StaleLockRemoved,
+)
 
 __all__ = ["step_branch", "step_claim", "step_hooks", "step_pool"]
 
@@ -96,15 +103,11 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
     while result.git_lock_held:
         if retries < s.lock_retries:
             retries += 1
-            # The script's words, which firstmate's operators (and its tests) look for.
-            run.warnings.append(
-                f"treehouse return failed with a transient git lock; waiting "
-                f"{s.lock_retry_wait:g}s and retrying ({retries}/{s.lock_retries})"
-            )
+            run.warnings.append(LockRetry(s.lock_retry_wait, retries, s.lock_retries))
             interrupts.sleep(s.lock_retry_wait)
             result = pool.run_return(bin_, pr.argv, cwd, s.treehouse_timeout)
             if result.returncode == 0:
-                run.warnings.append(f"treehouse return succeeded on retry {retries}; lock cleared")
+                run.warnings.append(LockRetried(retries))
             continue
         lock = gitlock.index_lock_path(d.slot)
         if lock is None or not os.path.lexists(lock):
@@ -122,7 +125,7 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
                     error=verdict.reason,
                 ),
             )
-        run.warnings.append(f"removed provably-stale git lock {lock} ({verdict.reason})")
+        run.warnings.append(StaleLockRemoved(lock, verdict.reason))
         _recheck_landed(run, record)
         result = pool.run_return(bin_, pr.argv, cwd, s.treehouse_timeout)
         break

@@ -20,7 +20,7 @@ from fm_teardown.model.results import (
     RecordResult,
     RecordWhat,
 )
-from fm_teardown.model.step_warnings import AttributionFailed
+from fm_teardown.model.step_warnings import AttributionFailed, RouteLeft
 
 __all__ = ["step_attribution", "step_auth", "step_record"]
 
@@ -91,9 +91,7 @@ def _remove_route(run: Run, record: Record) -> str | None:
     try:
         return remove_route(str(s.data_dir), str(s.state_dir), record.task_id)
     except RegistryWarning as exc:
-        run.warnings.append(
-            f"{exc}; remove the line '- {record.task_id} ...' from the registry by hand"
-        )
+        run.warnings.append(RouteLeft(str(exc), record.task_id))
         return None
 
 

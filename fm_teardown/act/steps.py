@@ -69,6 +69,7 @@ from fm_teardown.model.step_warnings import (
     DecisionChanged,
     RerunForNewDecision,
     RunWarning,
+    SavedForOther,
 )
 
 __all__ = ["changed", "outcome", "run"]
@@ -229,10 +230,7 @@ def outcome(
     code = int(ExitCode.INTERRUPTED) if interrupted else int(verdict.exit_code)
     warnings: list[RunWarning] = [*d.warnings, *r.warnings]
     if r.saved_for and r.saved_for != d.task:
-        warnings.append(
-            f"the work saved under {r.discarded_ref} is {r.saved_for}'s (the discarded live "
-            f"owner's), not {d.task}'s"
-        )
+        warnings.append(SavedForOther(r.discarded_ref, r.saved_for, d.task))
     hints = d.hints
     if code == 0 and r.saved_for and r.saved_for != d.task:
         hints = (

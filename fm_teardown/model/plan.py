@@ -116,7 +116,7 @@ class LandedLike(Protocol):
 class Step:
     """A step of the plan, or of a run. `detail` is the plan's description of it; once it ran
     (or was left out), `result` says what happened, as a value (`results`), and
-    `report/messages.py` alone turns the result into words."""
+    `report/step_words.py` alone turns the result into words."""
 
     step: StepName
     target: str

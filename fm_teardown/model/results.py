@@ -1,6 +1,6 @@
 """What each act step did, as values: an enum of what happened plus the facts the words need.
 
-`act` and `duties` return these and never a sentence; `report/messages.py` alone turns them
+`act` and `duties` return these and never a sentence; `report/step_words.py` alone turns them
 into the text people and programs read, and `human`, `render` and `journal` read their fields
 (a count, a ref), never that text. Each value knows its step outcome (done, absent, skipped,
 failed), so no outcome is ever read back out of words.

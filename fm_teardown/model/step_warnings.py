@@ -2,7 +2,7 @@
 
 A warning does not stop the run (a window `--force` went past, a branch or claim kept, the
 attribution row not written, the window changed and the run decided again). `act` returns
-these; `report/messages.py` alone writes their words (`warning_text`), the same for people,
+these; `report/step_words.py` alone writes their words (`warning_text`), the same for people,
 the JSON output and firstmate's drop-in. A decision's own warnings are still the decide
 stage's words (`str`): `RunWarning` is either.
 """
@@ -27,8 +27,13 @@ __all__ = [
     "DecisionChanged",
     "EndpointKept",
     "HooksUnknown",
+    "LockRetried",
+    "LockRetry",
     "RerunForNewDecision",
+    "RouteLeft",
     "RunWarning",
+    "SavedForOther",
+    "StaleLockRemoved",
     "StepWarning",
 ]
 
@@ -60,6 +65,48 @@ class ClaimKept:
     """The claim step kept or could not remove the slot claim."""
 
     result: ClaimResult
+
+
+@value
+class LockRetry:
+    """`treehouse return` met a transient git lock: waiting `wait` seconds, then retry `n`
+    of `of`."""
+
+    wait: float
+    n: int
+    of: int
+
+
+@value
+class LockRetried:
+    """The return succeeded on retry `n`: the lock had cleared."""
+
+    n: int
+
+
+@value
+class StaleLockRemoved:
+    """A git lock no process holds, old enough, was removed before the return went on."""
+
+    lock: str
+    why: str
+
+
+@value
+class RouteLeft:
+    """A retired secondmate's route line could not be removed from the registry."""
+
+    error: str
+    task: str
+
+
+@value
+class SavedForOther:
+    """The work `--force` saved is the discarded live owner's, not TASK's."""
+
+    ref: str | None
+    owner: str
+    task: str
 
 
 @value
@@ -98,6 +145,11 @@ StepWarning = (
     | BranchKept
     | ClaimKept
     | AuthLeft
+    | LockRetry
+    | LockRetried
+    | StaleLockRemoved
+    | RouteLeft
+    | SavedForOther
     | AttributionFailed
     | DecidedAgain
     | DecisionChanged

@@ -22,7 +22,7 @@ from fm_teardown.model.errors import ExitCode, FmError, Verdict
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.plan import StepName, StepOutcome
 from fm_teardown.model.results import ProcessesResult
-from fm_teardown.report import messages
+from fm_teardown.report import messages, step_words
 
 if TYPE_CHECKING:  # the audit's module only when an audit is rendered
     from fm_teardown.decide.audit import Audit, AuditRow
@@ -160,9 +160,9 @@ def headline(o: Outcome) -> str:
     if o.exit_code == ExitCode.FAILED:
         failed = next((s for s in o.steps if s.outcome == StepOutcome.FAILED), None)
         cause = (
-            f"{failed.step}: {messages.detail(failed)}"
+            f"{failed.step}: {step_words.detail(failed)}"
             if failed
-            else (messages.warnings_text(o) or ("?",))[-1]
+            else (step_words.warnings_text(o) or ("?",))[-1]
         )
         return f"FAILED — {task} stopped at {cause}; the record is kept"
     if o.verdict == Verdict.PROCEED:
@@ -259,9 +259,9 @@ def render_outcome(
         if not o.dry_run:
             out_p.line("steps:", "bold")
         for i, s in enumerate(o.steps, 1):
-            detail = messages.detail(s)
+            detail = step_words.detail(s)
             out_p.line(f"  {i}. {s.step} [{s.outcome}] {short(s.target)}: {short(detail)}")
-    for text in messages.warnings_text(o):
+    for text in step_words.warnings_text(o):
         err_p.line(f"warning: {short(text)}", "yellow")
     for h in o.hints:
         # Never shortened: a hint is a command to run from where the operator stands, so its

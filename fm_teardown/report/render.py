@@ -13,7 +13,7 @@ from fm_teardown.model.errors import ExitCode, FmError, Verdict
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.plan import Step, StepOutcome
 from fm_teardown.model.results import PoolResult, PoolWhat
-from fm_teardown.report import messages
+from fm_teardown.report import messages, step_words
 from fm_teardown.report.human import Printer, render_error, render_outcome
 
 if TYPE_CHECKING:  # the audit's module only when an audit is rendered
@@ -67,7 +67,7 @@ def step_json(step: Step) -> dict[str, str]:
         "step": str(step.step),
         "target": step.target,
         "outcome": str(step.outcome),
-        "detail": messages.detail(step),
+        "detail": step_words.detail(step),
     }
 
 
@@ -94,7 +94,7 @@ def outcome_json(o: Outcome) -> dict[str, Any]:
         for w in (d.owners if d else ())
     ]
     doc["steps"] = [step_json(s) for s in o.steps]
-    doc["warnings"] = list(messages.warnings_text(o))
+    doc["warnings"] = list(step_words.warnings_text(o))
     doc["hints"] = list(o.hints)
     doc["runbook"] = runbook_for(o)
     if d is None:
