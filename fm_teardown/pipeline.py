@@ -165,7 +165,9 @@ def _expected_plan_refusal(planned: Planned, expected: str, *, dry_run: bool) ->
     if d.refused:
         # Not an invitation to approve the new token: the new plan would refuse anyway. A
         # refusal's runbook bears its verdict's name (live-owner, unsafe, unlanded).
-        why = d.headline or (d.reasons[0] if d.reasons else str(d.verdict))
+        from fm_teardown.report.messages import said_text
+
+        why = said_text(d.headline or (d.reasons[0] if d.reasons else str(d.verdict)))
         hint = (
             f"the plan now refuses ({d.verdict}): {why}; "
             f"see fm runbook {d.verdict}, and fm teardown {d.task} --dry-run"

@@ -21,8 +21,8 @@ from unittest import mock
 import pytest
 
 from fm_teardown.decide.rules import Unfinished, decide
-from fm_teardown.model import messages
 from fm_teardown.model.errors import ExitCode, Verdict
+from fm_teardown.model.landing import LandedRung, Proof, ProofLine
 from fm_teardown.model.paths import is_within
 from fm_teardown.model.plan import Decision, Flags
 from fm_teardown.model.records import Fleet, InvalidRecord, Record, load_fleet
@@ -44,6 +44,7 @@ from fm_teardown.model.world import (
     TmuxInventory,
 )
 from fm_teardown.observe.observation import assemble, ready
+from fm_teardown.report import messages
 
 HOME = "/home/op"
 FM_HOME = "/home/op/fleet"
@@ -59,6 +60,9 @@ STATE_FILE = f"{POOL}/treehouse-state.json"
 # -- landed facts (rule 5) -----------------------------------------------------------------
 
 
+ON_MAIN = Proof(LandedRung.REACHABLE, "origin/main", merged=True)
+
+
 @dataclass(frozen=True)
 class Landed:
     landed: bool = True
@@ -70,6 +74,7 @@ class Landed:
     branch: str | None = None
     default_branch: str | None = None
     untracked: tuple[str, ...] = ()
+    proof: Proof | None = None  # the judge's gives one when landed (test_landed_judge.py)
 
 
 LANDED = Landed()
@@ -303,7 +308,7 @@ def live_owners(d: Decision) -> list[str]:
 
 
 def text(d: Decision) -> str:
-    return "\n".join([*d.reasons, *d.warnings, *d.hints])
+    return "\n".join([*map(messages.said_text, d.reasons), *d.warnings, *d.hints])
 
 
 # The record's duties (hook auth entries, attribution row) go with it, proceed and stale alike.
@@ -1061,7 +1066,7 @@ def test_decide_table(name: str) -> None:
         assert messages.decision_reasons(d)[0].startswith("REFUSED")
     if d.verdict == Verdict.LIVE_OWNER:
         for owner in case.owners:
-            assert owner in d.reasons[0]
+            assert owner in messages.said_text(d.reasons[0])
     for word in case.mentions:
         assert word in text(d), f"{word!r} not in {text(d)!r}"
 
@@ -1231,6 +1236,20 @@ def test_unlanded_force_is_saved_and_says_so() -> None:
     assert d.save_discarded
     assert any("refs/fm/discarded/a/" in s.target for s in d.plan)
     assert any("--force" in w for w in d.warnings)
+
+
+def test_the_proof_of_landing_stays_a_value_until_report_words_it() -> None:
+    """The judge's proof goes into the decision as it is (which rung, against what); the
+    words of the rung are report/'s alone."""
+    proven = Landed(summary="", proof=ON_MAIN)
+    d = World().task("a").decide("a", landed=proven)
+    assert d.verdict == Verdict.PROCEED
+    own = [r for r in d.reasons if isinstance(r, ProofLine)]
+    assert own == [ProofLine("own work: ", ON_MAIN)]
+    assert d.headline == ProofLine("the slot is a's and its work is landed (", ON_MAIN, ")")
+    words = "reachable: HEAD is in origin/main"
+    assert f"own work: {words}" in text(d).splitlines()
+    assert messages.said_text(d.headline) == f"the slot is a's and its work is landed ({words})"
 
 
 def test_unfinished_without_landed_facts() -> None:
@@ -1516,7 +1535,7 @@ def test_assembled_invalid_other_claiming_the_slot_is_unsafe(real: RealWorld) ->
     (real.state / "b.meta").write_text(f"window=firstmate:fm-zzz\nworktree={s1}/\n")
     d = real.decide("a")
     assert (d.verdict, d.plan) == (Verdict.UNSAFE, ())
-    assert "b" in d.reasons[0]
+    assert "b" in messages.said_text(d.reasons[0])
 
 
 def test_assembled_other_record_with_unsupported_backend_is_a_live_owner(

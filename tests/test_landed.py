@@ -27,6 +27,7 @@ from fm_teardown.model.landing import LandedFacts, LandedRung
 from fm_teardown.model.records import Record
 from fm_teardown.model.scaffold import SCAFFOLD_PATHS
 from fm_teardown.observe.landed import gather
+from fm_teardown.report.messages import landed_text
 from tests.fleet import files_of, gh_answering
 
 TID = "task-x1"
@@ -130,7 +131,7 @@ def test_clean_slot_at_origin_main_is_landed(repos: Repos) -> None:
     facts = repos.check()
     assert facts.landed, facts
     assert facts.rung is LandedRung.REACHABLE and facts.merged
-    assert facts.summary == "reachable: HEAD is in origin/main"
+    assert landed_text(facts) == "reachable: HEAD is in origin/main"
     assert facts.dirty == () and facts.unpushed == ()
 
 
@@ -145,7 +146,7 @@ def test_dirty_tracked_file_is_not_landed(repos: Repos) -> None:
     facts = repos.check()
     assert not facts.landed
     assert facts.dirty == ("README.md",)
-    assert "uncommitted" in facts.summary
+    assert "uncommitted" in landed_text(facts)
 
 
 def test_untracked_file_only_is_not_landed(repos: Repos) -> None:
@@ -202,7 +203,7 @@ def test_dirty_list_is_bounded_and_summary_counts_all(repos: Repos) -> None:
     facts = repos.check()
     assert not facts.landed
     assert len(facts.dirty) == 10
-    assert "14 paths" in facts.summary
+    assert "14 paths" in landed_text(facts)
 
 
 # --------------------------------------------------------------------------- ship: commits
@@ -215,7 +216,7 @@ def test_unpushed_commit_is_not_landed_and_listed(repos: Repos) -> None:
     assert len(facts.unpushed) == 1
     short, subject = facts.unpushed[0].split(" ", 1)
     assert sha.startswith(short) and subject == "add the feature"
-    assert "origin/main" in facts.summary
+    assert "origin/main" in landed_text(facts)
 
 
 def test_pushed_only_to_a_fork_is_landed(repos: Repos) -> None:
@@ -250,7 +251,7 @@ def test_squash_merged_with_stale_ref_needs_the_fetch(repos: Repos) -> None:
 
     real = repos.check(fetch=True)
     assert real.landed, real
-    assert "origin/main" in real.summary
+    assert "origin/main" in landed_text(real)
     assert real.unpushed == ()
 
 
@@ -285,14 +286,14 @@ def test_default_branch_follows_origin_head(repos: Repos) -> None:
     commit(repos.slot, {"feature.txt": "x\n"}, "feature")
     facts = repos.check()
     assert not facts.landed
-    assert "origin/trunk" in facts.summary
+    assert "origin/trunk" in landed_text(facts)
 
 
 def test_slot_directory_gone_is_nothing_to_lose(repos: Repos) -> None:
     record = repos.record(worktree=str(repos.root / "pool" / "9" / "project"))
     facts = repos.check(record)
     assert facts.landed
-    assert facts.summary == "slot directory no longer exists: nothing to lose"
+    assert landed_text(facts) == "slot directory no longer exists: nothing to lose"
 
 
 def test_not_a_git_directory_is_not_landed(repos: Repos) -> None:
@@ -335,7 +336,7 @@ def test_merged_pr_containing_head_is_landed(repos: Repos) -> None:
     gh = fake_gh(repos, {"state": "MERGED", "headRefOid": follow})
     facts = repos.check(repos.record(pr=PR), gh_bin=gh)
     assert facts.landed, facts
-    assert "PR" in facts.summary
+    assert "PR" in landed_text(facts)
     assert (repos.root / "fakebin" / "gh.log").read_text() == (
         f'pr view {PR} --json state,headRefOid -q .state + "\\t" + .headRefOid\n'
     )
@@ -352,7 +353,7 @@ def test_merged_pr_answered_as_state_tab_head_is_read(repos: Repos) -> None:
     facts = repos.check(repos.record(pr=PR), gh_bin=fake_gh_tab(repos, "MERGED", head))
     assert facts.landed, facts
     assert facts.rung is LandedRung.PR_HEAD, facts
-    assert facts.summary.startswith(f"pr-head: PR {PR} is merged")
+    assert landed_text(facts).startswith(f"pr-head: PR {PR} is merged")
     assert not repos.check(repos.record(pr=PR), gh_bin=fake_gh_tab(repos, "OPEN", head)).landed
 
 
@@ -459,7 +460,7 @@ def test_local_only_merged_into_local_main_is_landed(repos: Repos) -> None:
     # merged: origin does not have it.
     other = repos.check(repos.record(mode="no-mistakes"))
     assert other.landed and not other.merged, other
-    assert other.summary == "reachable: HEAD is in local main"
+    assert landed_text(other) == "reachable: HEAD is in local main"
 
 
 def test_local_only_squash_merged_without_any_remote_is_landed(repos: Repos) -> None:
@@ -470,14 +471,14 @@ def test_local_only_squash_merged_without_any_remote_is_landed(repos: Repos) -> 
     git(repos.project, "commit", "-q", "-m", "feature (squashed)")
     facts = repos.check(repos.record(mode="local-only"), fetch=True)
     assert facts.landed, facts
-    assert "local main" in facts.summary
+    assert "local main" in landed_text(facts)
 
 
 def test_local_only_unmerged_is_not_landed(repos: Repos) -> None:
     commit(repos.slot, {"feature.txt": "x\n"}, "feature")
     facts = repos.check(repos.record(mode="local-only"))
     assert not facts.landed
-    assert "local main" in facts.summary
+    assert "local main" in landed_text(facts)
 
 
 # --------------------------------------------------------------------------- scout, secondmate
@@ -488,7 +489,7 @@ def test_scout_needs_its_report_and_no_git(repos: Repos) -> None:
     scout = repos.record(kind="scout")
     missing = repos.check(scout)
     assert not missing.landed
-    assert "report" in missing.summary
+    assert "report" in landed_text(missing)
     report = repos.data / TID / "report.md"
     report.parent.mkdir()
     report.write_text("# findings\n")
@@ -507,7 +508,7 @@ def test_secondmate_with_child_records_is_not_landed(repos: Repos) -> None:
     (home / "state" / "child-a.status").write_text("busy\n")
     facts = repos.check(sm)
     assert not facts.landed
-    assert "child-a.meta, child-b.meta" in facts.summary
+    assert "child-a.meta, child-b.meta" in landed_text(facts)
 
 
 def test_secondmate_home_defaults_to_worktree(repos: Repos) -> None:
@@ -515,7 +516,7 @@ def test_secondmate_home_defaults_to_worktree(repos: Repos) -> None:
     (repos.slot / "state" / "kid.meta").write_text("")
     facts = repos.check(repos.record(kind="secondmate"))
     assert not facts.landed
-    assert "kid.meta" in facts.summary
+    assert "kid.meta" in landed_text(facts)
 
 
 # --------------------------------------------------------------------------- save_discarded
@@ -617,7 +618,7 @@ def test_slot_path_that_is_a_file_is_not_landed(repos: Repos) -> None:
     path.write_text("not a slot\n")
     facts = repos.check(repos.record(worktree=str(path)))
     assert not facts.landed
-    assert "not a directory" in facts.summary
+    assert "not a directory" in landed_text(facts)
 
 
 def test_hanging_fetch_is_bounded_and_its_processes_ended(
@@ -671,7 +672,7 @@ def test_a_squash_merge_then_a_later_edit_of_the_same_file_is_landed_by_the_squa
     facts = repos.check(fetch=True)
     assert facts.landed and facts.merged, facts
     assert facts.rung is LandedRung.SQUASH
-    assert facts.summary == (
+    assert landed_text(facts) == (
         "squash: the branch's whole diff is the patch of one commit of "
         f"origin/main (commit {squash[:12]})"
     )
@@ -688,7 +689,7 @@ def test_every_commits_patch_on_main_is_landed_by_the_patches_rung(repos: Repos)
     git(repos.project, "fetch", "-q", "origin")
     facts = repos.check()
     assert facts.landed and facts.rung is LandedRung.PATCHES, facts
-    assert facts.summary.startswith("patches: every commit's patch is in origin/main")
+    assert landed_text(facts).startswith("patches: every commit's patch is in origin/main")
 
 
 def test_content_merged_under_other_commits_is_landed_by_the_merge_tree_rung(
@@ -703,7 +704,7 @@ def test_content_merged_under_other_commits_is_landed_by_the_merge_tree_rung(
     git(repos.project, "fetch", "-q", "origin")
     facts = repos.check()
     assert facts.landed and facts.rung is LandedRung.MERGE_TREE, facts
-    assert facts.summary == "merge-tree: merging HEAD into origin/main changes nothing"
+    assert landed_text(facts) == "merge-tree: merging HEAD into origin/main changes nothing"
 
 
 PY_LANDED = "def f(x):\n    if x:\n        return 1\n    return 2\n"

@@ -21,6 +21,7 @@ from fm_teardown.model.landing import (
     SlotProblemKind,
     SlotStatus,
 )
+from fm_teardown.report.messages import landed_text
 
 LADDER = [
     LandedRung.REACHABLE,
@@ -137,7 +138,7 @@ def test_the_rung_named_is_the_first_that_holds_and_its_words_say_so(facts: Ship
     held = [p.rung for p in proofs(facts)]
     assert verdict.rung == held[0]
     assert all(LADDER.index(verdict.rung) <= LADDER.index(r) for r in held)
-    assert verdict.summary.startswith(f"{verdict.rung.value}: ")
+    assert landed_text(verdict).startswith(f"{verdict.rung.value}: ")
 
 
 def _whitespace_only(facts: ShipFacts) -> ShipFacts:

@@ -68,8 +68,13 @@ def stage_of(module: str) -> str:
 
 def imports_of(path: Path) -> set[str]:
     """Every fm_teardown module `path` imports, wherever the import statement stands."""
+    return imports_of_file(path, module_name(path))
+
+
+def imports_of_file(path: Path, name: str) -> set[str]:
+    """As `imports_of`, for a file read as the module `name` (a file outside the package)."""
     tree = ast.parse(path.read_text(), str(path))
-    package = module_name(path).rsplit(".", 0 if path.name == "__init__.py" else 1)[0]
+    package = name.rsplit(".", 0 if path.name == "__init__.py" else 1)[0]
     out: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -182,3 +187,34 @@ def test_no_import_cycle_among_the_commands() -> None:
     graph = {m: {t for t in targets if t in commands and t != m} for m, targets in commands.items()}
     assert _cycles(graph) == []
     assert _cycles({"a": {"b"}, "b": {"a"}}) == [["a", "b", "a"]]  # the check sees one
+
+
+# The words of refusal leads and tails, reasons, proofs of landing, finished and not-selected
+# reasons (`messages`), and of each step's result and each warning of a run (`step_words`).
+WORDS = ("fm_teardown.report.messages", "fm_teardown.report.step_words")
+BELOW_REPORT = STAGES[: STAGES.index("report")]
+
+
+def test_the_words_live_in_report_and_nothing_below_it_imports_them() -> None:
+    """The stages below report/ hand typed values up and never word them: none of them
+    imports the words module, lazily or not, and there is no second one anywhere else."""
+    for words in WORDS:
+        assert stage_of(words) == "report"
+        assert (PACKAGE.parent / Path(*words.split("."))).with_suffix(".py").is_file()
+    assert sorted(p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("messages.py")) == [
+        "report/messages.py"
+    ]
+    found = [
+        f"{module_name(path)} imports {words}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if stage_of(module_name(path)) in BELOW_REPORT
+        for words in WORDS
+        if words in imports_of(path)
+    ]
+    assert found == []
+
+
+def test_the_words_check_sees_a_lazy_import_below_report(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f():\n    from fm_teardown.report import messages\n    return messages\n")
+    assert WORDS[0] in imports_of_file(bad, "fm_teardown.act.bad")

@@ -4,15 +4,21 @@ journal read is what it was when act wrote sentences, and each kind of result is
 from __future__ import annotations
 
 from enum import Enum
+from typing import get_args
 
 import pytest
 
 from fm_teardown.adapters import processes
-from fm_teardown.model import messages
+from fm_teardown.decide.hints import shell_where
+from fm_teardown.model.errors import Verdict
+from fm_teardown.model.outcome import Skipped
 from fm_teardown.model.plan import Step, StepName, StepOutcome
+from fm_teardown.model.reasons import NotSelectedReason, NotSelectedWhy
 from fm_teardown.model.results import (
     AttributionResult,
     AttributionWhat,
+    AuthLeft,
+    AuthLeftWhy,
     AuthResult,
     BranchResult,
     BranchUse,
@@ -44,6 +50,24 @@ from fm_teardown.model.results import (
     Unlinked,
     UnlinkWhat,
 )
+from fm_teardown.model.step_warnings import (
+    AttributionFailed,
+    BranchKept,
+    ClaimKept,
+    DecidedAgain,
+    DecisionChanged,
+    EndpointKept,
+    HooksUnknown,
+    LockRetried,
+    LockRetry,
+    RerunForNewDecision,
+    RouteLeft,
+    RunWarning,
+    SavedForOther,
+    StaleLockRemoved,
+    StepWarning,
+)
+from fm_teardown.report import messages, step_words
 
 D, A, S, F = StepOutcome.DONE, StepOutcome.ABSENT, StepOutcome.SKIPPED, StepOutcome.FAILED
 W = ("@3", "@4")
@@ -423,10 +447,10 @@ UNLINKED = {
 def test_each_result_has_its_words_and_outcome(
     result: StepResult, outcome: StepOutcome, text: str
 ) -> None:
-    assert messages.result_text(result) == text
+    assert step_words.result_text(result) == text
     assert result.outcome == outcome
     step = Step(StepName.POOL, "t", "the plan's words", result.outcome, result)
-    assert messages.detail(step) == text  # the result's words replace the plan's
+    assert step_words.detail(step) == text  # the result's words replace the plan's
 
 
 def test_every_kind_of_result_is_pinned() -> None:
@@ -454,12 +478,12 @@ def test_every_kind_of_result_is_pinned() -> None:
 def test_each_unlink_result_has_its_words(what: UnlinkWhat) -> None:
     part = ".claude" if what in (UnlinkWhat.NOT_A_DIR, UnlinkWhat.DIR_UNOPENED) else ""
     u = Unlinked(what, part, "Permission denied")
-    assert messages.unlinked(u) == UNLINKED[what]
+    assert step_words.unlinked(u) == UNLINKED[what]
     assert u.removed == (what in (UnlinkWhat.REMOVED, UnlinkWhat.REMOVED_LINK))
 
 
 def test_a_step_not_run_yet_shows_the_plan() -> None:
-    assert messages.detail(Step(StepName.POOL, "t", "the plan's words")) == "the plan's words"
+    assert step_words.detail(Step(StepName.POOL, "t", "the plan's words")) == "the plan's words"
 
 
 @pytest.mark.parametrize(
@@ -473,9 +497,9 @@ def test_a_step_not_run_yet_shows_the_plan() -> None:
 def test_a_shell_no_task_holds_is_named_by_what_is_known_of_its_terminal(
     terminal: Terminal, words: str
 ) -> None:
-    assert messages.shell_where(terminal) == words
+    assert shell_where(terminal) == words
     ended = ProcessesResult(ProcessesWhat.ENDED, (ProcRef("zsh", 7, terminal), ProcRef("sleep", 8)))
-    assert messages.result_text(ended) == f"ended 2: zsh (7, {words}, no task's), sleep (8)"
+    assert step_words.result_text(ended) == f"ended 2: zsh (7, {words}, no task's), sleep (8)"
 
 
 @pytest.mark.parametrize(
@@ -490,3 +514,95 @@ def test_a_shell_no_task_holds_is_named_by_what_is_known_of_its_terminal(
 )
 def test_a_controlling_terminal_is_named_from_proc_tty_nr(tty_nr: int, name: str | None) -> None:
     assert processes.tty_name(tty_nr) == name
+
+
+# Every warning a run gives, with the words act wrote before warnings were values.
+WARNINGS: list[tuple[RunWarning, str]] = [
+    (
+        EndpointKept(EndpointResult(EndpointWhat.STILL_PRESENT_FORCED, W, "fm-t"), "s:=fm-t"),
+        "tmux: window @3, @4 is still present after kill-window (target s:=fm-t); continuing "
+        "because of --force",
+    ),
+    (
+        HooksUnknown(HooksResult(HooksWhat.UNTRACKED_UNKNOWN, error="git failed")),
+        "hooks: cannot tell which hook files git tracks: git failed",
+    ),
+    (
+        BranchKept(BranchResult(BranchWhat.UNLISTED, project="/p", error="boom")),
+        "branch: cannot list the worktrees of /p: boom",
+    ),
+    (
+        ClaimKept(ClaimResult(ClaimWhat.FAILED, "/s/.fm-claim", error="EPERM")),
+        "claim: could not remove the slot claim /s/.fm-claim: EPERM",
+    ),
+    (
+        AuthLeft(AuthLeftWhy.UNREADABLE, "/st/t.kimi-turnend-token", problem="is a symlink"),
+        "auth: /st/t.kimi-turnend-token is a symlink: its hook auth entry was not removed",
+    ),
+    (
+        AuthLeft(AuthLeftWhy.NO_TOKEN, "/st/t.kimi-turnend-token", token="a/b"),
+        "auth: /st/t.kimi-turnend-token holds no usable token ('a/b'): ignored",
+    ),
+    (
+        AuthLeft(AuthLeftWhy.NO_HOME, "/st/t.kimi-turnend-token"),
+        "auth: no home to find the entry of /st/t.kimi-turnend-token in: not removed",
+    ),
+    (
+        AuthLeft(AuthLeftWhy.NOT_UNLINKED, "/h/d/tok", unlinked=Unlinked(UnlinkWhat.IS_DIR)),
+        "auth: /h/d/tok: left: it is a directory",
+    ),
+    (
+        AttributionFailed("t"),
+        "could not append AI effort attribution for task t; teardown will continue",
+    ),
+    (
+        DecidedAgain("t", Verdict.PROCEED, Verdict.LIVE_OWNER),
+        "t's window changed between deciding and acting, so it was decided again (was "
+        "proceed, now live-owner); nothing more was sent or killed",
+    ),
+    (
+        DecisionChanged(Verdict.PROCEED, Verdict.STALE),
+        "the decision changed while acting (was proceed, now stale): nothing more was changed",
+    ),
+    (RerunForNewDecision(), "re-run the same command to act on the new decision"),
+    (
+        LockRetry(0.5, 1, 3),
+        "treehouse return failed with a transient git lock; waiting 0.5s and retrying (1/3)",
+    ),
+    (LockRetried(2), "treehouse return succeeded on retry 2; lock cleared"),
+    (
+        StaleLockRemoved("/s/.git/index.lock", "no holder, 700s old"),
+        "removed provably-stale git lock /s/.git/index.lock (no holder, 700s old)",
+    ),
+    (
+        RouteLeft("cannot read /d/secondmates.md: Permission denied", "sm"),
+        "cannot read /d/secondmates.md: Permission denied; remove the line '- sm ...' from the "
+        "registry by hand",
+    ),
+    (
+        SavedForOther("refs/fm/discarded/b/1", "b", "a"),
+        "the work saved under refs/fm/discarded/b/1 is b's (the discarded live owner's), not a's",
+    ),
+    ("a decision's own words", "a decision's own words"),
+]
+
+
+@pytest.mark.parametrize(("warning", "text"), WARNINGS)
+def test_each_warning_has_its_words(warning: RunWarning, text: str) -> None:
+    assert step_words.warning_text(warning) == text
+
+
+def test_every_kind_of_warning_is_pinned() -> None:
+    kinds = {type(w) for w, _ in WARNINGS}
+    assert set(get_args(StepWarning)) <= kinds
+    assert set(AuthLeftWhy) <= {w.why for w, _ in WARNINGS if isinstance(w, AuthLeft)}
+
+
+def test_a_task_a_batch_did_not_run_says_why() -> None:
+    assert messages.skipped_reason(Skipped("t")) == "not run: interrupted"
+    assert messages.skipped_reason(Skipped("t", "a")) == "not run: a failed"
+    moved = NotSelectedReason(NotSelectedWhy.SLOT_RETURNED, "t", slot="/s", returned_by="a")
+    assert messages.skipped_reason(Skipped("t", not_selected=moved)) == (
+        "slot /s was returned earlier in this batch (by a): it is no longer the slot t was "
+        "selected with; nothing was done: run fm teardown t --dry-run"
+    )

@@ -1,10 +1,12 @@
 """No behaviour of fm depends on the wording of its own messages.
 
-A step's result, a refusal's tail and a count are typed values (`fm_teardown/model/results.py`);
-their words are written once, in `fm_teardown/model/messages.py`. This scan of the package's source
-fails when a module matches on message text again: a comparison, a membership test or a
-string method (`startswith`, `split`, ...) applied to a `.detail`, `.reasons`, `.headline` or
-`.message`, or the words of a refusal's tail written outside the renderer.
+A step's result, a warning, a refusal's tail and a count are typed values
+(`fm_teardown/model/results.py`, `step_warnings.py`); their words are written once, in
+`fm_teardown/report/messages.py`, which nothing below report/ imports (`tests/test_layers.py`).
+This scan of the package's source fails when a module matches on message text again: a
+comparison, a membership test or a string method (`startswith`, `split`, ...) applied to a
+`.detail`, `.reasons`, `.headline` or `.message`, or the words of a refusal's tail written
+outside the renderer.
 
 Other programs' words count too: what git, tmux or treehouse print for people (`.output`,
 `.stdout`, `.stderr`, `.err` of a subprocess's result) is read only inside `adapters/`, which
@@ -44,7 +46,7 @@ STRING_METHODS = {
 TAIL_WORDS = ("nothing was changed", "already done by this run", "nothing else was changed")
 # A refusal's lead: kept as a typed fact (`Lead`), its words written by the renderer alone.
 LEAD_WORDS = ("REFUSED: ",)
-RENDERER = "model/messages.py"
+RENDERER = "report/messages.py"
 # What a subprocess printed, on the result objects of the one subprocess door and the pool's
 # return; only the adapters may search it for words.
 SUBPROCESS = {"output", "stdout", "stderr", "err"}

@@ -74,3 +74,50 @@ def test_the_scan_sees_prints_and_writes(tmp_path: Path) -> None:
         "commands/x.py:4 (f)",
         "commands/x.py:5 (f)",
     ]
+
+
+def _worded_warnings(path: Path, name: str) -> list[str]:
+    """`….warnings.append(<a sentence>)` / `.extend([...])`: a string literal or f-string
+    given as a warning (an error's own message, passed on as it is, is no new sentence)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), name)
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("append", "extend", "insert")
+            and isinstance(node.func.value, ast.Attribute | ast.Name)
+            and (getattr(node.func.value, "attr", None) or getattr(node.func.value, "id", ""))
+            == "warnings"
+        ):
+            continue
+        for arg in node.args:
+            for sub in ast.walk(arg):
+                if isinstance(sub, ast.JoinedStr) or (
+                    isinstance(sub, ast.Constant) and isinstance(sub.value, str)
+                ):
+                    found.append(f"{name}:{node.lineno}")
+                    break
+    return found
+
+
+def test_act_hands_its_warnings_up_as_values() -> None:
+    """A real run's warnings are values (`model/step_warnings.py`) that report/ words: no
+    module of act/ writes a warning's sentence itself."""
+    found = []
+    for path in sorted((PACKAGE / "act").glob("*.py")):
+        found += _worded_warnings(path, str(path.relative_to(PACKAGE)))
+    assert found == []
+
+
+def test_the_warning_scan_sees_a_sentence(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "def f(run, w, x):\n"
+        "    run.warnings.append(f'kept {x}')\n"
+        "    w.extend(['a'])\n"
+        "    warnings = []\n"
+        "    warnings.append('lost')\n"
+        "    run.warnings.append(x.message)\n"
+    )
+    assert _worded_warnings(bad, "bad.py") == ["bad.py:2", "bad.py:5"]

@@ -24,12 +24,13 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from fm_teardown.adapters import runner, safefile
-from fm_teardown.model.messages import unlinked
 from fm_teardown.model.paths import canonical
 from fm_teardown.model.records import Record, RecordProblem, read_meta
 from fm_teardown.model.results import (
     AttributionResult,
     AttributionWhat,
+    AuthLeft,
+    AuthLeftWhy,
     AuthResult,
     BranchResult,
     BranchUse,
@@ -209,7 +210,7 @@ def remove_auth_entries(
     state_dir: str, task: str, home: str | None, grok_home: str | None
 ) -> AuthResult:
     removed: list[str] = []
-    warnings: list[str] = []
+    warnings: list[AuthLeft] = []
     for suffix, directory in _auth_dirs(home, grok_home).items():
         token_file = os.path.join(state_dir, f"{task}.{suffix}")
         try:
@@ -217,20 +218,21 @@ def remove_auth_entries(
         except FileNotFoundError:
             continue
         except RecordProblem as exc:
-            warnings.append(f"{token_file} {exc.problem}: its hook auth entry was not removed")
+            warnings.append(AuthLeft(AuthLeftWhy.UNREADABLE, token_file, problem=exc.problem))
             continue
         token = text.split("\n", 1)[0].strip()
         if not _TOKEN.fullmatch(token) or token in (".", ".."):
-            warnings.append(f"{token_file} holds no usable token ({token[:40]!r}): ignored")
+            warnings.append(AuthLeft(AuthLeftWhy.NO_TOKEN, token_file, token=token[:40]))
             continue
         if directory is None:
-            warnings.append(f"no home to find the entry of {token_file} in: not removed")
+            warnings.append(AuthLeft(AuthLeftWhy.NO_HOME, token_file))
             continue
         outcome = _unlink_inside(directory, token, single=True)
         if outcome.removed:
             removed.append(os.path.join(directory, token))
         elif outcome.what != UnlinkWhat.ABSENT:
-            warnings.append(f"{os.path.join(directory, token)}: {unlinked(outcome)}")
+            entry = os.path.join(directory, token)
+            warnings.append(AuthLeft(AuthLeftWhy.NOT_UNLINKED, entry, unlinked=outcome))
     return AuthResult(tuple(removed), tuple(warnings))
 
 

@@ -9,10 +9,11 @@ from dataclasses import replace
 from fm_teardown.act import graceful
 from fm_teardown.act.run_state import EndpointChanged, Run, proc_refs
 from fm_teardown.adapters import processes, tmux
-from fm_teardown.model import messages
+from fm_teardown.model.outcome import WINDOW_KILL_SIGNAL
 from fm_teardown.model.plan import Step, StepName
 from fm_teardown.model.records import Record
 from fm_teardown.model.results import EndpointResult, EndpointWhat
+from fm_teardown.model.step_warnings import EndpointKept
 from fm_teardown.model.world import (
     Endpoint,
     InventoryStatus,
@@ -99,7 +100,7 @@ def step_endpoint(
             entry = run.hung_up.setdefault(
                 proc.pid, processes.Signalled(proc.pid, proc.start_time, proc.name)
             )
-            entry.signals.append(messages.HANGUP_SIGNAL)
+            entry.signals.append(WINDOW_KILL_SIGNAL)
     after = tmux.list_panes(s)
     if after.status == InventoryStatus.NO_SERVER:
         still: list[str] = []
@@ -119,7 +120,7 @@ def step_endpoint(
                 EndpointResult(EndpointWhat.STILL_PRESENT, tuple(still), window),
             )
         forced = replace(said, what=EndpointWhat.STILL_PRESENT_FORCED, windows=tuple(still))
-        run.warnings.append(messages.endpoint_warning(forced, target))
+        run.warnings.append(EndpointKept(forced, target))
         run.note(StepName.ENDPOINT, target, forced)
         return snapshot
     run.note(StepName.ENDPOINT, target, said)

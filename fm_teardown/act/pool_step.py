@@ -11,13 +11,20 @@ from dataclasses import replace
 from fm_teardown.act import gitlock
 from fm_teardown.act.run_state import Run
 from fm_teardown.adapters import interrupts, pool, processes
-from fm_teardown.model import messages
 from fm_teardown.model.errors import FmError, Lead, Verdict
 from fm_teardown.model.leases import lease_name, lease_task, unconditional_only
 from fm_teardown.model.paths import canonical, is_within
 from fm_teardown.model.plan import Decision, StepName, StepOutcome
 from fm_teardown.model.records import Record
 from fm_teardown.model.results import BranchResult, BranchWhat, HooksWhat, PoolResult, PoolWhat
+from fm_teardown.model.step_warnings import (
+    BranchKept,
+    ClaimKept,
+    HooksUnknown,
+    LockRetried,
+    LockRetry,
+    StaleLockRemoved,
+)
 
 __all__ = ["step_branch", "step_claim", "step_hooks", "step_pool"]
 
@@ -29,7 +36,7 @@ def step_hooks(run: Run, slot: str) -> None:
 
     result = remove_hooks(slot)
     if result.what == HooksWhat.UNTRACKED_UNKNOWN:
-        run.warnings.append(messages.hooks_warning(result))
+        run.warnings.append(HooksUnknown(result))
     run.note(StepName.HOOKS, slot, result)
 
 
@@ -96,15 +103,11 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
     while result.git_lock_held:
         if retries < s.lock_retries:
             retries += 1
-            # The script's words, which firstmate's operators (and its tests) look for.
-            run.warnings.append(
-                f"treehouse return failed with a transient git lock; waiting "
-                f"{s.lock_retry_wait:g}s and retrying ({retries}/{s.lock_retries})"
-            )
+            run.warnings.append(LockRetry(s.lock_retry_wait, retries, s.lock_retries))
             interrupts.sleep(s.lock_retry_wait)
             result = pool.run_return(bin_, pr.argv, cwd, s.treehouse_timeout)
             if result.returncode == 0:
-                run.warnings.append(f"treehouse return succeeded on retry {retries}; lock cleared")
+                run.warnings.append(LockRetried(retries))
             continue
         lock = gitlock.index_lock_path(d.slot)
         if lock is None or not os.path.lexists(lock):
@@ -122,7 +125,7 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
                     error=verdict.reason,
                 ),
             )
-        run.warnings.append(f"removed provably-stale git lock {lock} ({verdict.reason})")
+        run.warnings.append(StaleLockRemoved(lock, verdict.reason))
         _recheck_landed(run, record)
         result = pool.run_return(bin_, pr.argv, cwd, s.treehouse_timeout)
         break
@@ -204,7 +207,7 @@ def step_branch(run: Run, record: Record, d: Decision) -> None:
         record.project, b.name, b.commit, b.default, d.slot, run.seams.branch_held
     )
     if result.warns:
-        run.warnings.append(messages.branch_warning(result))
+        run.warnings.append(BranchKept(result))
     run.note(StepName.BRANCH, target, result)
 
 
@@ -214,5 +217,5 @@ def step_claim(run: Run, path: str, task: str) -> None:
 
     result = remove_own_claim(path, task, run.seams.claim_names)
     if result.warns:
-        run.warnings.append(messages.claim_warning(result))
+        run.warnings.append(ClaimKept(result))
     run.note(StepName.CLAIM, path, result)

@@ -10,7 +10,6 @@ import stat
 
 from fm_teardown.act import faults
 from fm_teardown.act.run_state import Run
-from fm_teardown.model import messages
 from fm_teardown.model import sidecars as _sidecars
 from fm_teardown.model.plan import StepName
 from fm_teardown.model.records import Record, RecordProblem, parse_record, read_meta
@@ -21,6 +20,7 @@ from fm_teardown.model.results import (
     RecordResult,
     RecordWhat,
 )
+from fm_teardown.model.step_warnings import AttributionFailed, RouteLeft
 
 __all__ = ["step_attribution", "step_auth", "step_record"]
 
@@ -91,9 +91,7 @@ def _remove_route(run: Run, record: Record) -> str | None:
     try:
         return remove_route(str(s.data_dir), str(s.state_dir), record.task_id)
     except RegistryWarning as exc:
-        run.warnings.append(
-            f"{exc}; remove the line '- {record.task_id} ...' from the registry by hand"
-        )
+        run.warnings.append(RouteLeft(str(exc), record.task_id))
         return None
 
 
@@ -104,7 +102,7 @@ def step_auth(run: Run, record: Record) -> None:
     s = run.settings
     state_dir = os.path.dirname(record.meta_path)
     found = remove_auth_entries(state_dir, record.task_id, s.home, s.grok_home)
-    run.warnings.extend(f"auth: {w}" for w in found.warnings)
+    run.warnings.extend(found.warnings)
     target = f"state/{record.task_id}.grok-turnend-token, .kimi-turnend-token"
     run.note(StepName.AUTH, target, found)
 
@@ -122,7 +120,7 @@ def step_attribution(run: Run, record: Record) -> None:
             str(s.data_dir), record, time.time(), s.attribution_lock_attempts
         )
     except (DutyWarning, OSError) as exc:
-        run.warnings.append(messages.attribution_warning(record.task_id))
+        run.warnings.append(AttributionFailed(record.task_id))
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         result = AttributionResult(AttributionWhat.FAILED, record.task_id, error=why)
     run.note(StepName.ATTRIBUTION, target, result)

@@ -17,6 +17,7 @@ from fm_teardown.model.plan import Decision, Flags, LandedLike, Planned, Step, S
 from fm_teardown.model.records import Fleet, Record
 from fm_teardown.model.results import BranchUse, Drift, ProcRef, StepResult, Terminal
 from fm_teardown.model.settings import Settings
+from fm_teardown.model.step_warnings import RunWarning
 from fm_teardown.model.values import value
 from fm_teardown.model.world import (
     Endpoint,
@@ -82,7 +83,7 @@ class Run:
     discarded_ref: str | None = None
     restore: str | None = None
     saved_for: str | None = None
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[RunWarning] = field(default_factory=list)
     # The pool step was skipped because the pool hands the slot out as it is: the slot is
     # back in the pool's hands, as after a verified return.
     pool_reuses: bool = False

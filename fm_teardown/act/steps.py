@@ -59,12 +59,18 @@ from fm_teardown.act.record_step import step_record
 from fm_teardown.act.run_state import EndpointChanged, Run, Seams, StepFailed, boundary
 from fm_teardown.adapters import interrupts
 from fm_teardown.adapters.interrupts import Interrupted
-from fm_teardown.model import messages
 from fm_teardown.model.errors import ExitCode, FmError, Lead, Verdict
 from fm_teardown.model.outcome import Outcome, Signal
 from fm_teardown.model.plan import Decision, Flags, Planned, Step, StepName, StepOutcome
 from fm_teardown.model.results import NotNeeded, NotRun, NotRunCause
 from fm_teardown.model.settings import Settings
+from fm_teardown.model.step_warnings import (
+    DecidedAgain,
+    DecisionChanged,
+    RerunForNewDecision,
+    RunWarning,
+    SavedForOther,
+)
 
 __all__ = ["changed", "outcome", "run"]
 
@@ -193,12 +199,9 @@ def _ran(r: Run) -> bool:
 
 
 def changed(r: Run, before: Decision, after: Decision) -> Outcome:
-    r.warnings.append(
-        f"the decision changed while acting (was {before.verdict}, now {after.verdict}): "
-        "nothing more was changed"
-    )
+    r.warnings.append(DecisionChanged(before.verdict, after.verdict))
     if after.verdict in (Verdict.PROCEED, Verdict.STALE):
-        r.warnings.append("re-run the same command to act on the new decision")
+        r.warnings.append(RerunForNewDecision())
         return outcome(r, after, Verdict.FAILED)
     return outcome(r, after, after.verdict)
 
@@ -209,11 +212,9 @@ def _decided_again(r: Run, d: Decision) -> Outcome:
     assert d.slot is not None
     with slot_lock(r.settings.state_dir, d.slot, r.settings.lock_timeout):
         after = r.seams.replan(()).decision
-    r.warnings.append(
-        messages.endpoint_changed_warning(d.task, before=d.verdict, now=after.verdict)
-    )
+    r.warnings.append(DecidedAgain(d.task, d.verdict, after.verdict))
     if after.verdict in (Verdict.PROCEED, Verdict.STALE):
-        r.warnings.append(messages.RERUN_FOR_NEW_DECISION)
+        r.warnings.append(RerunForNewDecision())
         return outcome(r, after, Verdict.FAILED)
     return outcome(r, after, after.verdict)
 
@@ -227,12 +228,9 @@ def outcome(
     """The run's Outcome. `tail`: whether the reasons are shown with what the run changed
     (by default: a refusal the decision made)."""
     code = int(ExitCode.INTERRUPTED) if interrupted else int(verdict.exit_code)
-    warnings = [*d.warnings, *r.warnings]
+    warnings: list[RunWarning] = [*d.warnings, *r.warnings]
     if r.saved_for and r.saved_for != d.task:
-        warnings.append(
-            f"the work saved under {r.discarded_ref} is {r.saved_for}'s (the discarded live "
-            f"owner's), not {d.task}'s"
-        )
+        warnings.append(SavedForOther(r.discarded_ref, r.saved_for, d.task))
     hints = d.hints
     if code == 0 and r.saved_for and r.saved_for != d.task:
         hints = (

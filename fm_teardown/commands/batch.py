@@ -13,7 +13,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from fm_teardown.adapters import interrupts
-from fm_teardown.model import messages
 from fm_teardown.model.errors import ExitCode
 from fm_teardown.model.outcome import Outcome, Result, Skipped
 from fm_teardown.model.plan import Flags
@@ -75,7 +74,7 @@ def run(
         for i, task in enumerate(tasks):
             if interrupts.requested():
                 stopped = True
-                results += [Skipped(t, "not run: interrupted") for t in tasks[i:]]
+                results += [Skipped(t) for t in tasks[i:]]
                 break
             if progress:
                 console.progress(i + 1, len(tasks), task)
@@ -84,7 +83,7 @@ def run(
                 mine = flags if plans is None else with_expected_plan(flags, task, plans)
                 outcome = one(s, task, mine, again_selected)
             except NotSelected as skip:
-                results.append(Skipped(task, messages.not_selected_reason(skip.reason)))
+                results.append(Skipped(task, not_selected=skip.reason))
                 continue
             except KeyboardInterrupt:
                 # Interrupted while deciding: this task changed nothing.
@@ -99,8 +98,8 @@ def run(
                 report.render(outcome, json_out=False)
             stopped = outcome.interrupted or interrupts.requested()
             if stopped or outcome.exit_code == ExitCode.FAILED:
-                why = "interrupted" if stopped else f"{task} failed"
-                results += [Skipped(t, f"not run: {why}") for t in tasks[i + 1 :]]
+                failed = None if stopped else task
+                results += [Skipped(t, failed) for t in tasks[i + 1 :]]
                 break
         code = exit_code(results, interrupted=stopped)
         not_done = _not_done(results)
@@ -111,15 +110,9 @@ def run(
                 doc["not_done"] = not_done
                 doc["finish"] = finish
             if landed:
-                doc["not_selected"] = [
-                    {
-                        "task": n.task,
-                        "verdict": n.verdict,
-                        "reason": messages.finished_reason(n.finished),
-                        "opt_in": n.finished.opt_in,
-                    }
-                    for n in selection.not_selected
-                ]
+                doc["not_selected"] = batch_view.not_selected_json(
+                    [(n.task, n.verdict, n.finished) for n in selection.not_selected]
+                )
             report.emit_json(doc)
         else:
             batch_view.render_summary(results, code, not_done, finish)

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 from fm_teardown.decide import census, fingerprint, finished
 from fm_teardown.decide.ownership import live_of
 from fm_teardown.model.errors import Verdict
-from fm_teardown.model.messages import decision_reasons
+from fm_teardown.model.landing import Reason
 from fm_teardown.model.reasons import Finished, FinishedWhy
 from fm_teardown.model.records import (
     Fleet,
     own_record_problem,
-    refused_record,
+    record_refusal,
     shown,
     task_id_problem,
 )
@@ -38,8 +38,10 @@ class AuditRow:
     slot: str | None
     endpoint: str | None
     verdict: Verdict
-    reasons: tuple[str, ...]
-    headline: str  # the one reason that matters
+    # Without a refusal's lead and tail: when `refused`, the first one is shown as
+    # `REFUSED: …; nothing was changed` (report/messages.py, `refused_reasons`).
+    reasons: tuple[Reason, ...]
+    headline: Reason  # the one reason that matters
     owners: tuple[str, ...] = ()  # the live owners, for a live-owner row
     # Finished (what `--landed` selects), and why; the same function decides both.
     finished: Finished = Finished(False, FinishedWhy.REFUSED)
@@ -48,6 +50,7 @@ class AuditRow:
     # The plan token the one-task dry run prints (`--expect-plan TASK=TOKEN` approves it);
     # None for a row refused before deciding.
     plan_id: str | None = None
+    refused: bool = False
 
     @property
     def exit_code(self) -> int:
@@ -84,7 +87,7 @@ def row(
         d.slot,
         str(ep.state),
         d.verdict,
-        decision_reasons(d),
+        d.reasons,
         d.headline,
         tuple(o.id for o in live_of(d.owners)) if d.verdict == Verdict.LIVE_OWNER else (),
         finished.classify(
@@ -101,6 +104,7 @@ def row(
         ),
         finished.identity(record, ep.window_ids, inode),
         fingerprint.token(fingerprint.digests(d, obs, facts, fm_pid=fm_pid)),
+        refused=d.refused,
     )
 
 
@@ -112,18 +116,18 @@ def unusable(task: str, fleet: Fleet) -> AuditRow | None:
         if id_problem:
             why = f"invalid task id '{shown(task)}': {id_problem}"
             return _refused(AuditRow(task, _first(bad.claimed), None, Verdict.INVALID, (why,), why))
-        line = refused_record(bad.meta_path, bad.problem)
-        headline = f"record {bad.meta_path} {bad.problem}"
+        line = record_refusal(bad.meta_path, bad.problem)
         return _refused(
-            AuditRow(task, _first(bad.claimed), None, Verdict.UNSAFE, (line,), headline)
+            AuditRow(task, _first(bad.claimed), None, Verdict.UNSAFE, (line,), line, refused=True)
         )
     record = fleet.records[task]
     problem = own_record_problem(record)
     if problem is None:
         return None
-    line = refused_record(record.meta_path, problem)
+    line = record_refusal(record.meta_path, problem)
+    headline = f"its record {problem}"
     return _refused(
-        AuditRow(task, record.worktree, None, Verdict.UNSAFE, (line,), f"its record {problem}")
+        AuditRow(task, record.worktree, None, Verdict.UNSAFE, (line,), headline, refused=True)
     )
 
 

@@ -16,6 +16,7 @@ from functools import cached_property
 from fm_teardown.decide.ownership import live_of, owners_of
 from fm_teardown.decide.sparing import NeverSignalled, never_signalled
 from fm_teardown.model.errors import Verdict
+from fm_teardown.model.landing import Reason
 from fm_teardown.model.plan import Flags, LandedLike, Owner
 from fm_teardown.model.records import Fleet, Record
 from fm_teardown.model.values import value
@@ -46,7 +47,7 @@ class Refusal:
 class GoOn:
     """The decision goes on, and says why (reasons) or what to mind (warnings)."""
 
-    reasons: tuple[str, ...] = ()
+    reasons: tuple[Reason, ...] = ()
     warnings: tuple[str, ...] = ()
 
 
@@ -55,7 +56,7 @@ class Stale:
     """The slot is someone else's now: the decision ends with only TASK's own endpoint and
     record cleaned (rule 4)."""
 
-    reasons: tuple[str, ...]
+    reasons: tuple[Reason, ...]
     warnings: tuple[str, ...]
     owner: str  # whose slot it is now, as the headline names it
 

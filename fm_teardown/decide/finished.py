@@ -20,7 +20,8 @@ A task is finished when all of these hold:
 Each opt-in lifts exactly one condition: `--include-live` (2, not the doubt), `--min-age` (3),
 `--include-pushed` (4: landed is enough). The audit and `--landed` both call `classify`, so
 they cannot disagree; a batch calls it again at each task's turn. Pure: the clock and the
-meta's inode are read by the caller and passed in; the words of a reason are `messages`'.
+meta's inode are read by the caller and passed in; the words of a reason are
+`report/messages.py`'s.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from fm_teardown.model.reasons import Finished, FinishedWhy
 from fm_teardown.model.values import value
 
 if TYPE_CHECKING:
-    from fm_teardown.model.landing import LandedFacts
+    from fm_teardown.model.landing import LandedFacts, Reason
     from fm_teardown.model.records import Record
 
 __all__ = [
@@ -93,7 +94,7 @@ def identity(record: Record, window_ids: tuple[str, ...], inode: int | None) -> 
     return (tuple(window_ids), record.worktree, record.spawn_gen, inode, record.mtime_ns)
 
 
-def refused(verdict: Verdict, headline: str, working: Sequence[str] = ()) -> Finished:
+def refused(verdict: Verdict, headline: Reason, working: Sequence[str] = ()) -> Finished:
     """Not finished: the task is refused (its decision, or its record before deciding)."""
     return Finished(
         False, FinishedWhy.REFUSED, verdict=verdict, headline=headline, working=tuple(working)
@@ -102,7 +103,7 @@ def refused(verdict: Verdict, headline: str, working: Sequence[str] = ()) -> Fin
 
 def classify(
     verdict: Verdict,
-    headline: str,
+    headline: Reason,
     endpoint: str | None,
     endpoint_detail: str,
     record: Record | None,
@@ -152,7 +153,7 @@ def classify(
         return Finished(False, FinishedWhy.NOTHING_OF_ITS_OWN, endpoint=endpoint)
     summary = landed.merge_summary
     if landed.merged:
-        return Finished(True, FinishedWhy.MERGED, summary=summary)
+        return Finished(True, FinishedWhy.MERGED, proof=landed.merge_proof)
     if landed.landed and opts.include_pushed:
         return Finished(True, FinishedWhy.PUSHED, summary=summary)
     return Finished(False, FinishedWhy.NOT_MERGED, "--include-pushed", summary=summary)

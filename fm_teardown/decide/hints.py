@@ -12,16 +12,34 @@ from collections.abc import Sequence
 from fm_teardown.decide.case import Case
 from fm_teardown.decide.sparing import Blocker
 from fm_teardown.model.plan import LandedLike, Owner, OwnerKind
+from fm_teardown.model.results import Terminal
 from fm_teardown.model.world import InventoryStatus, Spared
 
 __all__ = [
+    "belongs_now",
     "blocked_hints",
     "blocked_names",
     "listed",
     "live_owner_hints",
     "owners_headline",
+    "shell_where",
     "unlanded_hints",
 ]
+
+
+# -- words a decision's plan and headline share with a run's results (report/ reads them here) --
+
+
+def belongs_now(owner: str) -> str:
+    """Whose a stale slot is now: the decision's headline and a real run's first line."""
+    return f"the slot belongs to {owner} now"
+
+
+def shell_where(t: Terminal) -> str:
+    """Where a shell no task's endpoint holds runs: `a shell in terminal /dev/pts/3`."""
+    if t.pane:
+        return f"a shell in tmux pane {t.pane}" + (f" on {t.tty}" if t.tty else "")
+    return f"a shell in terminal {t.tty}" if t.tty else "a shell in a terminal"
 
 
 # Task ids named in one reason: a slot shared by thousands of records must not make every

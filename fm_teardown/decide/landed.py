@@ -33,27 +33,16 @@ from fm_teardown.model.landing import (
     HomeFacts,
     LandedFacts,
     LandedRung,
+    Proof,
     ScoutFacts,
     ShipFacts,
     SlotProblem,
     SlotProblemKind,
 )
-from fm_teardown.model.messages import landed_by
-from fm_teardown.model.values import value
 
-__all__ = ["MAX_CHILDREN_NAMED", "Proof", "judge", "proofs"]
+__all__ = ["MAX_CHILDREN_NAMED", "judge", "proofs"]
 
 MAX_CHILDREN_NAMED = 5
-
-
-@value
-class Proof:
-    """One rung that holds, against what (`origin/main`, `local main`, a PR), and whether it
-    proves the work merged too."""
-
-    rung: LandedRung
-    where: str
-    merged: bool
 
 
 def _plural(n: int, word: str) -> str:
@@ -72,9 +61,9 @@ def judge(facts: Gathered) -> LandedFacts:
 
 
 def _settled(rung: LandedRung, why: str) -> LandedFacts:
-    return LandedFacts(
-        True, why, (), (), merged=True, merge_summary=why, rung=rung, merge_rung=rung
-    )
+    """Landed and merged, proven by what was found (`why`: the words of the proof)."""
+    proof = Proof(rung, why, merged=True)
+    return LandedFacts(True, "", (), (), merged=True, proof=proof, merge_proof=proof)
 
 
 def _scout(f: ScoutFacts) -> LandedFacts:
@@ -206,7 +195,7 @@ def _ship(f: ShipFacts) -> LandedFacts:
         notes: tuple[str, ...] = f.notes,
         merged: Proof | None = None,
         merge_summary: str = "",
-        rung: LandedRung | None = None,
+        proof: Proof | None = None,
     ) -> LandedFacts:
         return LandedFacts(
             landed,
@@ -221,8 +210,8 @@ def _ship(f: ShipFacts) -> LandedFacts:
             merged is not None,
             merge_summary or summary,
             own,
-            rung,
-            merged.rung if merged is not None else None,
+            proof,
+            merged,
         )
 
     if st.head is None:
@@ -247,20 +236,13 @@ def _ship(f: ShipFacts) -> LandedFacts:
 
     found = proofs(f)
     merged = next((p for p in found if p.merged), None)
-    merge_words = landed_by(merged.rung, merged.where) if merged is not None else ""
     if found:
-        first = found[0]
+        merge_words = ""
         if merged is None:
             targets = [b.label for b in f.bases if b.counts_as_merged]
             where = " or ".join(targets) or "the default branch"
             merge_words = f"pushed but not merged into {where}"
-        return facts(
-            True,
-            landed_by(first.rung, first.where),
-            merged=merged,
-            merge_summary=merge_words,
-            rung=first.rung,
-        )
+        return facts(True, "", merged=merged, merge_summary=merge_words, proof=found[0])
     compared = [b.label for b in f.bases]
     if f.origin and f.default and f"origin/{f.default}" not in compared:
         compared.insert(0, f"origin/{f.default}")  # named even when it could not be compared

@@ -13,10 +13,11 @@ from collections.abc import Sequence
 
 from fm_teardown.decide.case import Case, Refusal, Stale
 from fm_teardown.decide.census import Kind, kind_of, placement, where_of
+from fm_teardown.decide.hints import belongs_now, shell_where
 from fm_teardown.decide.sparing import NeverSignalled, to_signal
 from fm_teardown.model.errors import Verdict
+from fm_teardown.model.landing import Reason, said
 from fm_teardown.model.leases import unconditional_only
-from fm_teardown.model.messages import belongs_now, shell_where
 from fm_teardown.model.plan import (
     BranchDelete,
     Decision,
@@ -54,7 +55,7 @@ def refusal_decision(c: Case, refusal: Refusal, owners: Sequence[Owner] = ()) ->
     )
 
 
-def stale_decision(c: Case, reasons: list[str], warnings: list[str], stale: Stale) -> Decision:
+def stale_decision(c: Case, reasons: list[Reason], warnings: list[str], stale: Stale) -> Decision:
     """A stale slot: only TASK's own endpoint and record are cleaned."""
     return Decision(
         c.task,
@@ -73,7 +74,7 @@ def stale_decision(c: Case, reasons: list[str], warnings: list[str], stale: Stal
     )
 
 
-def proceed_decision(c: Case, reasons: list[str], warnings: list[str]) -> Decision:
+def proceed_decision(c: Case, reasons: list[Reason], warnings: list[str]) -> Decision:
     """Past every rule: TASK's slot is TASK's to tear down."""
     discarded, returns_slot, landed = c.discarded, c.returns_slot, c.work
     pool_return = _pool_return(c.facts.pool.entry) if returns_slot else None
@@ -230,13 +231,14 @@ def _pool_return(entry: PoolEntry | None) -> PoolReturn:
 
 def _proceed_headline(
     c: Case, landed: LandedLike | None, skip: str | None, discarded: str | None
-) -> str:
+) -> Reason:
     if discarded is not None:
         return f"discarding the live owner {discarded} as asked; the slot is returned"
     if skip is not None:
         return skip
     if landed is not None and landed.landed:
-        return f"the slot is {c.task}'s and its work is landed ({landed.summary})"
+        before = f"the slot is {c.task}'s and its work is landed ("
+        return said(before, landed.proof, landed.summary, ")")
     if landed is not None and c.saves_work:
         return f"--force: {c.task}'s own unlanded work is saved, then discarded"
     if landed is not None:

@@ -46,6 +46,7 @@ from fm_teardown.decide.ownership import (
 from fm_teardown.decide.plan_builder import proceed_decision, refusal_decision, stale_decision
 from fm_teardown.decide.sparing import blocking_the_return
 from fm_teardown.model.errors import Verdict
+from fm_teardown.model.landing import Reason, said
 from fm_teardown.model.leases import lease_task
 from fm_teardown.model.paths import is_ancestor_or_same
 from fm_teardown.model.plan import Decision, Flags, LandedLike
@@ -128,12 +129,12 @@ class _Paused(NamedTuple):
 
     case: Case
     at: int
-    reasons: Sequence[str]
+    reasons: Sequence[Reason]
     warnings: Sequence[str]
 
 
 def _walk(
-    c: Case, start: int, reasons: Sequence[str], warnings: Sequence[str]
+    c: Case, start: int, reasons: Sequence[Reason], warnings: Sequence[str]
 ) -> Decision | _Paused:
     reasons, warnings = list(reasons), list(warnings)
     for at in range(start, len(RULES)):
@@ -560,7 +561,7 @@ def unlanded(c: Case) -> Refusal | GoOn | NeedsLanded | None:
     if landed is None:
         return NeedsLanded()
     if landed.landed:
-        return GoOn(reasons=(f"own work: {landed.summary}",))
+        return GoOn(reasons=(said("own work: ", landed.proof, landed.summary),))
     if c.flags.force:
         discarded = c.discarded
         if discarded is not None and discarded in c.fleet.records:

@@ -72,7 +72,7 @@ def plan_changed_exit(new_plan: Verdict) -> ExitCode:
 class Lead(StrEnum):
     """How an error's line starts, as a fact rather than as words: `REFUSED: …` for a
     refusal, `error: …` for the no-mistakes gate (the script's own wording), and for anything
-    else `fm: …` (people) or the bare message (JSON). `model/messages.py` writes the words."""
+    else `fm: …` (people) or the bare message (JSON). `report/messages.py` writes the words."""
 
     REFUSED = "refused"
     ERROR = "error"
@@ -100,9 +100,9 @@ class FmError(Exception):
         # did (a fact carried with the error, never read back from its words).
         self.gate = gate
         # A refusal made before anything was done: shown with what the run changed after it
-        # (`messages.reasons`), never written into `message`.
+        # (`report/messages.py`, `reasons`), never written into `message`.
         self.unchanged = unchanged
-        # The message is kept without its lead; `messages.error_line` adds it.
+        # The message is kept without its lead; `report/messages.py` (`error_line`) adds it.
         self.lead = lead
 
     @property

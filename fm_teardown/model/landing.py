@@ -19,11 +19,15 @@ __all__ = [
     "LandedFacts",
     "LandedRung",
     "PrFacts",
+    "Proof",
+    "ProofLine",
+    "Reason",
     "ScoutFacts",
     "ShipFacts",
     "SlotProblem",
     "SlotProblemKind",
     "SlotStatus",
+    "said",
 ]
 
 
@@ -42,11 +46,41 @@ class LandedRung(Enum):
 
 
 @value
+class Proof:
+    """One rung that holds, against what (`origin/main`, `local main`, a PR; for the tasks
+    without git work to land, what was found), and whether it proves the work merged too.
+    `report/messages.py` words it (`proof_text`)."""
+
+    rung: LandedRung
+    where: str
+    merged: bool = False
+
+
+@value
+class ProofLine:
+    """A line of the decide stage's words around a proof of landing: `before`, the proof in
+    report/'s words, `after` (`own work: reachable: HEAD is in origin/main`)."""
+
+    before: str
+    proof: Proof
+    after: str = ""
+
+
+# A decision's reason or headline: the decide stage's words, or a line naming a proof.
+Reason = str | ProofLine
+
+
+def said(before: str, proof: Proof | None, words: str, after: str = "") -> Reason:
+    """`before`, the proof (or, without one, `words` as they are), `after`."""
+    return f"{before}{words}{after}" if proof is None else ProofLine(before, proof, after)
+
+
+@value
 class LandedFacts:
     """The verdict: landed or not, why, and what would be lost."""
 
     landed: bool
-    summary: str  # one line: why it is or is not landed (the rung, when landed)
+    summary: str  # one line: why it is not landed ("" when landed: `proof` says why)
     dirty: tuple[str, ...]  # first dirty paths (at most 10), scaffold files excluded
     unpushed: tuple[str, ...]  # "<short sha> <subject>" for commits not landed (at most 10)
     notes: tuple[str, ...] = ()  # what could not be told (inconclusive fetch, gh failure, ...)
@@ -58,12 +92,20 @@ class LandedFacts:
     # local main for local-only), or its recorded PR merged; a scout's report or a
     # secondmate's empty home counts too. Pushed alone is not merged.
     merged: bool = False
-    merge_summary: str = ""  # why it is or is not merged
+    merge_summary: str = ""  # why it is not merged ("" when merged: `merge_proof` says why)
     # False when HEAD is already in the default branch: nothing of the task's own is there
     # (a fresh slot, or a fast-forwarded merge: only a gone endpoint tells them apart).
     own_commits: bool = True
-    rung: LandedRung | None = None  # the rung that proves it landed (None: not landed)
-    merge_rung: LandedRung | None = None  # the rung that proves it merged (None: not merged)
+    proof: Proof | None = None  # the rung that proves it landed (None: not landed)
+    merge_proof: Proof | None = None  # the rung that proves it merged (None: not merged)
+
+    @property
+    def rung(self) -> LandedRung | None:
+        return self.proof.rung if self.proof is not None else None
+
+    @property
+    def merge_rung(self) -> LandedRung | None:
+        return self.merge_proof.rung if self.merge_proof is not None else None
 
 
 # --------------------------------------------------------------------------- the facts

@@ -9,10 +9,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fm_teardown.model.errors import ExitCode, FmError, Lead, Verdict
+from fm_teardown.model.landing import Reason
 from fm_teardown.model.plan import Decision, Step, StepName, StepOutcome
+from fm_teardown.model.reasons import NotSelectedReason
+from fm_teardown.model.step_warnings import RunWarning
 from fm_teardown.model.values import value
 
-__all__ = ["Outcome", "Result", "Signal", "Skipped"]
+__all__ = ["WINDOW_KILL_SIGNAL", "Outcome", "Result", "Signal", "Skipped"]
+
+# How `signals` names the hangup a window kill sends to its panes' processes, beside the
+# `SIGTERM` and `SIGKILL` of the processes step (the journal and the JSON list them).
+WINDOW_KILL_SIGNAL = "SIGHUP (window killed)"
 
 
 @value
@@ -31,11 +38,12 @@ class Outcome:
     dry_run: bool
     verdict: Verdict
     exit_code: int
-    reasons: tuple[str, ...]
+    reasons: tuple[Reason, ...]
     # None when the run ended before a decision (a bad request, TASK's own record unsafe).
     decision: Decision | None = None
     steps: tuple[Step, ...] = ()  # the plan (dry run, refusal) or the steps as they ran
-    warnings: tuple[str, ...] = ()
+    # The decision's (its words) and the run's (`step_warnings`: values report/ words).
+    warnings: tuple[RunWarning, ...] = ()
     hints: tuple[str, ...] = ()
     signalled: tuple[Signal, ...] = ()  # by the processes step (firstmate's "reaping" line)
     # Hung up by the endpoint step's window kill (its panes' processes and foreground groups).
@@ -46,11 +54,11 @@ class Outcome:
     acted: bool = False  # a real run that started acting (its steps are the steps as they ran)
     plan_id: str | None = None  # the plan token of the first decision (fingerprint.py)
     # A refusal: the first reason is followed, when shown, by what this run changed (nothing,
-    # or the steps it had already done); `messages.reasons` writes that tail.
+    # or the steps it had already done); `report/messages.py` (`reasons`) writes that tail.
     tail: bool = False
     gate: bool = False  # ended by the no-mistakes gate's refusal (FmError.gate)
     # How the first reason's line starts (`REFUSED: …` for a refusal); the reasons are kept
-    # without it and `messages.reasons` writes it.
+    # without it and `report/messages.py` (`reasons`) writes it.
     lead: Lead = Lead.PLAIN
 
     @property
@@ -119,11 +127,13 @@ class Outcome:
 
 @value
 class Skipped:
-    """A batch's task the batch did not run (interrupted or stopped before it, or no longer
-    what was selected at its turn), and why, in words."""
+    """A batch's task the batch did not run, and why, as facts: interrupted before it, the
+    batch stopped by the failure of task `failed`, or no longer what was selected at its turn
+    (`not_selected`). `report/messages.py` words it (`skipped_reason`)."""
 
     task: str
-    why: str
+    failed: str | None = None
+    not_selected: NotSelectedReason | None = None
 
 
 Result = Outcome | Skipped

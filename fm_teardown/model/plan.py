@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
 from fm_teardown.model.errors import Verdict
+from fm_teardown.model.landing import Proof, Reason
 from fm_teardown.model.values import value
 from fm_teardown.model.world import EndpointState
 
@@ -94,6 +95,8 @@ class LandedLike(Protocol):
     @property
     def summary(self) -> str: ...
     @property
+    def proof(self) -> Proof | None: ...
+    @property
     def dirty(self) -> tuple[str, ...]: ...
     @property
     def unpushed(self) -> tuple[str, ...]: ...
@@ -112,8 +115,8 @@ class LandedLike(Protocol):
 @value
 class Step:
     """A step of the plan, or of a run. `detail` is the plan's description of it; once it ran
-    (or was left out), `result` says what happened, as a value (`results`), and `messages`
-    alone turns either into words."""
+    (or was left out), `result` says what happened, as a value (`results`), and
+    `report/step_words.py` alone turns the result into words."""
 
     step: StepName
     target: str
@@ -153,7 +156,7 @@ class BranchDelete:
 class Decision:
     task: str
     verdict: Verdict
-    reasons: tuple[str, ...]
+    reasons: tuple[Reason, ...]
     owners: Sequence[Owner] = ()
     plan: tuple[Step, ...] = ()
     hints: tuple[str, ...] = ()
@@ -173,7 +176,7 @@ class Decision:
     notes: tuple[str, ...] = ()
     # The one reason that matters, in words an operator acts on (the audit's row, the first
     # line of the human output): who owns the slot, what would be lost, what is unsafe.
-    headline: str = ""
+    headline: Reason = ""
     branch: BranchDelete | None = None  # the branch step's target (spec §10)
     own_claim: str | None = None  # TASK's own slot claim, removed after the return (spec §10)
     project: str | None = None  # the record's project (journalled: `fm restore` finds saves)
@@ -187,7 +190,7 @@ class Decision:
     @property
     def refused(self) -> bool:
         """A refusal: nothing is done, and its first reason is shown with what the run
-        changed (`messages.reasons`)."""
+        changed (`report/messages.py`, `reasons`)."""
         return self.verdict in (
             Verdict.LIVE_OWNER,
             Verdict.UNSAFE,

@@ -1,11 +1,12 @@
 """Why a task is finished or not, and why a batch's task was not selected at its turn: as
-values, an enum of why plus the facts its words need. The words are `messages`'."""
+values, an enum of why plus the facts its words need. The words are `report/messages.py`'s."""
 
 from __future__ import annotations
 
 from enum import StrEnum
 
 from fm_teardown.model.errors import Verdict
+from fm_teardown.model.landing import Proof, Reason
 from fm_teardown.model.values import value
 
 __all__ = ["Finished", "FinishedWhy", "NotSelectedReason", "NotSelectedWhy"]
@@ -34,7 +35,7 @@ class Finished:
     opt_in: str | None = None  # the flag that would include it; None: no flag does
     # The facts the words need, each set only where its reason says it.
     verdict: Verdict | None = None
-    headline: str = ""
+    headline: Reason = ""
     endpoint: str | None = None
     endpoint_detail: str = ""
     working: tuple[str, ...] = ()  # who else still works in the slot, with where it runs
@@ -42,7 +43,8 @@ class Finished:
     age: float = 0.0  # seconds since launch
     launched_from: str = ""  # what the launch time was read from
     min_age: float = 0.0
-    summary: str = ""  # the landed facts' merge summary
+    summary: str = ""  # why the work is not merged, in the judge's words
+    proof: Proof | None = None  # what proves the work merged (MERGED)
 
 
 class NotSelectedWhy(StrEnum):

@@ -40,7 +40,7 @@ __all__ = [
     "parse_record",
     "quick_record",
     "read_meta",
-    "refused_record",
+    "record_refusal",
     "shown",
     "task_id_problem",
 ]
@@ -327,15 +327,10 @@ def own_record_problem(record: Record) -> str | None:
     return None
 
 
-def _refusal_of_record(meta_path: str, problem: str) -> str:
+def record_refusal(meta_path: str, problem: str) -> str:
+    """Why TASK's own record is refused, without its lead and tail: the refusal of
+    `load_record` and the audit's row alike (report/ adds `REFUSED: ` and what was changed)."""
     return f"record {meta_path} {problem}"
-
-
-def refused_record(meta_path: str, problem: str) -> str:
-    """The one line that refuses TASK's own record, as shown (the audit's row says the same)."""
-    from fm_teardown.model.messages import nothing_changed, refusal_line
-
-    return refusal_line(nothing_changed(_refusal_of_record(meta_path, problem)))
 
 
 def load_record(state_dir: Path, task_id: str) -> Record:
@@ -361,7 +356,7 @@ def load_record(state_dir: Path, task_id: str) -> Record:
             "`fm teardown --dry-run` lists the fleet's tasks",
         ) from None
     except RecordProblem as exc:
-        raise refused(_refusal_of_record(meta_path, exc.problem), unchanged=True) from None
+        raise refused(record_refusal(meta_path, exc.problem), unchanged=True) from None
 
 
 @value

@@ -1,9 +1,9 @@
 """What each act step did, as values: an enum of what happened plus the facts the words need.
 
-`act` and `duties` return these and never a sentence; `messages` alone turns them into the
-text people and programs read, and `human`, `report` and `journal` read their fields (a count,
-a ref), never that text. Each value knows its step outcome (done, absent, skipped, failed),
-so no outcome is ever read back out of words.
+`act` and `duties` return these and never a sentence; `report/step_words.py` alone turns them
+into the text people and programs read, and `human`, `render` and `journal` read their fields
+(a count, a ref), never that text. Each value knows its step outcome (done, absent, skipped,
+failed), so no outcome is ever read back out of words.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from fm_teardown.model.values import value
 __all__ = [
     "AttributionResult",
     "AttributionWhat",
+    "AuthLeft",
+    "AuthLeftWhy",
     "AuthResult",
     "BranchResult",
     "BranchUse",
@@ -371,10 +373,28 @@ class ClaimResult:
 # -- auth, attribution --------------------------------------------------------------------------
 
 
+class AuthLeftWhy(Enum):
+    UNREADABLE = auto()  # the token file is not one to read (a link, too big, ...): `problem`
+    NO_TOKEN = auto()  # the token file names no usable entry: `token`, its first characters
+    NO_HOME = auto()  # no home to find the entry in
+    NOT_UNLINKED = auto()  # the entry could not be removed: `unlinked` says why
+
+
+@value
+class AuthLeft:
+    """A hook auth entry the auth step left, and why (a warning: the run goes on)."""
+
+    why: AuthLeftWhy
+    path: str  # the token file, or for NOT_UNLINKED the entry itself
+    problem: str = ""
+    token: str = ""
+    unlinked: Unlinked | None = None
+
+
 @value
 class AuthResult:
     removed: tuple[str, ...]  # the entries removed
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[AuthLeft, ...] = ()
 
     @property
     def outcome(self) -> StepOutcome:

@@ -8,15 +8,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from fm_teardown.model import messages
 from fm_teardown.model.errors import ExitCode, Verdict
 from fm_teardown.model.outcome import Result, Skipped
 from fm_teardown.model.reasons import Finished
-from fm_teardown.report import human
+from fm_teardown.report import human, messages
 from fm_teardown.report import render as report
 from fm_teardown.report.human import VERDICT_STYLE
 
-__all__ = ["batch_json", "render_selection", "render_summary"]
+__all__ = ["batch_json", "not_selected_json", "render_selection", "render_summary"]
 
 
 def render_selection(tasks: Sequence[str], not_selected: Sequence[tuple[str, Finished]]) -> None:
@@ -36,7 +35,8 @@ def render_selection(tasks: Sequence[str], not_selected: Sequence[tuple[str, Fin
 
 def _result_json(r: Result) -> dict[str, Any]:
     if isinstance(r, Skipped):
-        return {"task": r.task, "verdict": "skipped", "exit_code": None, "reasons": [r.why]}
+        why = messages.skipped_reason(r)
+        return {"task": r.task, "verdict": "skipped", "exit_code": None, "reasons": [why]}
     return report.outcome_json(r)
 
 
@@ -52,10 +52,10 @@ def batch_json(results: list[Result], *, dry_run: bool, code: int) -> dict[str, 
 
 def _what_was_done(r: Result) -> str:
     if isinstance(r, Skipped):
-        return r.why
+        return messages.skipped_reason(r)
     d = r.decision
     reasons = messages.reasons(r)
-    headline = d.headline if d is not None else (reasons[0] if reasons else "")
+    headline = messages.said_text(d.headline) if d is not None else (reasons[0] if reasons else "")
     if r.interrupted:
         return "interrupted; the record is kept: re-run to finish"
     if r.exit_code == ExitCode.FAILED:
@@ -72,6 +72,19 @@ def _what_was_done(r: Result) -> str:
     if r.verdict == Verdict.STALE:
         return "window and record cleared; the slot left to its owner"
     return "torn down" + ("; slot returned" if r.returned_slot else "")
+
+
+def not_selected_json(not_selected: Sequence[tuple[str, str, Finished]]) -> list[dict[str, Any]]:
+    """The tasks `--landed` did not select (task, verdict, why), for the batch's JSON."""
+    return [
+        {
+            "task": task,
+            "verdict": verdict,
+            "reason": messages.finished_reason(finished),
+            "opt_in": finished.opt_in,
+        }
+        for task, verdict, finished in not_selected
+    ]
 
 
 def render_summary(results: list[Result], code: int, left: list[str], finish: str | None) -> None:

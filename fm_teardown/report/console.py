@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from fm_teardown.model.messages import nothing_changed
+from fm_teardown.report.messages import nothing_changed
 
 __all__ = ["interrupted", "progress", "unexpected", "usage_error", "version"]
 

@@ -13,11 +13,11 @@ import os
 import shutil
 import sys
 
-from fm_teardown.model import messages
 from fm_teardown.model.errors import Lead
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.records import Record
 from fm_teardown.model.settings import Settings
+from fm_teardown.report import messages, step_words
 
 __all__ = [
     "USAGE",
@@ -103,7 +103,7 @@ def lead_line(outcome: Outcome) -> tuple[str, bool]:
         return messages.refusal_line(first), bool(said) and outcome.lead == Lead.REFUSED
     if outcome.exit_code == 1 or outcome.interrupted:
         failed = next((st for st in outcome.steps if st.outcome == "failed"), None)
-        cause = f"{failed.step}: {messages.detail(failed)}" if failed else first
+        cause = f"{failed.step}: {step_words.detail(failed)}" if failed else first
         if outcome.interrupted:
             cause = "interrupted" + (f" ({cause})" if failed else "")
         return f"error: teardown {outcome.task} stopped: {cause}; the record is kept", False

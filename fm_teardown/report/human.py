@@ -17,11 +17,12 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from fm_teardown.model import messages
+from fm_teardown.decide.hints import belongs_now
 from fm_teardown.model.errors import ExitCode, FmError, Verdict
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.plan import StepName, StepOutcome
 from fm_teardown.model.results import ProcessesResult
+from fm_teardown.report import messages, step_words
 
 if TYPE_CHECKING:  # the audit's module only when an audit is rendered
     from fm_teardown.decide.audit import Audit, AuditRow
@@ -151,11 +152,17 @@ def headline(o: Outcome) -> str:
     d = o.decision
     task = o.task or "?"
     reasons = messages.reasons(o)
-    say = d.headline if d is not None and d.headline else (reasons[0] if reasons else "")
+    say = (
+        messages.said_text(d.headline)
+        if d is not None and d.headline
+        else (reasons[0] if reasons else "")
+    )
     if o.exit_code == ExitCode.FAILED:
         failed = next((s for s in o.steps if s.outcome == StepOutcome.FAILED), None)
         cause = (
-            f"{failed.step}: {messages.detail(failed)}" if failed else (o.warnings or ("?",))[-1]
+            f"{failed.step}: {step_words.detail(failed)}"
+            if failed
+            else (step_words.warnings_text(o) or ("?",))[-1]
         )
         return f"FAILED — {task} stopped at {cause}; the record is kept"
     if o.verdict == Verdict.PROCEED:
@@ -166,7 +173,7 @@ def headline(o: Outcome) -> str:
         if o.dry_run:
             return f"STALE — {task}: {say}"
         # What is cleared starts this line; the rest is whose the slot is now.
-        now = messages.belongs_now(d.stale_owner) if d is not None and d.stale_owner else say
+        now = belongs_now(d.stale_owner) if d is not None and d.stale_owner else say
         return f"CLEARED — {task}'s window and record; {now}"
     return f"REFUSED — {o.verdict}: {say}; {messages.tail(o)}"
 
@@ -252,9 +259,9 @@ def render_outcome(
         if not o.dry_run:
             out_p.line("steps:", "bold")
         for i, s in enumerate(o.steps, 1):
-            detail = messages.detail(s)
+            detail = step_words.detail(s)
             out_p.line(f"  {i}. {s.step} [{s.outcome}] {short(s.target)}: {short(detail)}")
-    for text in o.warnings:
+    for text in step_words.warnings_text(o):
         err_p.line(f"warning: {short(text)}", "yellow")
     for h in o.hints:
         # Never shortened: a hint is a command to run from where the operator stands, so its
@@ -301,7 +308,7 @@ def _why(r: AuditRow) -> str:
     `--landed` would skip it for, and the opt-in that would include it)."""
     f = r.finished
     if f.finished or r.verdict not in ("proceed", "stale"):
-        return r.headline
+        return messages.said_text(r.headline)
     opt = f" [include with {f.opt_in}]" if f.opt_in else ""
     return f"not finished: {messages.finished_reason(f)}{opt}"
 

@@ -68,7 +68,7 @@ def entry(
 
 def _entry_of(outcome: Outcome, flags: Flags) -> dict[str, Any]:
     """The journal line of one real run, from its Outcome."""
-    from fm_teardown.model.messages import detail
+    from fm_teardown.report.step_words import detail
 
     return entry(
         outcome.task or "",

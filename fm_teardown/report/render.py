@@ -9,11 +9,11 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from fm_teardown.model import messages
 from fm_teardown.model.errors import ExitCode, FmError, Verdict
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.plan import Step, StepOutcome
 from fm_teardown.model.results import PoolResult, PoolWhat
+from fm_teardown.report import messages, step_words
 from fm_teardown.report.human import Printer, render_error, render_outcome
 
 if TYPE_CHECKING:  # the audit's module only when an audit is rendered
@@ -67,7 +67,7 @@ def step_json(step: Step) -> dict[str, str]:
         "step": str(step.step),
         "target": step.target,
         "outcome": str(step.outcome),
-        "detail": messages.detail(step),
+        "detail": step_words.detail(step),
     }
 
 
@@ -94,7 +94,7 @@ def outcome_json(o: Outcome) -> dict[str, Any]:
         for w in (d.owners if d else ())
     ]
     doc["steps"] = [step_json(s) for s in o.steps]
-    doc["warnings"] = list(o.warnings)
+    doc["warnings"] = list(step_words.warnings_text(o))
     doc["hints"] = list(o.hints)
     doc["runbook"] = runbook_for(o)
     if d is None:
@@ -102,7 +102,7 @@ def outcome_json(o: Outcome) -> dict[str, Any]:
     doc["plan_id"] = o.plan_id
     doc["slot"] = d.slot
     doc["endpoint"] = str(d.endpoint) if d.endpoint else None
-    doc["headline"] = d.headline
+    doc["headline"] = messages.said_text(d.headline)
     doc["notes"] = list(d.notes)
     if not o.dry_run:
         doc["signalled"] = [
@@ -147,8 +147,8 @@ def audit_json(a: Audit) -> dict[str, Any]:
                 "endpoint": r.endpoint,
                 "verdict": str(r.verdict),
                 "exit_code": r.exit_code,
-                "reasons": list(r.reasons),
-                "headline": r.headline,
+                "reasons": list(messages.refused_reasons(r.reasons, r.refused)),
+                "headline": messages.said_text(r.headline),
                 "plan_id": r.plan_id,
                 "owners": list(r.owners),
                 "finished": {
@@ -187,7 +187,10 @@ def render(
         return
     if o.decision is None and o.exit_code == ExitCode.OK:
         # Nothing left to do (a re-run of a task already torn down): said on stdout.
-        Printer(out).line(f"{o.task}: {o.reasons[0]}" if o.reasons else str(o.verdict), "green")
+        Printer(out).line(
+            f"{o.task}: {messages.said_text(o.reasons[0])}" if o.reasons else str(o.verdict),
+            "green",
+        )
         return
     if o.decision is None:
         said = messages.bare_reasons(o)

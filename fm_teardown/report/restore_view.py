@@ -10,10 +10,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from fm_teardown.model import messages
 from fm_teardown.model.errors import ExitCode, FmError
 from fm_teardown.model.records import shown
 from fm_teardown.model.saves import Found, Project, Restored, Save
+from fm_teardown.report import messages
 from fm_teardown.report.human import Printer, render_error
 from fm_teardown.report.render import SCHEMA, emit_json
 

@@ -559,8 +559,9 @@ def check(fleet: Fleet, world: World, fs: Flagset) -> None:
             assert not gone(built.strays[i]), f"stray agent in slot {i + 1} ended"
     for t, r in zip(world.ids, world.records, strict=True):
         # A dead endpoint working in TASK's slot is only shells: fm spares them (checked
-        # above), the pool's return ends them like any process in the slot.
-        in_task_slot = r.cross and r.endpoint not in LIVE
+        # above), the pool's return ends them like any process in the slot; so it does the
+        # processes of the live owner discarded by name (spec §7a).
+        in_task_slot = r.cross and (r.endpoint not in LIVE or (discarded and t == wanted))
         if t != TASK and r.slot != world.task.slot and not in_task_slot:
             assert not any(gone(p) for p in built.pids[t]), f"{t}'s processes ended"
     # A live other owner is never touched unless it was discarded by name with --force.

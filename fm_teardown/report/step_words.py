@@ -1,10 +1,9 @@
-"""The words of a step's result and of a refusal's tail, written once, from typed values.
+"""The words of what each act step did and of what a real run warns about, from typed values.
 
-Every step of a real run carries a typed result (`results`); its text, the same for people,
-the JSON output and the journal, is made here and nowhere else. A refusal's reasons are kept
-without what the run changed; `reasons` adds that tail to the first one (`nothing was
-changed`, or the steps this run had already done). No module reads any of this text back:
-outcomes, counts and refs are read from the values (tests/test_no_prose_as_data.py).
+Every step of a real run carries a typed result (`model/results.py`) and every warning of a
+run is a value (`model/step_warnings.py`); their text, the same for people, the JSON output
+and the journal, is made here and nowhere else. No module reads any of it back
+(tests/test_no_prose_as_data.py); nothing below report/ imports it (tests/test_layers.py).
 """
 
 from __future__ import annotations
@@ -12,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from fm_teardown.model.errors import FmError, Lead
-from fm_teardown.model.landing import LandedRung
-from fm_teardown.model.plan import Decision, Step, StepOutcome
-from fm_teardown.model.reasons import Finished, FinishedWhy, NotSelectedReason, NotSelectedWhy
+from fm_teardown.decide.hints import shell_where
+from fm_teardown.model.plan import Step
 from fm_teardown.model.results import (
     AttributionResult,
     AttributionWhat,
+    AuthLeft,
+    AuthLeftWhy,
     AuthResult,
     BranchResult,
     BranchUse,
@@ -46,100 +45,30 @@ from fm_teardown.model.results import (
     SaveResult,
     SaveWhat,
     StepResult,
-    Terminal,
     Unlinked,
     UnlinkWhat,
+)
+from fm_teardown.model.step_warnings import (
+    AttributionFailed,
+    BranchKept,
+    ClaimKept,
+    DecidedAgain,
+    DecisionChanged,
+    EndpointKept,
+    HooksUnknown,
+    LockRetried,
+    LockRetry,
+    RerunForNewDecision,
+    RouteLeft,
+    RunWarning,
+    SavedForOther,
+    StaleLockRemoved,
 )
 
 if TYPE_CHECKING:
     from fm_teardown.model.outcome import Outcome
 
-__all__ = [
-    "HANGUP_SIGNAL",
-    "NOTHING_CHANGED",
-    "RERUN_FOR_NEW_DECISION",
-    "attribution_warning",
-    "bare_reasons",
-    "belongs_now",
-    "branch_warning",
-    "claim_warning",
-    "decision_reasons",
-    "detail",
-    "endpoint_changed_warning",
-    "endpoint_warning",
-    "error_line",
-    "error_reason",
-    "finished_reason",
-    "hooks_warning",
-    "interrupted_line",
-    "landed_by",
-    "led",
-    "not_selected_reason",
-    "nothing_changed",
-    "reasons",
-    "refusal_line",
-    "result_text",
-    "shell_where",
-    "tail",
-    "unlinked",
-]
-
-NOTHING_CHANGED = "nothing was changed"
-# How the journal's `signalled` names the signal a window kill sends: the hangup of the
-# terminal of each of its panes.
-HANGUP_SIGNAL = "SIGHUP (window killed)"
-RERUN_FOR_NEW_DECISION = "re-run the same command to act on the new decision"
-
-
-def belongs_now(owner: str) -> str:
-    """Whose a stale slot is now: the decision's headline and a real run's first line."""
-    return f"the slot belongs to {owner} now"
-
-
-_RUNGS = {
-    LandedRung.REACHABLE: "reachable: HEAD is in {where}",
-    LandedRung.PATCHES: "patches: every commit's patch is in {where} since the merge base",
-    LandedRung.SQUASH: "squash: the branch's whole diff is the patch of one commit of {where}",
-    LandedRung.MERGE_TREE: "merge-tree: merging HEAD into {where} changes nothing",
-    LandedRung.PR_HEAD: "pr-head: {where} is merged and its head is HEAD or has HEAD as an "
-    "ancestor",
-    LandedRung.SLOT_GONE: "{where}",
-    LandedRung.SCOUT_REPORT: "{where}",
-    LandedRung.EMPTY_HOME: "{where}",
-}
-
-
-def landed_by(rung: LandedRung, where: str) -> str:
-    """The rung that proves a task's work landed, in words that name it (spec §14.6)."""
-    return _RUNGS[rung].format(where=where)
-
-
-_LEADS = {Lead.REFUSED: "REFUSED: ", Lead.ERROR: "error: ", Lead.PLAIN: ""}
-
-
-def led(lead: Lead, text: str) -> str:
-    """A line with its lead written out: `REFUSED: …`, `error: …`, or as it is."""
-    return _LEADS[lead] + text
-
-
-def refusal_line(text: str) -> str:
-    """A refusal's line: `REFUSED: …` (runbooks, scripts and firstmate's callers quote it)."""
-    return led(Lead.REFUSED, text)
-
-
-def error_reason(err: FmError) -> str:
-    """An error as the JSON output and the reasons give it: with its lead, if it has one."""
-    return led(err.lead, err.message)
-
-
-def error_line(err: FmError) -> str:
-    """An error's one line for people: a plain one is said by `fm: `."""
-    return f"fm: {err.message}" if err.lead == Lead.PLAIN else error_reason(err)
-
-
-def nothing_changed(reason: str) -> str:
-    """A refusal's line as said before anything was done."""
-    return f"{reason}; {NOTHING_CHANGED}"
+__all__ = ["detail", "result_text", "unlinked", "warning_text", "warnings_text"]
 
 
 # -- a step's detail ----------------------------------------------------------------------------
@@ -148,13 +77,6 @@ def nothing_changed(reason: str) -> str:
 def detail(step: Step) -> str:
     """The text of a step: its result's words once it ran, the plan's description before."""
     return step.detail if step.result is None else result_text(step.result)
-
-
-def shell_where(t: Terminal) -> str:
-    """Where a shell no task's endpoint holds runs: `a shell in terminal /dev/pts/3`."""
-    if t.pane:
-        return f"a shell in tmux pane {t.pane}" + (f" on {t.tty}" if t.tty else "")
-    return f"a shell in terminal {t.tty}" if t.tty else "a shell in a terminal"
 
 
 def _proc(p: ProcRef) -> str:
@@ -268,7 +190,7 @@ def _drift(d: Drift) -> str:
             )
 
 
-def endpoint_changed_warning(task: str, *, before: object, now: object) -> str:
+def _endpoint_changed(task: str, *, before: object, now: object) -> str:
     return (
         f"{task}'s window changed between deciding and acting, so it was decided again "
         f"(was {before}, now {now}); nothing more was sent or killed"
@@ -296,7 +218,7 @@ def _still_present(r: EndpointResult) -> str:
     return f"window {', '.join(r.windows)} is still present after kill-window"
 
 
-def endpoint_warning(r: EndpointResult, target: str) -> str:
+def _endpoint_kept(r: EndpointResult, target: str) -> str:
     return f"tmux: {_still_present(r)} (target {target}); continuing because of --force"
 
 
@@ -368,7 +290,7 @@ def _hooks_unknown(r: HooksResult) -> str:
     return f"cannot tell which hook files git tracks: {r.error}"
 
 
-def hooks_warning(r: HooksResult) -> str:
+def _hooks_warning(r: HooksResult) -> str:
     return f"hooks: {_hooks_unknown(r)}"
 
 
@@ -419,7 +341,7 @@ def _branch(r: BranchResult) -> str:
             return f"deleted {r.branch} (it named {r.commit[:12]})"
 
 
-def branch_warning(r: BranchResult) -> str:
+def _branch_warning(r: BranchResult) -> str:
     return f"branch: {_branch_problem(r)}"
 
 
@@ -437,12 +359,73 @@ def _claim(r: ClaimResult) -> str:
             return f"removed {r.path}"
 
 
-def claim_warning(r: ClaimResult) -> str:
+def _claim_warning(r: ClaimResult) -> str:
     return f"claim: {_claim(r)}"
 
 
-def attribution_warning(task: str) -> str:
-    return f"could not append AI effort attribution for task {task}; teardown will continue"
+def _auth_left(w: AuthLeft) -> str:
+    match w.why:
+        case AuthLeftWhy.UNREADABLE:
+            return f"auth: {w.path} {w.problem}: its hook auth entry was not removed"
+        case AuthLeftWhy.NO_TOKEN:
+            return f"auth: {w.path} holds no usable token ({w.token!r}): ignored"
+        case AuthLeftWhy.NO_HOME:
+            return f"auth: no home to find the entry of {w.path} in: not removed"
+        case AuthLeftWhy.NOT_UNLINKED:
+            assert w.unlinked is not None
+            return f"auth: {w.path}: {unlinked(w.unlinked)}"
+
+
+def warning_text(w: RunWarning) -> str:
+    """A warning's words: the decision's are words already; a run's are made here."""
+    match w:
+        case str():
+            return w
+        case EndpointKept():
+            return _endpoint_kept(w.result, w.target)
+        case HooksUnknown():
+            return _hooks_warning(w.result)
+        case BranchKept():
+            return _branch_warning(w.result)
+        case ClaimKept():
+            return _claim_warning(w.result)
+        case AuthLeft():
+            return _auth_left(w)
+        case LockRetry():
+            # The script's words, which firstmate's operators (and its tests) look for.
+            return (
+                f"treehouse return failed with a transient git lock; waiting {w.wait:g}s and "
+                f"retrying ({w.n}/{w.of})"
+            )
+        case LockRetried():
+            return f"treehouse return succeeded on retry {w.n}; lock cleared"
+        case StaleLockRemoved():
+            return f"removed provably-stale git lock {w.lock} ({w.why})"
+        case RouteLeft():
+            return f"{w.error}; remove the line '- {w.task} ...' from the registry by hand"
+        case SavedForOther():
+            return (
+                f"the work saved under {w.ref} is {w.owner}'s (the discarded live owner's), "
+                f"not {w.task}'s"
+            )
+        case AttributionFailed():
+            return (
+                f"could not append AI effort attribution for task {w.task}; teardown will continue"
+            )
+        case DecidedAgain():
+            return _endpoint_changed(w.task, before=w.before, now=w.now)
+        case DecisionChanged():
+            return (
+                f"the decision changed while acting (was {w.before}, now {w.now}): "
+                "nothing more was changed"
+            )
+        case RerunForNewDecision():
+            return "re-run the same command to act on the new decision"
+
+
+def warnings_text(o: Outcome) -> tuple[str, ...]:
+    """An outcome's warnings in words, in order."""
+    return tuple(warning_text(w) for w in o.warnings)
 
 
 def _pool(r: PoolResult) -> str:
@@ -499,126 +482,3 @@ def _record(r: RecordResult) -> str:
                     "copy; remove it by hand if it is not needed)"
                 )
             return f"{said}; {r.route}" if r.route else said
-
-
-# -- what a run did, and a refusal's tail -------------------------------------------------------
-
-
-def _what_ran(steps: Iterable[Step]) -> str:
-    """The steps of a run that changed something, e.g. `endpoint (killed window @3)`."""
-    return ", ".join(f"{s.step} ({detail(s)})" for s in steps if s.outcome == StepOutcome.DONE)
-
-
-def tail(o: Outcome) -> str:
-    """What a refused run changed: nothing, or the steps it had already done."""
-    ran = _what_ran(o.steps) if o.acted else ""
-    if ran:
-        return f"already done by this run: {ran}; nothing else was changed"
-    return NOTHING_CHANGED
-
-
-def bare_reasons(o: Outcome) -> tuple[str, ...]:
-    """The reasons without the first one's lead: the first one followed by the refusal's
-    tail when it has one (firstmate's drop-in writes its own lead)."""
-    if not o.reasons or not o.tail:
-        return o.reasons
-    return (f"{o.reasons[0]}; {tail(o)}", *o.reasons[1:])
-
-
-def reasons(o: Outcome) -> tuple[str, ...]:
-    """The reasons as shown: the first one with its lead (`REFUSED: …`) and tail."""
-    said = bare_reasons(o)
-    if not said:
-        return said
-    return (led(o.lead, said[0]), *said[1:])
-
-
-def decision_reasons(d: Decision) -> tuple[str, ...]:
-    """A decision's reasons as shown: a refusal's first one is `REFUSED: …` and says that
-    nothing was changed."""
-    if not d.reasons or not d.refused:
-        return d.reasons
-    return (refusal_line(nothing_changed(d.reasons[0])), *d.reasons[1:])
-
-
-def interrupted_line(o: Outcome) -> str:
-    done = ", ".join(f"{s.step} ({detail(s)})" for s in o.steps if s.outcome == StepOutcome.DONE)
-    left = [str(s.step) for s in o.steps if s.outcome in (StepOutcome.SKIPPED, StepOutcome.FAILED)]
-    return (
-        "fm: interrupted"
-        + (f"; done: {done}" if done else f"; {NOTHING_CHANGED}")
-        + (
-            f"; left: {', '.join(left)} (the record is kept: re-run `fm teardown {o.task}` "
-            "to finish)"
-            if left
-            else ""
-        )
-    )
-
-
-def _few(items: Iterable[str]) -> str:
-    items = list(items)
-    shown = "; ".join(items[:3])
-    return shown + (f"; and {len(items) - 3} more" if len(items) > 3 else "")
-
-
-def _duration(seconds: float) -> str:
-    s = max(0, int(seconds))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if (s >= size and s % size == 0) or s >= 10 * size:
-            return f"{s // size}{unit}"
-    return f"{s}s"
-
-
-def finished_reason(f: Finished) -> str:
-    """Why a task is finished, or the first condition it fails, in one line."""
-    others = f"; still working in its slot: {_few(f.working)}" if f.working else ""
-    match f.why:
-        case FinishedWhy.REFUSED:
-            return f"refused ({f.verdict}): {f.headline}{others}"
-        case FinishedWhy.OWN_ENDPOINT_LIVE:
-            detail = f" ({f.endpoint_detail})" if f.endpoint_detail else ""
-            return f"still working: own endpoint is {f.endpoint}{detail}{others}"
-        case FinishedWhy.CANNOT_TELL:
-            return f"whether someone still works in its slot cannot be told: {f.doubt}"
-        case FinishedWhy.OTHERS_WORKING:
-            return f"still working in its slot: {_few(f.working)}"
-        case FinishedWhy.TOO_YOUNG:
-            return (
-                f"launched {_duration(f.age)} ago ({f.launched_from}), less than --min-age "
-                f"{_duration(f.min_age)}"
-            )
-        case FinishedWhy.STALE:
-            return f"stale: {f.headline}"
-        case FinishedWhy.SLOT_GONE:
-            return "its slot no longer exists"
-        case FinishedWhy.NOTHING_OF_ITS_OWN:
-            return (
-                "nothing of its own yet: no commits beyond the default branch, a clean tree, "
-                f"and its endpoint is {f.endpoint}"
-            )
-        case FinishedWhy.MERGED:
-            return f"merged: {f.summary}"
-        case FinishedWhy.PUSHED:
-            return f"pushed, not merged (--include-pushed): {f.summary}"
-        case FinishedWhy.NOT_MERGED:
-            return f"not merged: {f.summary}"
-
-
-def not_selected_reason(r: NotSelectedReason) -> str:
-    """Why a batch's task was skipped at its turn: nothing was done to it."""
-    match r.why:
-        case NotSelectedWhy.RELAUNCHED:
-            return (
-                f"relaunched: its record changed since it was selected ({', '.join(r.changed)}); "
-                f"nothing was done: run fm teardown {r.task} --dry-run to see the new launch"
-            )
-        case NotSelectedWhy.SLOT_RETURNED:
-            return (
-                f"slot {r.slot} was returned earlier in this batch (by {r.returned_by}): it "
-                f"is no longer the slot {r.task} was selected with; nothing was done: run "
-                f"fm teardown {r.task} --dry-run"
-            )
-        case NotSelectedWhy.NO_LONGER_FINISHED:
-            assert r.finished is not None
-            return f"no longer finished: {finished_reason(r.finished)}; nothing was done"
