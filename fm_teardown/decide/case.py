@@ -15,6 +15,7 @@ from functools import cached_property
 
 from fm_teardown.decide.ownership import live_of, owners_of
 from fm_teardown.decide.sparing import NeverSignalled, never_signalled
+from fm_teardown.model.causes import Cause
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.landing import Reason
 from fm_teardown.model.plan import Flags, LandedLike, Owner
@@ -35,12 +36,13 @@ __all__ = [
 
 @value
 class Refusal:
-    """The decision ends here: this verdict, an empty plan."""
+    """The decision ends here: this verdict, an empty plan. Its reasons and headline are
+    causes (`model/causes.py`): report/ words them."""
 
     verdict: Verdict
-    reasons: tuple[str, ...]
+    reasons: tuple[Cause, ...]
     hints: tuple[str, ...]
-    headline: str  # the one reason that matters
+    headline: Cause  # the one reason that matters
 
 
 @value

@@ -1,6 +1,7 @@
-"""The hints and wording of the rules' refusals: task ids listed up to a bound, the live
-owners as a headline and what to do about them (safe first, the destructive last resort last),
-what blocks the pool's return, and how a task's unlanded work lands. Pure.
+"""The hints of the rules' refusals: task ids listed up to a bound, what to do about live
+owners (safe first, the destructive last resort last), about what blocks the pool's return,
+and how a task's unlanded work lands. Pure. The refusals' reasons and headlines are causes
+(`model/causes.py`), worded by `report/cause_words.py`.
 """
 
 from __future__ import annotations
@@ -11,28 +12,21 @@ from collections.abc import Sequence
 
 from fm_teardown.decide.case import Case
 from fm_teardown.decide.sparing import Blocker
-from fm_teardown.model.plan import LandedLike, Owner, OwnerKind
+from fm_teardown.model.causes import LISTED
+from fm_teardown.model.plan import LandedLike, Owner
 from fm_teardown.model.results import Terminal
 from fm_teardown.model.world import InventoryStatus, Spared
 
 __all__ = [
-    "belongs_now",
     "blocked_hints",
-    "blocked_names",
     "listed",
     "live_owner_hints",
-    "owners_headline",
     "shell_where",
     "unlanded_hints",
 ]
 
 
-# -- words a decision's plan and headline share with a run's results (report/ reads them here) --
-
-
-def belongs_now(owner: str) -> str:
-    """Whose a stale slot is now: the decision's headline and a real run's first line."""
-    return f"the slot belongs to {owner} now"
+# -- words a decision's plan shares with a run's results (report/ reads them here) --
 
 
 def shell_where(t: Terminal) -> str:
@@ -42,35 +36,12 @@ def shell_where(t: Terminal) -> str:
     return f"a shell in terminal {t.tty}" if t.tty else "a shell in a terminal"
 
 
-# Task ids named in one reason: a slot shared by thousands of records must not make every
-# one of their reasons name all the others (the audit would grow as their square).
-_LISTED = 10
-
-
 def listed(ids: Sequence[str], sep: str = ", ") -> str:
-    """`ids` joined, the first `_LISTED` of them and how many more."""
-    if len(ids) <= _LISTED:
+    """`ids` joined, the first `LISTED` of them and how many more (a warning's: a reason's
+    are `causes.Listed`, worded by report/)."""
+    if len(ids) <= LISTED:
         return sep.join(ids)
-    return f"{sep.join(itertools.islice(ids, _LISTED))} and {len(ids) - _LISTED} more"
-
-
-def owners_headline(live: list[Owner]) -> str:
-    """`bravo is working in this slot`; `lease:ci-bot holds the pool lease on this slot`."""
-    parts = []
-    for o in live:
-        if o.kind == OwnerKind.LEASE and o.id.startswith("lease:"):
-            parts.append(f"{o.id} holds the pool lease on this slot")
-        elif o.kind == OwnerKind.PROCESS:
-            # Its why says where it runs (`tmux pane other:scratch (%4) on <socket>`).
-            parts.append(f"{o.id} is working in this slot: {o.why}")
-        else:
-            parts.append(f"{o.id} is working in this slot")
-    return "; ".join(parts)
-
-
-def blocked_names(blocked: list[Blocker]) -> str:
-    """What blocks the pool's return, each by what it is, its name and pid."""
-    return ", ".join(str(b) for b in blocked)
+    return f"{sep.join(itertools.islice(ids, LISTED))} and {len(ids) - LISTED} more"
 
 
 def blocked_hints(blocked: list[Blocker]) -> list[str]:

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 
 from fm_teardown.decide.case import Case, Refusal, Stale
 from fm_teardown.decide.census import Kind, kind_of, placement, where_of
-from fm_teardown.decide.hints import belongs_now, shell_where
+from fm_teardown.decide.hints import shell_where
 from fm_teardown.decide.sparing import NeverSignalled, to_signal
+from fm_teardown.model.causes import StaleHeadline
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.landing import Reason, said
 from fm_teardown.model.leases import unconditional_only
@@ -69,7 +70,7 @@ def stale_decision(c: Case, reasons: list[Reason], warnings: list[str], stale: S
         skip_reason="stale slot: left to its current owner",
         project=c.record.project,
         pool=_pool_dir(c),
-        headline=f"{belongs_now(stale.owner)}: only {c.task}'s window and record are cleared",
+        headline=StaleHeadline(stale.owner, c.task),
         stale_owner=stale.owner,
     )
 

@@ -29,10 +29,8 @@ from fm_teardown.decide.case import Case, GoOn, NeedsLanded, Refusal, Ruling, St
 from fm_teardown.decide.census import doubts
 from fm_teardown.decide.hints import (
     blocked_hints,
-    blocked_names,
     listed,
     live_owner_hints,
-    owners_headline,
     unlanded_hints,
 )
 from fm_teardown.decide.ownership import (
@@ -45,6 +43,7 @@ from fm_teardown.decide.ownership import (
 )
 from fm_teardown.decide.plan_builder import proceed_decision, refusal_decision, stale_decision
 from fm_teardown.decide.sparing import blocking_the_return
+from fm_teardown.model import causes
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.landing import Reason, said
 from fm_teardown.model.leases import lease_task
@@ -93,7 +92,9 @@ class Unfinished:
     task: str
 
 
-def _refusal(verdict: Verdict, lines: list[str], hints: list[str], headline: str) -> Refusal:
+def _refusal(
+    verdict: Verdict, lines: list[causes.Cause], hints: list[str], headline: causes.Cause
+) -> Refusal:
     return Refusal(verdict, tuple(lines), tuple(hints), headline)
 
 
@@ -224,23 +225,21 @@ def invalid_claimant(c: Case) -> Refusal | None:
     blockers = invalid_claimants(c.task, c.fleet, c.obs)
     if not blockers:
         return None
-    lines = []
+    lines: list[causes.Cause] = []
     for b in blockers:
         bad = c.fleet.invalid[b]
-        claim = (
-            "its slot cannot be told" if c.obs.invalid_slots[b] is None else "it names this slot"
-        )
         lines.append(
-            f"record {bad.meta_path} of task '{b}' is invalid ({bad.problem}) and {claim}: "
-            "it might be a live owner"
+            causes.InvalidClaimant(
+                bad.meta_path, b, bad.problem, c.obs.invalid_slots[b] is not None
+            )
         )
     first = c.fleet.invalid[blockers[0]]
-    claim = "names this slot" if c.obs.invalid_slots[blockers[0]] else "names no slot fm can tell"
-    headline = (
-        f"record {os.path.basename(first.meta_path)} is invalid ({first.problem}) and {claim}"
+    headline = causes.InvalidClaimantsHeadline(
+        os.path.basename(first.meta_path),
+        first.problem,
+        bool(c.obs.invalid_slots[blockers[0]]),
+        len(blockers) - 1,
     )
-    if len(blockers) > 1:
-        headline += f" (and {len(blockers) - 1} more invalid records)"
     return _refusal(
         Verdict.UNSAFE,
         lines,
@@ -258,15 +257,16 @@ def unreadable_claim(c: Case) -> Refusal | None:
     claim = c.facts.claim
     if claim is None or claim.problem is None:
         return None
+    unreadable = causes.Observed(causes.ObservedKind.CLAIM, claim.problem, claim.path)
     return _refusal(
         Verdict.UNSAFE,
-        [f"the slot claim {claim.path} {claim.problem}"],
+        [unreadable],
         [
             f"the claim is written by spawn when the pool hands the slot on: look at it "
             f"(ls -l {shlex.quote(claim.path)}; cat {shlex.quote(claim.path)}), fix it only "
             "if you know whose slot it is, then re-run"
         ],
-        f"the slot claim {claim.path} {claim.problem}",
+        unreadable,
     )
 
 
@@ -275,22 +275,23 @@ def unsafe_tasktmp(c: Case) -> Refusal | None:
     tmp = c.obs.tasktmp.get(c.task)
     if tmp is None or not tmp.problem:
         return None
+    problem = causes.Observed(causes.ObservedKind.TASKTMP, tmp.problem)
     return _refusal(
         Verdict.UNSAFE,
-        [tmp.problem],
+        [problem],
         [
             f"fm never follows or removes a tasktmp that is not its own directory: look "
             f"at it (ls -ld {shlex.quote(tmp.path)}), remove it if it is not needed, then re-run"
         ],
-        tmp.problem,
+        problem,
     )
 
 
 def unwritable_state_dir(c: Case) -> Refusal | None:
     """The slot lock and the record's removal need the state dir: checked before acting."""
-    problem = c.obs.env.state_dir_problem
-    if not problem:
+    if not c.obs.env.state_dir_problem:
         return None
+    problem = causes.Observed(causes.ObservedKind.STATE_DIR, c.obs.env.state_dir_problem)
     return _refusal(
         Verdict.UNSAFE,
         [problem],
@@ -310,14 +311,12 @@ def unreadable_inventory(c: Case) -> Refusal | None:
     error = inventory.error or "unknown error"
     return _refusal(
         Verdict.UNSAFE,
-        [f"the tmux inventory could not be read: {error}"],
+        [causes.InventoryUnreadable(error)],
         [
             f"point fm at the fleet's tmux server: set FM_TMUX_SOCKET (the socket path) or "
             f"FM_TMUX_SOCKET_NAME (as for tmux -L); what fm found: {error}; then re-run",
         ],
-        # Not the task's id: in the audit every row says the same, and it is said once.
-        f"the tmux inventory could not be read, so the task's own window cannot be confirmed "
-        f"gone: {error}",
+        causes.InventoryUnreadable(error, headline=True),
     )
 
 
@@ -329,12 +328,12 @@ def unsure_census(c: Case) -> Refusal | None:
         return None
     return _refusal(
         Verdict.UNSAFE,
-        list(found),
+        [causes.Observed(causes.ObservedKind.CENSUS, f) for f in found],
         [
             "see what runs there (tmux -S <socket> list-panes -a, ps -o pid,tty,args -p <pid>); "
             "re-run once that server answers, or once the process has left the slot"
         ],
-        found[0],
+        causes.Observed(causes.ObservedKind.CENSUS, found[0]),
     )
 
 
@@ -352,12 +351,11 @@ def protected_root(c: Case) -> Refusal | None:
     }
     for label, root in roots.items():
         if root is not None and is_ancestor_or_same(c.slot, root):
-            what = "is" if c.slot == root else "is an ancestor of"
             return _refusal(
                 Verdict.UNSAFE,
-                [f"slot {c.slot} {what} {label} ({root})"],
+                [causes.ProtectedRoot(c.slot, c.slot == root, label, root)],
                 ["a slot must be a pool worktree; fix the record's worktree="],
-                f"the slot {what} {label} ({root}): it is not a pool worktree",
+                causes.ProtectedRoot(c.slot, c.slot == root, label, root, headline=True),
             )
     return None
 
@@ -366,12 +364,8 @@ def inside_own_window(c: Case) -> Refusal | None:
     """Killing the window fm runs in would kill the teardown halfway."""
     if not c.endpoint.pids & c.obs.env.protected:
         return None
-    return _refusal(
-        Verdict.UNSAFE,
-        [f"fm is running inside {c.task}'s own window {c.record.window}"],
-        ["run the teardown from another window"],
-        f"fm is running inside {c.task}'s own window {c.record.window}",
-    )
+    inside = causes.InsideOwnWindow(c.task, c.record.window)
+    return _refusal(Verdict.UNSAFE, [inside], ["run the teardown from another window"], inside)
 
 
 def live_owner(c: Case) -> Refusal | GoOn | None:
@@ -395,10 +389,10 @@ def live_owner(c: Case) -> Refusal | GoOn | None:
                 "processes in the slot will be ended and the slot returned",
             )
         )
-    lines = [f"slot {c.slot} is owned by another live task: {', '.join(o.id for o in live)}"]
-    lines += [f"{o.id} ({o.kind}, endpoint {o.endpoint}): {o.why}" for o in live]
+    owners = tuple(causes.LiveOwner(o.id, o.kind, o.endpoint, o.why) for o in live)
+    lines: list[causes.Cause] = [causes.SlotOwned(c.slot, tuple(o.id for o in live)), *owners]
     hints = live_owner_hints(c, live)
-    return _refusal(Verdict.LIVE_OWNER, lines, hints, owners_headline(live))
+    return _refusal(Verdict.LIVE_OWNER, lines, hints, causes.LiveOwners(owners))
 
 
 def own_endpoint_alive(c: Case) -> GoOn | None:
@@ -433,15 +427,15 @@ def stale_slot(c: Case) -> Stale | GoOn | None:
         return None
     cur = current_owner(c.task, c.fleet, c.obs, stale_others)
     names = listed(stale_others)
-    claim_s = "claims" if len(stale_others) == 1 else "claim"
+    also = causes.Listed.of(stale_others)
     if cur.is_task:
         return GoOn(
-            reasons=(f"{names} also {claim_s} the slot but none is live; {cur.why}",),
+            reasons=(causes.AlsoClaimed(also, cur.why, stale=False),),
             warnings=(f"{names}'s record(s) will name a returned slot",),
         )
     who = cur.owner or listed(stale_others, " / ")
     return Stale(
-        reasons=(f"stale slot: {names} also {claim_s} it, none is live; {cur.why}",),
+        reasons=(causes.AlsoClaimed(also, cur.why, stale=True),),
         warnings=(
             f"slot {c.slot} is stale for {c.task}: it belongs to {who} ({cur.why}); "
             "the tree, its processes and the pool slot are left alone",
@@ -455,36 +449,36 @@ def pool_not_ready(c: Case) -> Refusal | None:
     if not c.facts.exists:
         return None
     pool = c.facts.pool
-    problem = None
+    problem: causes.PoolProblem | None = None
+    detail = ""
     # Each hint says what `fm runbook unsafe` says for its cause; none returns the slot by
     # hand (the runbook forbids it: fm's re-run makes the return conditional on the lease).
     if c.obs.env.treehouse_bin is None:
-        problem = "the pool's `treehouse` executable was not found (PATH or FM_TREEHOUSE_BIN)"
+        problem = causes.PoolProblem.NO_TREEHOUSE
         hint = "put treehouse on PATH, or export FM_TREEHOUSE_BIN=/path/to/treehouse, then re-run"
     elif c.obs.env.treehouse_problem:
-        problem = c.obs.env.treehouse_problem
+        problem, detail = causes.PoolProblem.TREEHOUSE_BROKEN, c.obs.env.treehouse_problem
         hint = "point FM_TREEHOUSE_BIN (or PATH) at a working treehouse executable, then re-run"
     elif pool.error:
-        problem = f"the pool's state cannot be read: {pool.error}"
+        problem, detail = causes.PoolProblem.STATE_UNREADABLE, pool.error
         hint = (
             "repairing the pool's state file is the pool's job (never edit it while a treehouse "
             "command runs); re-run once it reads"
         )
     elif pool.entry is None:
-        problem = f"slot {c.slot} is not managed by the pool" + (
-            f" (no entry in {pool.state_file})" if pool.state_file else " (no pool state file)"
-        )
+        problem, detail = causes.PoolProblem.NOT_MANAGED, pool.state_file or ""
         hint = (
             "check the record's worktree= against the pool's state file; a worktree outside "
             "the pool: once its work is safe and nothing runs there, git worktree remove it, "
             "then re-run"
         )
     elif pool.entry.destroying:
-        problem = f"slot {c.slot} is being destroyed by the pool"
+        problem = causes.PoolProblem.DESTROYING
         hint = "wait until the pool is done, then re-run"
     if problem is None:
         return None
-    return _refusal(Verdict.UNSAFE, [problem], [hint], problem)
+    said = causes.PoolNotReady(problem, c.slot, detail)
+    return _refusal(Verdict.UNSAFE, [said], [hint], said)
 
 
 def foreign_git_dir(c: Case) -> Refusal | None:
@@ -492,15 +486,16 @@ def foreign_git_dir(c: Case) -> Refusal | None:
     act on another tree (spec §7a)."""
     if not c.facts.exists or not c.facts.git_problem:
         return None
+    problem = causes.Observed(causes.ObservedKind.GIT_DIR, c.facts.git_problem)
     return _refusal(
         Verdict.UNSAFE,
-        [c.facts.git_problem],
+        [problem],
         [
             f"see whose tree it is (git -C {shlex.quote(c.slot)} rev-parse --git-dir "
             "--show-toplevel); copy out what the task needs, then fix the record's "
             "worktree= or the slot with the pool's owner, and re-run"
         ],
-        c.facts.git_problem,
+        problem,
     )
 
 
@@ -510,20 +505,16 @@ def foreign_worktree_lock(c: Case) -> Refusal | None:
     command that removes it, for whoever knows that tool is done."""
     if not c.facts.exists or c.facts.lock is None:
         return None
-    reason = f"reason: {c.facts.lock!r}" if c.facts.lock else "no reason given"
     project = c.obs.project_of.get(c.task, c.record.project)
     return _refusal(
         Verdict.UNSAFE,
-        [
-            f"slot {c.slot} is locked by another tool (git worktree lock, {reason}): "
-            "that tool still claims the tree, and fm never removes its lock"
-        ],
+        [causes.ForeignLock(c.slot, c.facts.lock)],
         [
             "let that tool finish (its lock says which), then re-run",
             "only if that tool is done with the tree, remove its lock and re-run: "
             f"git -C {shlex.quote(project)} worktree unlock {shlex.quote(c.slot)}",
         ],
-        f"slot locked by another tool (git worktree lock, {reason})",
+        causes.ForeignLock(c.slot, c.facts.lock, headline=True),
     )
 
 
@@ -543,12 +534,9 @@ def never_signalled_in_slot(c: Case) -> Refusal | None:
         return None
     return _refusal(
         Verdict.UNSAFE,
-        [
-            f"{blocked_names(blocked)} work in slot {c.slot}, and the pool's return ends "
-            "every process there; fm never ends them"
-        ],
+        [causes.BlockedReturn(tuple(map(str, blocked)), c.slot)],
         blocked_hints(blocked),
-        f"{blocked_names(blocked)} work in this slot, and the pool's return would end them",
+        causes.BlockedReturn(tuple(map(str, blocked)), c.slot, headline=True),
     )
 
 
@@ -575,16 +563,21 @@ def unlanded(c: Case) -> Refusal | GoOn | NeedsLanded | None:
         return GoOn(
             warnings=(f"--force: discarding {c.task}'s own unlanded work ({landed.summary})",)
         )
-    lines = [f"{c.task}'s own work is not landed: {landed.summary}"]
+    lines: list[causes.Cause] = [causes.NotLanded(c.task, landed.summary)]
     untracked = set(landed.untracked)
-    lines += [f"{'untracked' if p in untracked else 'uncommitted'}: {p}" for p in landed.dirty]
-    lines += [f"unpushed: {u}" for u in landed.unpushed]
-    lines += [f"could not tell: {n}" for n in landed.notes]
+    lines += [
+        causes.AtRisk(
+            causes.AtRiskKind.UNTRACKED if p in untracked else causes.AtRiskKind.UNCOMMITTED, p
+        )
+        for p in landed.dirty
+    ]
+    lines += [causes.AtRisk(causes.AtRiskKind.UNPUSHED, u) for u in landed.unpushed]
+    lines += [causes.AtRisk(causes.AtRiskKind.UNKNOWN, n) for n in landed.notes]
     return _refusal(
         Verdict.UNLANDED,
         lines,
         unlanded_hints(c, landed),
-        f"{c.task}'s own work would be lost: {landed.summary}",
+        causes.NotLanded(c.task, landed.summary, lost=True),
     )
 
 
@@ -600,13 +593,12 @@ def live_children(c: Case) -> Refusal | GoOn | None:
     )
     live = [k for k in kids if k in c.fleet.records and c.obs.endpoints[k].state.live]
     if live:
-        names = ", ".join(live)
         return _refusal(
             Verdict.LIVE_OWNER,
             [
-                f"secondmate {c.task}'s home has a live task: {names}",
+                causes.LiveChildren(c.task, tuple(live)),
                 *(
-                    f"{k}: endpoint {c.obs.endpoints[k].state}: {c.obs.endpoints[k].detail}"
+                    causes.ChildEndpoint(k, c.obs.endpoints[k].state, c.obs.endpoints[k].detail)
                     for k in live
                 ),
             ],
@@ -614,7 +606,7 @@ def live_children(c: Case) -> Refusal | GoOn | None:
                 "--force discards the secondmate's home, not its live tasks: let them finish "
                 "(or tear them down from the secondmate's home), then re-run"
             ],
-            f"secondmate {c.task}'s home has a live task: {names}",
+            causes.LiveChildren(c.task, tuple(live)),
         )
     if kids and c.returns_slot:
         saved = (

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from enum import Enum
 
+from fm_teardown.model.causes import Cause
 from fm_teardown.model.values import value
 
 __all__ = [
@@ -66,8 +67,9 @@ class ProofLine:
     after: str = ""
 
 
-# A decision's reason or headline: the decide stage's words, or a line naming a proof.
-Reason = str | ProofLine
+# A decision's reason or headline: the decide stage's words, a line naming a proof, or the
+# cause of a refusal (`model/causes.py`), worded by report/.
+Reason = str | ProofLine | Cause
 
 
 def said(before: str, proof: Proof | None, words: str, after: str = "") -> Reason:

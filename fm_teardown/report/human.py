@@ -17,12 +17,12 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from fm_teardown.decide.hints import belongs_now
 from fm_teardown.model.errors import ExitCode, FmError, Verdict
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.plan import StepName, StepOutcome
 from fm_teardown.model.results import ProcessesResult
 from fm_teardown.report import messages, step_words
+from fm_teardown.report.cause_words import belongs_now
 
 if TYPE_CHECKING:  # the audit's module only when an audit is rendered
     from fm_teardown.decide.audit import Audit, AuditRow

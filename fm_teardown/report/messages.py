@@ -15,9 +15,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from fm_teardown.model.errors import FmError, Lead
-from fm_teardown.model.landing import LandedFacts, LandedRung, Proof, Reason
+from fm_teardown.model.landing import LandedFacts, LandedRung, Proof, ProofLine, Reason
 from fm_teardown.model.plan import Decision, Step, StepOutcome
 from fm_teardown.model.reasons import Finished, FinishedWhy, NotSelectedReason, NotSelectedWhy
+from fm_teardown.report.cause_words import cause_text
 from fm_teardown.report.step_words import detail
 
 if TYPE_CHECKING:
@@ -68,10 +69,12 @@ def proof_text(p: Proof) -> str:
 
 def said_text(r: Reason) -> str:
     """A decision's reason or headline in words: the decide stage's, with a proof of landing
-    worded here."""
+    worded here, or a refusal's cause worded by `cause_words`."""
     if isinstance(r, str):
         return r
-    return f"{r.before}{proof_text(r.proof)}{r.after}"
+    if isinstance(r, ProofLine):
+        return f"{r.before}{proof_text(r.proof)}{r.after}"
+    return cause_text(r)
 
 
 def landed_text(f: LandedFacts) -> str:

@@ -1,0 +1,270 @@
+"""Why a decision refuses (or leaves a slot stale), as values: each cause the facts its words
+need, no words. `report/cause_words.py` alone words them (`cause_text`), at the moment a
+decision's reasons and headline are shown, so changing a message never changes what fm does.
+
+What an observation reports in its own words (a tasktmp that is a link, a state dir fm cannot
+write, a slot claim it cannot read, a `.git` that is not the slot's own) stays those words:
+`Observed` carries them with the kind of problem they are.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from enum import StrEnum
+
+from fm_teardown.model.values import value
+
+__all__ = [
+    "LISTED",
+    "AlsoClaimed",
+    "AtRisk",
+    "AtRiskKind",
+    "BlockedReturn",
+    "Cause",
+    "ChildEndpoint",
+    "ForeignLock",
+    "InsideOwnWindow",
+    "InvalidClaimant",
+    "InvalidClaimantsHeadline",
+    "InventoryUnreadable",
+    "Listed",
+    "LiveChildren",
+    "LiveOwner",
+    "LiveOwners",
+    "NotLanded",
+    "Observed",
+    "ObservedKind",
+    "PoolNotReady",
+    "PoolProblem",
+    "ProtectedRoot",
+    "SlotOwned",
+    "StaleHeadline",
+]
+
+# Task ids named in one reason: a slot shared by thousands of records must not make every
+# one of their reasons name all the others (the audit would grow as their square).
+LISTED = 10
+
+
+@value
+class Listed:
+    """Task ids as a reason names them: the first `LISTED` and how many more."""
+
+    ids: tuple[str, ...]
+    more: int = 0
+
+    @staticmethod
+    def of(ids: Sequence[str]) -> Listed:
+        return Listed(tuple(itertools.islice(ids, LISTED)), max(0, len(ids) - LISTED))
+
+
+# -- a live owner ---------------------------------------------------------------------------
+
+
+@value
+class SlotOwned:
+    """TASK's slot is owned by other live tasks (the first reason of a live-owner refusal)."""
+
+    slot: str
+    owners: tuple[str, ...]
+
+
+@value
+class LiveOwner:
+    """One live owner of the slot and how it is live: its kind (`OwnerKind`'s value), its
+    endpoint's state, and why it owns the slot (the ownership's words)."""
+
+    id: str
+    kind: str
+    endpoint: str
+    why: str
+
+
+@value
+class LiveOwners:
+    """The headline of a live-owner refusal: who works in the slot."""
+
+    owners: tuple[LiveOwner, ...]
+
+
+@value
+class LiveChildren:
+    """A secondmate's home holds task records whose endpoints are live."""
+
+    task: str
+    live: tuple[str, ...]
+
+
+@value
+class ChildEndpoint:
+    """One live child of a secondmate and its endpoint."""
+
+    task: str
+    state: str
+    detail: str
+
+
+# -- unlanded work --------------------------------------------------------------------------
+
+
+@value
+class NotLanded:
+    """TASK's own work is not landed (`lost`: as the headline says it, what would be lost);
+    `summary` is the judge's why."""
+
+    task: str
+    summary: str
+    lost: bool = False
+
+
+class AtRiskKind(StrEnum):
+    UNCOMMITTED = "uncommitted"
+    UNTRACKED = "untracked"
+    UNPUSHED = "unpushed"
+    UNKNOWN = "could not tell"  # what rule 5 could not tell
+
+
+@value
+class AtRisk:
+    """One path, commit or doubt of the work that would be lost."""
+
+    kind: AtRiskKind
+    what: str
+
+
+# -- a stale slot ---------------------------------------------------------------------------
+
+
+@value
+class AlsoClaimed:
+    """Other tasks claim TASK's slot, none live; `why`: whose it is now, in ownership's
+    words. `stale`: the slot is theirs now (else it is TASK's)."""
+
+    others: Listed
+    why: str
+    stale: bool
+
+
+@value
+class StaleHeadline:
+    """A stale slot's headline: whose it is now, and that only TASK's window and record go."""
+
+    owner: str
+    task: str
+
+
+# -- unsafe ---------------------------------------------------------------------------------
+
+
+@value
+class InvalidClaimant:
+    """Another record that cannot be validated might own TASK's slot."""
+
+    meta_path: str
+    task: str
+    problem: str
+    slot_known: bool  # whether the slot it names can be told
+
+
+@value
+class InvalidClaimantsHeadline:
+    meta_name: str
+    problem: str
+    names_slot: bool
+    more: int  # how many more invalid records
+
+
+class ObservedKind(StrEnum):
+    CLAIM = "claim"  # the slot claim cannot be read
+    TASKTMP = "tasktmp"  # TASK's tasktmp is not fm's own directory
+    STATE_DIR = "state-dir"  # the state dir cannot be written
+    CENSUS = "census"  # where a process in the slot runs cannot be told
+    GIT_DIR = "git-dir"  # the slot's .git is not its own
+
+
+@value
+class Observed:
+    """An unsafe fact the observation said in its own words."""
+
+    kind: ObservedKind
+    problem: str
+    path: str = ""  # the slot claim's path (CLAIM)
+
+
+@value
+class InventoryUnreadable:
+    error: str
+    headline: bool = False
+
+
+@value
+class ProtectedRoot:
+    """The slot is (or is an ancestor of) a root fm never resets."""
+
+    slot: str
+    same: bool  # the slot is the root itself
+    label: str
+    root: str
+    headline: bool = False
+
+
+@value
+class InsideOwnWindow:
+    task: str
+    window: str
+
+
+class PoolProblem(StrEnum):
+    NO_TREEHOUSE = "no-treehouse"
+    TREEHOUSE_BROKEN = "treehouse-broken"  # `detail`: what is wrong with it
+    STATE_UNREADABLE = "state-unreadable"  # `detail`: the error
+    NOT_MANAGED = "not-managed"  # `detail`: the pool's state file ("" if there is none)
+    DESTROYING = "destroying"
+
+
+@value
+class PoolNotReady:
+    problem: PoolProblem
+    slot: str
+    detail: str = ""
+
+
+@value
+class ForeignLock:
+    """Another tool's `git worktree lock` on the slot; `reason`: the lock's ("" if none)."""
+
+    slot: str
+    reason: str
+    headline: bool = False
+
+
+@value
+class BlockedReturn:
+    """What fm never ends works in the slot the pool's return would empty."""
+
+    blockers: tuple[str, ...]  # each by what it is, its name and pid
+    slot: str
+    headline: bool = False
+
+
+Cause = (
+    SlotOwned
+    | LiveOwner
+    | LiveOwners
+    | LiveChildren
+    | ChildEndpoint
+    | NotLanded
+    | AtRisk
+    | AlsoClaimed
+    | StaleHeadline
+    | InvalidClaimant
+    | InvalidClaimantsHeadline
+    | Observed
+    | InventoryUnreadable
+    | ProtectedRoot
+    | InsideOwnWindow
+    | PoolNotReady
+    | ForeignLock
+    | BlockedReturn
+)

@@ -1,0 +1,145 @@
+"""The words of every cause of a refusal (and of a stale slot), written once, from the values
+of `model/causes.py`. `messages.said_text` reads them here; nothing below report/ imports this
+module (tests/test_layers.py) and nothing reads its words back (tests/test_no_prose_as_data.py).
+"""
+
+from __future__ import annotations
+
+from fm_teardown.model.causes import (
+    AlsoClaimed,
+    AtRisk,
+    BlockedReturn,
+    Cause,
+    ChildEndpoint,
+    ForeignLock,
+    InsideOwnWindow,
+    InvalidClaimant,
+    InvalidClaimantsHeadline,
+    InventoryUnreadable,
+    Listed,
+    LiveChildren,
+    LiveOwner,
+    LiveOwners,
+    NotLanded,
+    Observed,
+    ObservedKind,
+    PoolNotReady,
+    PoolProblem,
+    ProtectedRoot,
+    SlotOwned,
+    StaleHeadline,
+)
+from fm_teardown.model.plan import OwnerKind
+
+__all__ = ["belongs_now", "cause_text", "listed"]
+
+
+def listed(ids: Listed, sep: str = ", ") -> str:
+    """Task ids as a reason names them: the first few, and how many more."""
+    shown = sep.join(ids.ids)
+    return f"{shown} and {ids.more} more" if ids.more else shown
+
+
+def belongs_now(owner: str) -> str:
+    """Whose a stale slot is now: the decision's headline and a real run's first line."""
+    return f"the slot belongs to {owner} now"
+
+
+def _owner_part(o: LiveOwner) -> str:
+    if o.kind == OwnerKind.LEASE and o.id.startswith("lease:"):
+        return f"{o.id} holds the pool lease on this slot"
+    if o.kind == OwnerKind.PROCESS:
+        # Its why says where it runs (`tmux pane other:scratch (%4) on <socket>`).
+        return f"{o.id} is working in this slot: {o.why}"
+    return f"{o.id} is working in this slot"
+
+
+_POOL = {
+    PoolProblem.NO_TREEHOUSE: (
+        "the pool's `treehouse` executable was not found (PATH or FM_TREEHOUSE_BIN)"
+    ),
+    PoolProblem.TREEHOUSE_BROKEN: "{detail}",
+    PoolProblem.STATE_UNREADABLE: "the pool's state cannot be read: {detail}",
+    PoolProblem.DESTROYING: "slot {slot} is being destroyed by the pool",
+}
+
+
+def _pool(c: PoolNotReady) -> str:
+    if c.problem == PoolProblem.NOT_MANAGED:
+        where = f" (no entry in {c.detail})" if c.detail else " (no pool state file)"
+        return f"slot {c.slot} is not managed by the pool{where}"
+    return _POOL[c.problem].format(detail=c.detail, slot=c.slot)
+
+
+def cause_text(c: Cause) -> str:
+    """A cause of a refusal (or of a stale slot) in one line."""
+    match c:
+        case SlotOwned():
+            return f"slot {c.slot} is owned by another live task: {', '.join(c.owners)}"
+        case LiveOwner():
+            return f"{c.id} ({c.kind}, endpoint {c.endpoint}): {c.why}"
+        case LiveOwners():
+            return "; ".join(_owner_part(o) for o in c.owners)
+        case LiveChildren():
+            return f"secondmate {c.task}'s home has a live task: {', '.join(c.live)}"
+        case ChildEndpoint():
+            return f"{c.task}: endpoint {c.state}: {c.detail}"
+        case NotLanded():
+            lost = "would be lost" if c.lost else "is not landed"
+            return f"{c.task}'s own work {lost}: {c.summary}"
+        case AtRisk():
+            return f"{c.kind}: {c.what}"
+        case AlsoClaimed():
+            claim = "claims" if len(c.others.ids) == 1 and not c.others.more else "claim"
+            if c.stale:
+                return f"stale slot: {listed(c.others)} also {claim} it, none is live; {c.why}"
+            return f"{listed(c.others)} also {claim} the slot but none is live; {c.why}"
+        case StaleHeadline():
+            return f"{belongs_now(c.owner)}: only {c.task}'s window and record are cleared"
+        case InvalidClaimant():
+            claim = "it names this slot" if c.slot_known else "its slot cannot be told"
+            return (
+                f"record {c.meta_path} of task '{c.task}' is invalid ({c.problem}) and {claim}: "
+                "it might be a live owner"
+            )
+        case InvalidClaimantsHeadline():
+            claim = "names this slot" if c.names_slot else "names no slot fm can tell"
+            more = f" (and {c.more} more invalid records)" if c.more else ""
+            return f"record {c.meta_name} is invalid ({c.problem}) and {claim}{more}"
+        case Observed():
+            if c.kind == ObservedKind.CLAIM:
+                return f"the slot claim {c.path} {c.problem}"
+            return c.problem
+        case InventoryUnreadable():
+            if c.headline:
+                # Not the task's id: in the audit every row says the same, and it is said once.
+                return (
+                    "the tmux inventory could not be read, so the task's own window cannot be "
+                    f"confirmed gone: {c.error}"
+                )
+            return f"the tmux inventory could not be read: {c.error}"
+        case ProtectedRoot():
+            what = "is" if c.same else "is an ancestor of"
+            if c.headline:
+                return f"the slot {what} {c.label} ({c.root}): it is not a pool worktree"
+            return f"slot {c.slot} {what} {c.label} ({c.root})"
+        case InsideOwnWindow():
+            return f"fm is running inside {c.task}'s own window {c.window}"
+        case PoolNotReady():
+            return _pool(c)
+        case ForeignLock():
+            reason = f"reason: {c.reason!r}" if c.reason else "no reason given"
+            if c.headline:
+                return f"slot locked by another tool (git worktree lock, {reason})"
+            return (
+                f"slot {c.slot} is locked by another tool (git worktree lock, {reason}): "
+                "that tool still claims the tree, and fm never removes its lock"
+            )
+        case BlockedReturn():
+            names = ", ".join(c.blockers)
+            if c.headline:
+                return f"{names} work in this slot, and the pool's return would end them"
+            return (
+                f"{names} work in slot {c.slot}, and the pool's return ends every process "
+                "there; fm never ends them"
+            )
