@@ -190,8 +190,13 @@ def test_no_import_cycle_among_the_commands() -> None:
 
 
 # The words of refusal leads and tails, reasons, proofs of landing, finished and not-selected
-# reasons (`messages`), and of each step's result and each warning of a run (`step_words`).
-WORDS = ("fm_teardown.report.messages", "fm_teardown.report.step_words")
+# reasons (`messages`), of each step's result and each warning of a run (`step_words`), and
+# of each cause of a refusal (`cause_words`).
+WORDS = (
+    "fm_teardown.report.messages",
+    "fm_teardown.report.step_words",
+    "fm_teardown.report.cause_words",
+)
 BELOW_REPORT = STAGES[: STAGES.index("report")]
 
 

@@ -121,3 +121,89 @@ def test_the_warning_scan_sees_a_sentence(tmp_path: Path) -> None:
         "    run.warnings.append(x.message)\n"
     )
     assert _worded_warnings(bad, "bad.py") == ["bad.py:2", "bad.py:5"]
+
+
+# The calls that make a refusal (or a stale slot) in decide/, and which of their arguments are
+# its reasons and headline: by position, or by keyword.
+_REFUSING = {"_refusal": (1, 3), "Refusal": (1, 3), "Stale": (0,)}
+_REFUSING_KEYWORDS = {"reasons", "headline", "lines"}
+
+
+def _sentences(node: ast.AST) -> bool:
+    """A string literal or f-string anywhere in `node`, outside a call (a cause's own facts,
+    `Observed(kind, tmp.problem)`, are given to a constructor, not said)."""
+    if isinstance(node, ast.JoinedStr) or (
+        isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ):
+        return True
+    if isinstance(node, ast.Call):
+        return False
+    return any(_sentences(child) for child in ast.iter_child_nodes(node))
+
+
+def _worded_refusals(path: Path, name: str) -> list[str]:
+    """Reasons or a headline of a refusal given as words: a literal or f-string passed to
+    `_refusal`/`Refusal`/`Stale`, or put in the variable passed (`lines = [f"..."]`,
+    `lines += [...]`, `lines.append(f"...")` in the same function)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), name)
+    found: list[str] = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        for call in ast.walk(fn):
+            if not isinstance(call, ast.Call):
+                continue
+            callee = getattr(call.func, "id", None) or getattr(call.func, "attr", None)
+            if callee not in _REFUSING:
+                continue
+            args = [call.args[i] for i in _REFUSING[callee] if i < len(call.args)]
+            args += [k.value for k in call.keywords if k.arg in _REFUSING_KEYWORDS]
+            names = {a.id for a in args if isinstance(a, ast.Name)}
+            said = [getattr(a, "lineno", call.lineno) for a in args if _sentences(a)]
+            for node in ast.walk(fn):
+                values: list[ast.expr] = []
+                if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    if any(isinstance(t, ast.Name) and t.id in names for t in targets):
+                        values = [node.value] if node.value is not None else []
+                elif (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("append", "extend", "insert")
+                    and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id in names
+                ):
+                    values = list(node.args)
+                said += [v.lineno for v in values if _sentences(v)]
+            found += [f"{name}:{line} ({fn.name})" for line in said]
+    return sorted(set(found))
+
+
+def test_decide_hands_its_refusals_up_as_causes() -> None:
+    """A refusal's reasons and headline (and a stale slot's reasons) are causes
+    (`model/causes.py`) that report/ words: no module of decide/ writes them as sentences."""
+    found = []
+    for path in sorted((PACKAGE / "decide").glob("*.py")):
+        found += _worded_refusals(path, str(path.relative_to(PACKAGE)))
+    assert found == []
+
+
+def test_the_refusal_scan_sees_a_sentence(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "def f(c, x):\n"
+        "    lines = [f'slot {x} is owned']\n"
+        "    lines.append('more')\n"
+        "    hints = ['a hint is words']\n"
+        "    return _refusal(V, lines, hints, f'{x} works here')\n"
+        "def g(c, x):\n"
+        "    return Stale(reasons=(Cause(x, 'a fact'),), warnings=('w',), owner=x)\n"
+        "def h(c, x):\n"
+        "    return Stale(reasons=('stale',), warnings=(), owner=x)\n"
+    )
+    assert _worded_refusals(bad, "bad.py") == [
+        "bad.py:2 (f)",
+        "bad.py:3 (f)",
+        "bad.py:5 (f)",
+        "bad.py:9 (h)",
+    ]
