@@ -19,6 +19,7 @@ from pathlib import Path
 from fm_teardown.adapters import safefile
 from fm_teardown.decide import fingerprint
 from fm_teardown.decide import rules as decide
+from fm_teardown.model.causes import Cause, NeverApproved, PlanChanged, PlanTokens
 from fm_teardown.model.errors import ExitCode, FmError, Verdict, invalid, plan_changed_exit
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.paths import Canonicalizer, canonical, is_within
@@ -148,20 +149,18 @@ def _expected_plan_refusal(planned: Planned, expected: str, *, dry_run: bool) ->
     now, words = planned.plan_id or "", planned.plan_inputs
     if words is not None and now == expected:
         return None
+    say: Cause
     if not expected or words is None:  # a --landed selection no token names
-        changes: list[str] = []
-        say = f"no --expect-plan token names {d.task}: its plan (now {now}) was never approved"
+        changes: list[Cause] = []
+        say = NeverApproved(d.task, now)
     else:
         names = fingerprint.changed(expected, now)
         before = fingerprint.recover(
             expected, d, planned.observation, planned.landed, fm_pid=os.getpid()
         )
         changes = fingerprint.describe(names, words, before)
-        label = dict(fingerprint.FIELDS)
-        what = ", ".join(label[n] for n in names) if names else "a field the token cannot name"
-        # The headline is what a person reads first: every field that changed, by name.
-        say = f"the plan changed since it was approved: {what}"
-        changes.append(f"approved plan {expected}; the plan now {now}")
+        say = PlanChanged(tuple(names))
+        changes.append(PlanTokens(expected, now))
     if d.refused:
         # Not an invitation to approve the new token: the new plan would refuse anyway. A
         # refusal's runbook bears its verdict's name (live-owner, unsafe, unlanded).

@@ -15,6 +15,7 @@ from fm_teardown.model.causes import (
     BlockedReturn,
     Cause,
     ChildEndpoint,
+    FieldChanged,
     ForeignLock,
     InsideOwnWindow,
     InvalidClaimant,
@@ -24,9 +25,13 @@ from fm_teardown.model.causes import (
     LiveChildren,
     LiveOwner,
     LiveOwners,
+    NeverApproved,
+    NoFieldNamed,
     NotLanded,
     Observed,
     ObservedKind,
+    PlanChanged,
+    PlanTokens,
     PoolNotReady,
     PoolProblem,
     ProtectedRoot,
@@ -162,6 +167,27 @@ CAUSES: list[tuple[Cause, str]] = [
         BlockedReturn(("tmux server tmux (5)",), "/p/1", headline=True),
         "tmux server tmux (5) work in this slot, and the pool's return would end them",
     ),
+    (
+        PlanChanged(("verdict", "dirty")),
+        "the plan changed since it was approved: the verdict, the slot's uncommitted or "
+        "untracked paths",
+    ),
+    (PlanChanged(()), "the plan changed since it was approved: a field the token cannot name"),
+    (
+        NeverApproved("t", "abc"),
+        "no --expect-plan token names t: its plan (now abc) was never approved",
+    ),
+    (FieldChanged("verdict", "proceed", "unlanded"), "the verdict: proceed → unlanded"),
+    (
+        FieldChanged("dirty", "", "new.txt"),
+        "the slot's uncommitted or untracked paths: none → new.txt",
+    ),
+    (
+        NoFieldNamed(),
+        "no field's tag differs: either a field changed that the tags cannot name, or the token "
+        "is not as a dry run printed it",
+    ),
+    (PlanTokens("abc", "def"), "approved plan abc; the plan now def"),
 ]
 
 

@@ -16,6 +16,7 @@ from fm_teardown.adapters import processes
 from fm_teardown.decide import fingerprint
 from fm_teardown.model.plan import Flags
 from fm_teardown.model.settings import load
+from fm_teardown.report.cause_words import cause_text
 from tests.fleet import Fleet, Task, tid
 from tests.test_plan_token import TOKEN, base, token_of
 
@@ -218,15 +219,17 @@ def test_the_words_of_a_change() -> None:
     """Long lists show what was added and what is gone; equal words say that what differs
     is bound by the token only (a pid that now names another process)."""
     many = "\n".join(f"w{i} (pid {i})" for i in range(12))
-    (line,) = fingerprint.describe(["processes"], {"processes": many + "\nx (pid 99)"}, None)
-    assert line.startswith("the processes to signal: before: not found from the token → now")
-    (line,) = fingerprint.describe(
+    (change,) = fingerprint.describe(["processes"], {"processes": many + "\nx (pid 99)"}, None)
+    assert cause_text(change).startswith(
+        "the processes to signal: before: not found from the token → now"
+    )
+    (change,) = fingerprint.describe(
         ["processes"], {"processes": many + "\nx (pid 99)"}, {"processes": many}
     )
-    assert line == "the processes to signal: 12 → 13 (added: x (pid 99); gone: none)"
-    (line,) = fingerprint.describe(
+    assert cause_text(change) == "the processes to signal: 12 → 13 (added: x (pid 99); gone: none)"
+    (change,) = fingerprint.describe(
         ["processes"], {"processes": "a (pid 7)"}, {"processes": "a (pid 7)"}
     )
-    assert line == (
+    assert cause_text(change) == (
         "the processes to signal: a (pid 7) (the same in words: a start time or a target differs)"
     )

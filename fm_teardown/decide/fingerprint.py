@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from fm_teardown.decide.ownership import Excluding
+from fm_teardown.model.causes import Cause, FieldChanged, NoFieldNamed
 from fm_teardown.model.plan import StepName
 
 __all__ = [
@@ -393,49 +394,11 @@ def recover(
     return out
 
 
-_SHOWN = 10  # items of a field shown in full; past that, what was added and what is gone
-
-
-def _items(text: str) -> list[str]:
-    return [line for line in text.split("\n") if line]
-
-
-def _list(items: list[str]) -> str:
-    if not items:
-        return "none"
-    if len(items) <= _SHOWN:
-        return ", ".join(items)
-    return ", ".join(items[:_SHOWN]) + f" and {len(items) - _SHOWN} more"
-
-
-def _change(before: str | None, now: str) -> str:
-    now_items = _items(now)
-    if before is None:
-        return f"before: not found from the token → now {_list(now_items)}"
-    before_items = _items(before)
-    if before_items == now_items:
-        # A pid that names another process now, a step with another target: what changed is
-        # bound by the token but not said in these words.
-        return f"{_list(now_items)} (the same in words: a start time or a target differs)"
-    if len(before_items) <= _SHOWN and len(now_items) <= _SHOWN:
-        return f"{_list(before_items)} → {_list(now_items)}"
-    gone = [x for x in before_items if x not in set(now_items)]
-    added = [x for x in now_items if x not in set(before_items)]
-    return f"{len(before_items)} → {len(now_items)} (added: {_list(added)}; gone: {_list(gone)})"
-
-
 def describe(
     names: list[str], now: Mapping[str, str], before: Mapping[str, str] | None
-) -> list[str]:
-    """One line per changed field, `the processes to signal: sleep (pid 7) → none`; a field
-    `before` does not hold is said to be not found."""
+) -> list[Cause]:
+    """One cause per changed field, its words before and now (`the processes to signal: sleep
+    (pid 7) → none` in report/'s words); a field `before` does not hold is not found."""
     if not names:
-        return [
-            "no field's tag differs: either a field changed that the tags cannot name, or the "
-            "token is not as a dry run printed it"
-        ]
-    label = dict(FIELDS)
-    return [
-        f"{label[n]}: {_change(before.get(n) if before is not None else None, now[n])}"
-        for n in names
-    ]
+        return [NoFieldNamed()]
+    return [FieldChanged(n, before.get(n) if before is not None else None, now[n]) for n in names]

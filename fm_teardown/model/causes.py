@@ -23,6 +23,7 @@ __all__ = [
     "BlockedReturn",
     "Cause",
     "ChildEndpoint",
+    "FieldChanged",
     "ForeignLock",
     "InsideOwnWindow",
     "InvalidClaimant",
@@ -32,9 +33,13 @@ __all__ = [
     "LiveChildren",
     "LiveOwner",
     "LiveOwners",
+    "NeverApproved",
+    "NoFieldNamed",
     "NotLanded",
     "Observed",
     "ObservedKind",
+    "PlanChanged",
+    "PlanTokens",
     "PoolNotReady",
     "PoolProblem",
     "ProtectedRoot",
@@ -248,6 +253,45 @@ class BlockedReturn:
     headline: bool = False
 
 
+# -- a plan that changed since it was approved (--expect-plan) --------------------------------
+
+
+@value
+class PlanChanged:
+    """The headline: the fields (`fingerprint.FIELDS` names) two tokens differ in."""
+
+    fields: tuple[str, ...]
+
+
+@value
+class NeverApproved:
+    """No --expect-plan token names TASK (a --landed selection); `now`: its plan's token."""
+
+    task: str
+    now: str
+
+
+@value
+class FieldChanged:
+    """One field's approved words (None: not found from the token) and its words now, each
+    item on a line of its own (`fingerprint.words`)."""
+
+    field: str
+    before: str | None
+    now: str
+
+
+@value
+class NoFieldNamed:
+    """The tokens differ, but no field's tag does."""
+
+
+@value
+class PlanTokens:
+    approved: str
+    now: str
+
+
 Cause = (
     SlotOwned
     | LiveOwner
@@ -267,4 +311,9 @@ Cause = (
     | PoolNotReady
     | ForeignLock
     | BlockedReturn
+    | PlanChanged
+    | NeverApproved
+    | FieldChanged
+    | NoFieldNamed
+    | PlanTokens
 )

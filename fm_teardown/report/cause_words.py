@@ -5,12 +5,14 @@ module (tests/test_layers.py) and nothing reads its words back (tests/test_no_pr
 
 from __future__ import annotations
 
+from fm_teardown.decide.fingerprint import FIELDS
 from fm_teardown.model.causes import (
     AlsoClaimed,
     AtRisk,
     BlockedReturn,
     Cause,
     ChildEndpoint,
+    FieldChanged,
     ForeignLock,
     InsideOwnWindow,
     InvalidClaimant,
@@ -20,9 +22,13 @@ from fm_teardown.model.causes import (
     LiveChildren,
     LiveOwner,
     LiveOwners,
+    NeverApproved,
+    NoFieldNamed,
     NotLanded,
     Observed,
     ObservedKind,
+    PlanChanged,
+    PlanTokens,
     PoolNotReady,
     PoolProblem,
     ProtectedRoot,
@@ -69,6 +75,62 @@ def _pool(c: PoolNotReady) -> str:
         where = f" (no entry in {c.detail})" if c.detail else " (no pool state file)"
         return f"slot {c.slot} is not managed by the pool{where}"
     return _POOL[c.problem].format(detail=c.detail, slot=c.slot)
+
+
+_SHOWN = 10  # items of a plan's field shown in full; past that, what was added and what is gone
+
+
+def _items(text: str) -> list[str]:
+    return [line for line in text.split("\n") if line]
+
+
+def _list(items: list[str]) -> str:
+    if not items:
+        return "none"
+    if len(items) <= _SHOWN:
+        return ", ".join(items)
+    return ", ".join(items[:_SHOWN]) + f" and {len(items) - _SHOWN} more"
+
+
+def _change(before: str | None, now: str) -> str:
+    """A field of the plan token, `before → now`."""
+    now_items = _items(now)
+    if before is None:
+        return f"before: not found from the token → now {_list(now_items)}"
+    before_items = _items(before)
+    if before_items == now_items:
+        # A pid that names another process now, a step with another target: what changed is
+        # bound by the token but not said in these words.
+        return f"{_list(now_items)} (the same in words: a start time or a target differs)"
+    if len(before_items) <= _SHOWN and len(now_items) <= _SHOWN:
+        return f"{_list(before_items)} → {_list(now_items)}"
+    gone = [x for x in before_items if x not in set(now_items)]
+    added = [x for x in now_items if x not in set(before_items)]
+    return f"{len(before_items)} → {len(now_items)} (added: {_list(added)}; gone: {_list(gone)})"
+
+
+_LABELS = dict(FIELDS)
+
+
+def _plan(c: PlanChanged | NeverApproved | FieldChanged | NoFieldNamed | PlanTokens) -> str:
+    match c:
+        case PlanChanged():
+            # The headline is what a person reads first: every field that changed, by name.
+            what = ", ".join(_LABELS[n] for n in c.fields) or "a field the token cannot name"
+            return f"the plan changed since it was approved: {what}"
+        case NeverApproved():
+            return (
+                f"no --expect-plan token names {c.task}: its plan (now {c.now}) was never approved"
+            )
+        case FieldChanged():
+            return f"{_LABELS[c.field]}: {_change(c.before, c.now)}"
+        case NoFieldNamed():
+            return (
+                "no field's tag differs: either a field changed that the tags cannot name, or "
+                "the token is not as a dry run printed it"
+            )
+        case PlanTokens():
+            return f"approved plan {c.approved}; the plan now {c.now}"
 
 
 def cause_text(c: Cause) -> str:
@@ -135,6 +197,8 @@ def cause_text(c: Cause) -> str:
                 f"slot {c.slot} is locked by another tool (git worktree lock, {reason}): "
                 "that tool still claims the tree, and fm never removes its lock"
             )
+        case PlanChanged() | NeverApproved() | FieldChanged() | NoFieldNamed() | PlanTokens():
+            return _plan(c)
         case BlockedReturn():
             names = ", ".join(c.blockers)
             if c.headline:
