@@ -35,6 +35,7 @@ from fm_teardown.model.causes import (
     PoolNotReady,
     PoolProblem,
     ProtectedRoot,
+    RecordRefused,
     SlotOwned,
     StaleHeadline,
 )
@@ -188,6 +189,8 @@ CAUSES: list[tuple[Cause, str]] = [
         "is not as a dry run printed it",
     ),
     (PlanTokens("abc", "def"), "approved plan abc; the plan now def"),
+    (RecordRefused("/st/t.meta", "names backend 'x'"), "record /st/t.meta names backend 'x'"),
+    (RecordRefused("/st/t.meta", "names backend 'x'", own=True), "its record names backend 'x'"),
 ]
 
 

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 
 from fm_teardown.decide import census, fingerprint, finished
 from fm_teardown.decide.ownership import live_of
+from fm_teardown.model.causes import RecordRefused
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.landing import Reason
 from fm_teardown.model.reasons import Finished, FinishedWhy
 from fm_teardown.model.records import (
     Fleet,
     own_record_problem,
-    record_refusal,
     shown,
     task_id_problem,
 )
@@ -116,7 +116,7 @@ def unusable(task: str, fleet: Fleet) -> AuditRow | None:
         if id_problem:
             why = f"invalid task id '{shown(task)}': {id_problem}"
             return _refused(AuditRow(task, _first(bad.claimed), None, Verdict.INVALID, (why,), why))
-        line = record_refusal(bad.meta_path, bad.problem)
+        line = RecordRefused(bad.meta_path, bad.problem)
         return _refused(
             AuditRow(task, _first(bad.claimed), None, Verdict.UNSAFE, (line,), line, refused=True)
         )
@@ -124,8 +124,8 @@ def unusable(task: str, fleet: Fleet) -> AuditRow | None:
     problem = own_record_problem(record)
     if problem is None:
         return None
-    line = record_refusal(record.meta_path, problem)
-    headline = f"its record {problem}"
+    line = RecordRefused(record.meta_path, problem)
+    headline = RecordRefused(record.meta_path, problem, own=True)
     return _refused(
         AuditRow(task, record.worktree, None, Verdict.UNSAFE, (line,), headline, refused=True)
     )

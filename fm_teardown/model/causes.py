@@ -43,6 +43,7 @@ __all__ = [
     "PoolNotReady",
     "PoolProblem",
     "ProtectedRoot",
+    "RecordRefused",
     "SlotOwned",
     "StaleHeadline",
 ]
@@ -253,6 +254,15 @@ class BlockedReturn:
     headline: bool = False
 
 
+@value
+class RecordRefused:
+    """TASK's own record is unsafe or invalid; `own`: as a headline says it (`its record …`)."""
+
+    meta_path: str
+    problem: str
+    own: bool = False
+
+
 # -- a plan that changed since it was approved (--expect-plan) --------------------------------
 
 
@@ -311,6 +321,7 @@ Cause = (
     | PoolNotReady
     | ForeignLock
     | BlockedReturn
+    | RecordRefused
     | PlanChanged
     | NeverApproved
     | FieldChanged

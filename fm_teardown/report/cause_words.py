@@ -32,10 +32,12 @@ from fm_teardown.model.causes import (
     PoolNotReady,
     PoolProblem,
     ProtectedRoot,
+    RecordRefused,
     SlotOwned,
     StaleHeadline,
 )
 from fm_teardown.model.plan import OwnerKind
+from fm_teardown.model.records import record_refusal
 
 __all__ = ["belongs_now", "cause_text", "listed"]
 
@@ -197,6 +199,9 @@ def cause_text(c: Cause) -> str:
                 f"slot {c.slot} is locked by another tool (git worktree lock, {reason}): "
                 "that tool still claims the tree, and fm never removes its lock"
             )
+        case RecordRefused():
+            # The same words as the refusal of `fm teardown` loading the record (an error).
+            return f"its record {c.problem}" if c.own else record_refusal(c.meta_path, c.problem)
         case PlanChanged() | NeverApproved() | FieldChanged() | NoFieldNamed() | PlanTokens():
             return _plan(c)
         case BlockedReturn():
