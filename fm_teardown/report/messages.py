@@ -3,8 +3,9 @@ landed, and of why a task is finished, not selected or skipped: written once, fr
 
 A refusal's reasons are kept without their lead and what the run changed; `reasons` adds the
 lead (`REFUSED: `) and that tail to the first one (`nothing was changed`, or the steps this
-run had already done). A proof of landing is a value until `proof_text` words its rung. The
-words of each step's result and each warning of a run are `step_words`'. No module reads any
+run had already done). A proof of landing is a value until `proof_text` words its rung; a
+refusal's cause until `cause_words` does. The words of each step's result and each warning of
+a run are `step_words`'. No module reads any
 of this text back: outcomes, counts and refs are read from the values
 (tests/test_no_prose_as_data.py); nothing below report/ imports it (tests/test_layers.py).
 """
