@@ -23,7 +23,17 @@ from collections.abc import Mapping, Sequence
 from fm_teardown.model.records import shown
 from fm_teardown.model.values import value
 
-__all__ = ["HEX_OID", "LOCAL_GIT_TIMEOUT", "Result", "environment", "git", "rev", "run"]
+__all__ = [
+    "HEX_OID",
+    "LOCAL_GIT_TIMEOUT",
+    "Result",
+    "environment",
+    "git",
+    "git_many",
+    "rev",
+    "run",
+    "run_many",
+]
 
 # Local git commands (status, log, merge-tree, add) on a big slot can take a while, but
 # never forever: a hung filesystem must not hang the teardown.
@@ -102,22 +112,64 @@ def run(
     """Run one command (see the module doc); `env` adds to the policy's environment, `base`
     replaces the environment the policy starts from (this process's), `stdin` is written to
     its standard input (closed otherwise)."""
+    started = _start(argv, cwd, environment(env, base), piped_stdin=stdin is not None)
+    if isinstance(started, Result):
+        return started
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    return _finish(started, timeout, data)
+
+
+def run_many(argvs: Sequence[Sequence[str]], *, timeout: float, width: int) -> list[Result]:
+    """`run` for each command (stdin closed, this process's environment under the policy),
+    at most `width` running at once, from this one thread: their results in the order given.
+
+    Each command is started as soon as one before it is done, and waited for in turn, with
+    the same timeout as `run`, counted from when its turn to be waited for comes (never
+    sooner than from its start): a slow command delays the results after it, never kills
+    them. No thread: a thread per command costs more CPU than the commands' own start when
+    they are many and quick (one `git status` per slot of a fleet)."""
+    env = environment()
+    results: list[Result | None] = [None] * len(argvs)
+    running: list[tuple[int, subprocess.Popen[bytes]]] = []
+    todo = list(enumerate(argvs))
+    todo.reverse()
+    while todo or running:
+        while todo and len(running) < max(1, width):
+            i, argv = todo.pop()
+            started = _start(argv, None, env, piped_stdin=False)
+            if isinstance(started, Result):
+                results[i] = started
+            else:
+                running.append((i, started))
+        if running:
+            i, proc = running.pop(0)
+            results[i] = _finish(proc, timeout, None)
+    return [r for r in results if r is not None]
+
+
+def _start(
+    argv: Sequence[str], cwd: str | None, env: Mapping[str, str], *, piped_stdin: bool
+) -> subprocess.Popen[bytes] | Result:
+    """The command started under the policy, or the Result saying why it could not be."""
     try:
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             list(argv),
             cwd=cwd,
-            env=environment(env, base),
-            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+            env=env,
+            stdin=subprocess.PIPE if piped_stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
     except OSError as exc:
         return Result(None, b"", f"cannot run {argv[0]}: {exc.strerror or exc}")
+
+
+def _finish(proc: subprocess.Popen[bytes], timeout: float, stdin: bytes | None) -> Result:
+    """A started command's output and exit code; its whole process group killed after
+    `timeout` seconds."""
     try:
-        out, err = proc.communicate(
-            input=stdin.encode() if isinstance(stdin, str) else stdin, timeout=timeout
-        )
+        out, err = proc.communicate(input=stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
         with contextlib.suppress(OSError):  # the group may be gone already
             os.killpg(proc.pid, signal.SIGKILL)
@@ -138,6 +190,15 @@ def git(
     env: Mapping[str, str] | None = None,
 ) -> Result:
     return run(["git", "-C", repo, *args], timeout=timeout, env=env)
+
+
+def git_many(
+    calls: Sequence[tuple[str, Sequence[str]]], *, width: int, timeout: float = LOCAL_GIT_TIMEOUT
+) -> list[Result]:
+    """`git -C repo args...` for each (repo, args), `width` at a time (`run_many`)."""
+    return run_many(
+        [["git", "-C", repo, *args] for repo, args in calls], timeout=timeout, width=width
+    )
 
 
 # A full object name, SHA-1 or SHA-256.

@@ -1,0 +1,45 @@
+"""`runner.run_many`: several commands from one thread, a few at a time, each with `run`'s
+policy (its own session, the timeout that kills its group), results in the order given."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from fm_teardown.adapters import runner
+
+
+def test_results_come_in_the_order_given() -> None:
+    argvs = [["sh", "-c", f"sleep 0.{9 - i}; echo {i}; echo e{i} >&2; exit {i}"] for i in range(5)]
+    results = runner.run_many(argvs, timeout=30, width=3)
+    assert [(r.rc, r.out, r.err) for r in results] == [
+        (i, f"{i}\n".encode(), f"e{i}\n") for i in range(5)
+    ]
+
+
+def test_at_most_width_run_at_once(tmp_path: Path) -> None:
+    # Each command marks itself running in a file, then reads how many are: never above 2.
+    d = str(tmp_path)
+    script = f'touch {d}/$$; n=$(ls {d} | wc -l); sleep 0.2; rm {d}/$$; echo "$n"'
+    results = runner.run_many([["sh", "-c", script]] * 6, timeout=30, width=2)
+    assert all(r.ok for r in results)
+    assert max(int(r.out) for r in results) <= 2
+
+
+def test_a_command_that_cannot_start_or_times_out_says_so_alone() -> None:
+    missing = "/nonexistent/fm-no-such-binary"
+    start = time.monotonic()
+    results = runner.run_many(
+        [[missing], ["sh", "-c", "sleep 30"], ["sh", "-c", "echo ok"]], timeout=0.5, width=4
+    )
+    assert time.monotonic() - start < 10
+    assert results[0].rc is None and missing in results[0].err
+    assert results[1].rc is None and results[1].timed_out
+    assert results[2].ok and results[2].out == b"ok\n"
+
+
+def test_each_command_runs_in_a_session_of_its_own() -> None:
+    (r,) = runner.run_many([["sh", "-c", "ps -o sid= -p $$"]], timeout=30, width=1)
+    assert r.ok
+    assert int(r.out) != os.getsid(0)
