@@ -43,3 +43,9 @@ def test_each_command_runs_in_a_session_of_its_own() -> None:
     (r,) = runner.run_many([["sh", "-c", "ps -o sid= -p $$"]], timeout=30, width=1)
     assert r.ok
     assert int(r.out) != os.getsid(0)
+
+
+def test_a_command_keeps_the_name_it_was_given() -> None:
+    # Looked up on PATH once for all the runs, it still sees argv[0] as given.
+    results = runner.run_many([["sh", "-c", 'echo "$0"']] * 2, timeout=30, width=2)
+    assert [r.out for r in results] == [b"sh\n", b"sh\n"]

@@ -129,6 +129,7 @@ def run_many(argvs: Sequence[Sequence[str]], *, timeout: float, width: int) -> l
     them. No thread: a thread per command costs more CPU than the commands' own start when
     they are many and quick (one `git status` per slot of a fleet)."""
     env = environment()
+    found: dict[str, str] = {}
     results: list[Result | None] = [None] * len(argvs)
     running: list[tuple[int, subprocess.Popen[bytes]]] = []
     todo = list(enumerate(argvs))
@@ -136,7 +137,9 @@ def run_many(argvs: Sequence[Sequence[str]], *, timeout: float, width: int) -> l
     while todo or running:
         while todo and len(running) < max(1, width):
             i, argv = todo.pop()
-            started = _start(argv, None, env, piped_stdin=False)
+            if argv and argv[0] not in found:
+                found[argv[0]] = _on_path(argv[0], env)
+            started = _start(argv, None, env, piped_stdin=False, executable=found.get(argv[0]))
             if isinstance(started, Result):
                 results[i] = started
             else:
@@ -147,13 +150,31 @@ def run_many(argvs: Sequence[Sequence[str]], *, timeout: float, width: int) -> l
     return [r for r in results if r is not None]
 
 
+def _on_path(name: str, env: Mapping[str, str]) -> str:
+    """The file `name` runs on the environment's PATH, looked up once for many runs (each
+    run would otherwise try every PATH directory in turn), or `name` itself when it has a
+    slash or is not found there (the run then says so, as it would have)."""
+    if "/" in name:
+        return name
+    from shutil import which
+
+    return which(name, path=env.get("PATH", os.defpath)) or name
+
+
 def _start(
-    argv: Sequence[str], cwd: str | None, env: Mapping[str, str], *, piped_stdin: bool
+    argv: Sequence[str],
+    cwd: str | None,
+    env: Mapping[str, str],
+    *,
+    piped_stdin: bool,
+    executable: str | None = None,
 ) -> subprocess.Popen[bytes] | Result:
-    """The command started under the policy, or the Result saying why it could not be."""
+    """The command started under the policy, or the Result saying why it could not be.
+    `executable`: the file to run, when it was looked up already (argv[0] stays as given)."""
     try:
         return subprocess.Popen(
             list(argv),
+            executable=executable,
             cwd=cwd,
             env=env,
             stdin=subprocess.PIPE if piped_stdin else subprocess.DEVNULL,

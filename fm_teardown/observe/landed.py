@@ -26,11 +26,13 @@ Slots and projects are inspected a few at a time. Every git call goes through `r
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
 import shutil
 import stat
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -92,11 +94,29 @@ U = TypeVar("U")
 
 
 def _pmap(fn: Callable[[T], U], items: Sequence[T]) -> list[U]:
-    """`fn` over `items`, a few at a time (one item: no thread at all)."""
+    """`fn` over `items`, a few at a time (one item: no thread at all).
+
+    Each worker takes the next item left until none is: a few tasks in all, not one per
+    item, since most items of an audit (a slot whose HEAD a remote already has) cost less
+    than handing them to a thread would."""
     if len(items) <= 1:
         return [fn(i) for i in items]
+    out: dict[int, U] = {}
+    taken = itertools.count()
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while True:
+            with lock:
+                i = next(taken)
+            if i >= len(items):
+                return
+            out[i] = fn(items[i])
+
     with ThreadPoolExecutor(max_workers=min(WORKERS, len(items))) as pool:
-        return list(pool.map(fn, items))
+        for running in [pool.submit(worker) for _ in range(min(WORKERS, len(items)))]:
+            running.result()
+    return [out[i] for i in range(len(items))]
 
 
 # --------------------------------------------------------------------------- gathering
