@@ -156,9 +156,11 @@ def _on_path(name: str, env: Mapping[str, str]) -> str:
     slash or is not found there (the run then says so, as it would have)."""
     if "/" in name:
         return name
-    from shutil import which
-
-    return which(name, path=env.get("PATH", os.defpath)) or name
+    for folder in os.get_exec_path(env):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return name
 
 
 def _start(
