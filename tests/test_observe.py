@@ -106,3 +106,34 @@ def test_slot_procs_on_demand_are_what_one_pass_finds(
     for slot in asked + slots:
         expected = observe.procs_by_slot({slot}, table).get(slot, [])
         assert [p.pid for p in lazy.get(slot)] == [p.pid for p in expected]
+
+
+@given(
+    cwds=st.lists(
+        st.tuples(st.sampled_from([*_DIRS, "", "relative", "/p/1-x", "/p/1/a/b/c"]), st.booleans()),
+        max_size=25,
+    ),
+    slots=st.sets(st.sampled_from([*_DIRS, "relative"]), max_size=9),
+)
+def test_one_pass_finds_every_process_inside_each_slot(
+    cwds: list[tuple[str, bool]], slots: set[str]
+) -> None:
+    # What the pass over all slots finds is, slot by slot, the plain definition: a live
+    # process whose cwd is the slot or lies below it, in the table's order.
+    table = ProcessTable(
+        {
+            pid: Proc(pid, 1, "bash", "bash", cwd or None, 1.0, zombie)
+            for pid, (cwd, zombie) in enumerate(cwds, start=100)
+        }
+    )
+    found = observe.procs_by_slot(slots, table)
+
+    def inside(cwd: str | None, slot: str) -> bool:
+        if not cwd or not cwd.startswith("/") or not slot.startswith("/"):
+            return False
+        return cwd == slot or cwd.startswith(slot.rstrip("/") + "/")
+
+    for slot in slots:
+        want = [p.pid for p in table.procs.values() if not p.zombie and inside(p.cwd, slot)]
+        assert [p.pid for p in found.get(slot, [])] == want
+    assert set(found) <= slots

@@ -49,3 +49,17 @@ def test_a_command_keeps_the_name_it_was_given() -> None:
     # Looked up on PATH once for all the runs, it still sees argv[0] as given.
     results = runner.run_many([["sh", "-c", 'echo "$0"']] * 2, timeout=30, width=2)
     assert [r.out for r in results] == [b"sh\n", b"sh\n"]
+
+
+def test_large_output_on_both_pipes_comes_whole() -> None:
+    # More than a pipe holds, on stdout and stderr at once, from several commands together.
+    script = "head -c 300000 /dev/zero; head -c 200000 /dev/zero >&2"
+    results = runner.run_many([["sh", "-c", script]] * 3, timeout=30, width=3)
+    assert [(r.rc, len(r.out), len(r.err)) for r in results] == [(0, 300000, 200000)] * 3
+
+
+def test_a_command_that_closes_its_pipes_and_stays_is_killed_at_its_deadline() -> None:
+    start = time.monotonic()
+    (r,) = runner.run_many([["sh", "-c", "exec >/dev/null 2>&1; sleep 30"]], timeout=0.5, width=1)
+    assert time.monotonic() - start < 10
+    assert r.rc is None and r.timed_out
