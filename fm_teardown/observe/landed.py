@@ -34,7 +34,6 @@ import shutil
 import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
@@ -96,26 +95,35 @@ U = TypeVar("U")
 def _pmap(fn: Callable[[T], U], items: Sequence[T]) -> list[U]:
     """`fn` over `items`, a few at a time (one item: no thread at all).
 
-    Each worker takes the next item left until none is: a few tasks in all, not one per
+    Each worker takes the next item left until none is: a few threads in all, not a task per
     item, since most items of an audit (a slot whose HEAD a remote already has) cost less
-    than handing them to a thread would."""
+    than handing them to a thread would. The first exception a worker meets is raised here,
+    once every worker has stopped."""
     if len(items) <= 1:
         return [fn(i) for i in items]
     out: dict[int, U] = {}
+    failed: list[BaseException] = []
     taken = itertools.count()
     lock = threading.Lock()
 
     def worker() -> None:
-        while True:
-            with lock:
-                i = next(taken)
-            if i >= len(items):
-                return
-            out[i] = fn(items[i])
+        try:
+            while not failed:
+                with lock:
+                    i = next(taken)
+                if i >= len(items):
+                    return
+                out[i] = fn(items[i])
+        except BaseException as exc:  # raised again in the calling thread
+            failed.append(exc)
 
-    with ThreadPoolExecutor(max_workers=min(WORKERS, len(items))) as pool:
-        for running in [pool.submit(worker) for _ in range(min(WORKERS, len(items)))]:
-            running.result()
+    threads = [threading.Thread(target=worker) for _ in range(min(WORKERS, len(items)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failed:
+        raise failed[0]
     return [out[i] for i in range(len(items))]
 
 
