@@ -8,8 +8,16 @@ from hypothesis import strategies as st
 
 from fm_teardown.adapters import processes, tmux
 from fm_teardown.model.settings import load
-from fm_teardown.model.world import InventoryStatus, Pane, Proc, ProcessTable, TmuxInventory
+from fm_teardown.model.world import (
+    EndpointOwners,
+    InventoryStatus,
+    Pane,
+    Proc,
+    ProcessTable,
+    TmuxInventory,
+)
 from fm_teardown.observe import observation as observe
+from fm_teardown.observe.lazy import LazyMap
 
 
 def pane(name: str, pid: int) -> Pane:
@@ -137,3 +145,29 @@ def test_one_pass_finds_every_process_inside_each_slot(
         want = [p.pid for p in table.procs.values() if not p.zombie and inside(p.cwd, slot)]
         assert [p.pid for p in found.get(slot, [])] == want
     assert set(found) <= slots
+
+
+def test_lazy_get_works_a_value_out_once_and_says_the_default_for_other_keys() -> None:
+    made: list[str] = []
+
+    def upper(key: str) -> str:
+        made.append(key)
+        return key.upper()
+
+    lazy = LazyMap(["a", "b"], upper)
+    assert lazy.get("a") == "A" and lazy.get("a", "x") == "A" and lazy["a"] == "A"
+    assert lazy.get("c") is None and lazy.get("c", "x") == "x"
+    assert made == ["a"]
+
+
+def test_endpoint_owners_get_walks_up_to_a_pane_and_says_the_default_elsewhere() -> None:
+    table = ProcessTable(
+        {
+            10: Proc(10, 1, "bash", "bash", None, 1.0),  # a pane's root
+            11: Proc(11, 10, "claude", "claude", None, 1.0),
+            20: Proc(20, 1, "sleep", "sleep", None, 1.0),  # in no pane
+        }
+    )
+    owners = EndpointOwners({10: "t1"}, {}, table)
+    assert owners.get(11) == "t1" and owners[11] == "t1"
+    assert owners.get(20) is None and owners.get(20, "none") == "none" and 20 not in owners
