@@ -16,8 +16,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import selectors
 import signal
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 
 from fm_teardown.model.records import shown
@@ -123,31 +125,119 @@ def run_many(argvs: Sequence[Sequence[str]], *, timeout: float, width: int) -> l
     """`run` for each command (stdin closed, this process's environment under the policy),
     at most `width` running at once, from this one thread: their results in the order given.
 
-    Each command is started as soon as one before it is done, and waited for in turn, with
-    the same timeout as `run`, counted from when its turn to be waited for comes (never
-    sooner than from its start): a slow command delays the results after it, never kills
-    them. No thread: a thread per command costs more CPU than the commands' own start when
-    they are many and quick (one `git status` per slot of a fleet)."""
+    Each command has `run`'s timeout from its own start, after which its process group is
+    killed, and a new one starts as soon as any running one is done. Their pipes (and, where
+    the system has them, pidfds telling their exits) are watched together: no thread and no
+    polling, since a thread per command costs more CPU than the commands' own start when they
+    are many and quick (one `git status` per slot of a fleet)."""
     env = environment()
     found: dict[str, str] = {}
     results: list[Result | None] = [None] * len(argvs)
-    running: list[tuple[int, subprocess.Popen[bytes]]] = []
     todo = list(enumerate(argvs))
     todo.reverse()
-    while todo or running:
-        while todo and len(running) < max(1, width):
-            i, argv = todo.pop()
-            if argv and argv[0] not in found:
-                found[argv[0]] = _on_path(argv[0], env)
-            started = _start(argv, None, env, piped_stdin=False, executable=found.get(argv[0]))
-            if isinstance(started, Result):
-                results[i] = started
-            else:
-                running.append((i, started))
-        if running:
-            i, proc = running.pop(0)
-            results[i] = _finish(proc, timeout, None)
+    running: dict[int, _Running] = {}
+    # poll(2) where there is one, as `subprocess` itself uses: no system call per fd added.
+    with getattr(selectors, "PollSelector", selectors.DefaultSelector)() as sel:
+        while todo or running:
+            while todo and len(running) < max(1, width):
+                i, argv = todo.pop()
+                if argv and argv[0] not in found:
+                    found[argv[0]] = _on_path(argv[0], env)
+                exe = found.get(argv[0])
+                started = _start(argv, None, env, piped_stdin=False, executable=exe)
+                if isinstance(started, Result):
+                    results[i] = started
+                else:
+                    running[i] = _Running(started, timeout, sel)
+            if not running:
+                continue
+            now = time.monotonic()
+            wait = min(r.deadline for r in running.values()) - now
+            if any(r.reaping for r in running.values()):
+                wait = min(wait, _REAP_POLL)  # an exit no pidfd will tell: look again soon
+            for key, _ in sel.select(max(0.0, wait)):
+                key.data.event(key.fd)
+            now = time.monotonic()
+            for i in list(running):
+                done = running[i].result()
+                if done is None and running[i].deadline <= now:
+                    done = running[i].kill()
+                if done is not None:
+                    results[i] = done
+                    del running[i]
     return [r for r in results if r is not None]
+
+
+# How often an exited command's pipes-closed state is checked for its exit, where the system
+# has no pidfd to tell it.
+_REAP_POLL = 0.001
+
+
+class _Running:
+    """One command of `run_many`: its output so far, read as it comes, and its exit."""
+
+    def __init__(
+        self, proc: subprocess.Popen[bytes], timeout: float, sel: selectors.BaseSelector
+    ) -> None:
+        self._proc, self._timeout, self._sel = proc, timeout, sel
+        self.deadline = time.monotonic() + timeout
+        assert proc.stdout is not None and proc.stderr is not None
+        self._streams = {s.fileno(): s for s in (proc.stdout, proc.stderr)}
+        self._out: dict[int, list[bytes]] = {fd: [] for fd in self._streams}
+        for fd in self._streams:
+            sel.register(fd, selectors.EVENT_READ, self)
+        self._pidfd: int | None = None
+        try:
+            self._pidfd = os.pidfd_open(proc.pid)
+        except (AttributeError, OSError):
+            pass  # no pidfd: its exit is polled for once its pipes are closed
+        else:
+            sel.register(self._pidfd, selectors.EVENT_READ, self)
+
+    @property
+    def reaping(self) -> bool:
+        """Its pipes are closed and no pidfd will say when it exits."""
+        return not self._streams and self._pidfd is None and self._proc.returncode is None
+
+    def event(self, fd: int) -> None:
+        if fd == self._pidfd:
+            self._forget_pidfd()  # it exited: `result` reaps it
+            return
+        chunk = os.read(fd, 65536)
+        if chunk:
+            self._out[fd].append(chunk)
+        else:
+            self._sel.unregister(fd)
+            self._streams.pop(fd).close()
+
+    def result(self) -> Result | None:
+        """Its Result once both pipes are closed and it has exited, else None."""
+        if self._streams or self._pidfd is not None or self._proc.poll() is None:
+            return None
+        out, err = (b"".join(chunks) for chunks in self._out.values())
+        return Result(self._proc.returncode, out, err.decode("utf-8", "replace"))
+
+    def kill(self) -> Result:
+        """Past its deadline: its whole process group killed, as `run` does."""
+        with contextlib.suppress(OSError):  # the group may be gone already
+            os.killpg(self._proc.pid, signal.SIGKILL)
+        for fd, stream in self._streams.items():
+            self._sel.unregister(fd)
+            stream.close()
+        self._streams.clear()
+        self._forget_pidfd()
+        try:
+            self._proc.wait(timeout=_REAP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        return Result(None, b"", f"timed out after {self._timeout:g}s", True)
+
+    def _forget_pidfd(self) -> None:
+        if self._pidfd is not None:
+            self._sel.unregister(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
 
 
 def _on_path(name: str, env: Mapping[str, str]) -> str:
