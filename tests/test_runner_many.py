@@ -7,6 +7,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from fm_teardown.adapters import runner
 
 
@@ -63,3 +65,38 @@ def test_a_command_that_closes_its_pipes_and_stays_is_killed_at_its_deadline() -
     (r,) = runner.run_many([["sh", "-c", "exec >/dev/null 2>&1; sleep 30"]], timeout=0.5, width=1)
     assert time.monotonic() - start < 10
     assert r.rc is None and r.timed_out
+
+
+# The commands below see what a command started by Popen sees: stdin at end of file, SIGPIPE
+# at its default (Python ignores it), no descriptor of ours but the three, its exit by signal
+# as a negative code. They are run started through posix_spawn (the usual way) and, with
+# `_inherited_fds` made to fail, through Popen, and must answer alike.
+_LIKE_POPEN = [
+    ["sh", "-c", "cat; echo eof"],
+    ["sh", "-c", "yes | head -n 1"],
+    ["sh", "-c", 'kill -TERM "$$"'],
+    ["sh", "-c", "ps -o sid= -p $$ | tr -d ' '; echo $$"],
+]
+
+
+def _fd_check(fd: int) -> list[str]:
+    return ["sh", "-c", f"if [ -e /proc/self/fd/{fd} ]; then echo open; else echo closed; fi"]
+
+
+def test_spawned_commands_see_what_popen_would_give_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    r, w = os.pipe()
+    os.set_inheritable(w, True)  # a descriptor Popen's close_fds would not pass on
+    try:
+        spawned = runner.run_many([*_LIKE_POPEN, _fd_check(w)], timeout=30, width=3)
+        monkeypatch.setattr(runner, "_inherited_fds", lambda: None)
+        popened = runner.run_many([*_LIKE_POPEN, _fd_check(w)], timeout=30, width=3)
+    finally:
+        os.close(r)
+        os.close(w)
+    for results in (spawned, popened):
+        assert (results[0].rc, results[0].out) == (0, b"eof\n")
+        assert (results[1].rc, results[1].out, results[1].err) == (0, b"y\n", "")
+        assert results[2].rc == -15
+        sid, pid = results[3].out.split()
+        assert sid == pid  # a session of its own, led by the command
+        assert results[4].out == b"closed\n"

@@ -136,6 +136,7 @@ def run_many(argvs: Sequence[Sequence[str]], *, timeout: float, width: int) -> l
     todo = list(enumerate(argvs))
     todo.reverse()
     running: dict[int, _Running] = {}
+    closing = _inherited_fds() if hasattr(os, "posix_spawn") else None
     # poll(2) where there is one, as `subprocess` itself uses: no system call per fd added.
     with getattr(selectors, "PollSelector", selectors.DefaultSelector)() as sel:
         while todo or running:
@@ -144,7 +145,13 @@ def run_many(argvs: Sequence[Sequence[str]], *, timeout: float, width: int) -> l
                 if argv and argv[0] not in found:
                     found[argv[0]] = _on_path(argv[0], env)
                 exe = found.get(argv[0])
-                started = _start(argv, None, env, piped_stdin=False, executable=exe)
+                started: subprocess.Popen[bytes] | _Spawned | Result | None = None
+                if closing is not None and exe is not None and "/" in exe:
+                    started = _spawn(argv, exe, env, closing)
+                    if started is None:
+                        closing = None  # no posix_spawn as Popen runs it here: Popen, then
+                if started is None:
+                    started = _start(argv, None, env, piped_stdin=False, executable=exe)
                 if isinstance(started, Result):
                     results[i] = started
                 else:
@@ -177,7 +184,10 @@ class _Running:
     """One command of `run_many`: its output so far, read as it comes, and its exit."""
 
     def __init__(
-        self, proc: subprocess.Popen[bytes], timeout: float, sel: selectors.BaseSelector
+        self,
+        proc: subprocess.Popen[bytes] | _Spawned,
+        timeout: float,
+        sel: selectors.BaseSelector,
     ) -> None:
         self._proc, self._timeout, self._sel = proc, timeout, sel
         self.deadline = time.monotonic() + timeout
@@ -229,8 +239,10 @@ class _Running:
         try:
             self._proc.wait(timeout=_REAP_TIMEOUT)
         except subprocess.TimeoutExpired:
+            # Not dead even so (an uninterruptible wait): left unreaped rather than waited on.
             self._proc.kill()
-            self._proc.wait()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(timeout=_REAP_TIMEOUT)
         return Result(None, b"", f"timed out after {self._timeout:g}s", True)
 
     def _forget_pidfd(self) -> None:
@@ -238,6 +250,108 @@ class _Running:
             self._sel.unregister(self._pidfd)
             os.close(self._pidfd)
             self._pidfd = None
+
+
+# What Popen's `restore_signals` sets back to the default in the child: Python ignores them.
+_DEFAULT_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(signal, name)
+)
+
+
+def _inherited_fds() -> list[int] | None:
+    """This process's inheritable descriptors above stderr, which Popen's `close_fds` would
+    close in the child (Python makes its own descriptors non-inheritable); None when they
+    cannot be listed."""
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return None
+    out = []
+    for name in names:
+        fd = int(name)
+        with contextlib.suppress(OSError):  # the listing's own descriptor, closed by now
+            if fd > 2 and os.get_inheritable(fd):
+                out.append(fd)
+    return out
+
+
+def _spawn(
+    argv: Sequence[str], exe: str, env: Mapping[str, str], closing: Sequence[int]
+) -> _Spawned | Result | None:
+    """The command started as Popen would start it for `run` (stdin from /dev/null, stdout
+    and stderr piped, a session of its own, the signals Python ignores set back to their
+    default, no descriptor but those three), through posix_spawn: a third of Popen's CPU per
+    command. None when this system's posix_spawn cannot (no session of its own)."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_DUP2, out_w, 1),
+        (os.POSIX_SPAWN_DUP2, err_w, 2),
+        *((os.POSIX_SPAWN_CLOSE, fd) for fd in closing),
+    ]
+    try:
+        pid = os.posix_spawn(
+            exe, list(argv), env, file_actions=actions, setsid=True, setsigdef=_DEFAULT_SIGNALS
+        )
+    except (NotImplementedError, OSError) as exc:
+        os.close(out_r)
+        os.close(err_r)
+        if isinstance(exc, NotImplementedError):
+            return None
+        return Result(None, b"", f"cannot run {argv[0]}: {exc.strerror or exc}")
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+    return _Spawned(pid, out_r, err_r)
+
+
+class _Pipe:
+    """The read end of a child's pipe, as `_Running` uses a Popen's."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+class _Spawned:
+    """What `_Running` uses of a Popen, for a command `_spawn` started."""
+
+    def __init__(self, pid: int, out: int, err: int) -> None:
+        self.pid = pid
+        self.stdout, self.stderr = _Pipe(out), _Pipe(err)
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                self.returncode = 0  # reaped elsewhere: as Popen says then
+            else:
+                if pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while self.poll() is None:
+            if time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout)
+            time.sleep(_REAP_POLL)
+        assert self.returncode is not None
+        return self.returncode
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
 
 
 def _on_path(name: str, env: Mapping[str, str]) -> str:
