@@ -8,8 +8,16 @@ from hypothesis import strategies as st
 
 from fm_teardown.adapters import processes, tmux
 from fm_teardown.model.settings import load
-from fm_teardown.model.world import InventoryStatus, Pane, Proc, ProcessTable, TmuxInventory
+from fm_teardown.model.world import (
+    EndpointOwners,
+    InventoryStatus,
+    Pane,
+    Proc,
+    ProcessTable,
+    TmuxInventory,
+)
 from fm_teardown.observe import observation as observe
+from fm_teardown.observe.lazy import LazyMap
 
 
 def pane(name: str, pid: int) -> Pane:
@@ -106,3 +114,60 @@ def test_slot_procs_on_demand_are_what_one_pass_finds(
     for slot in asked + slots:
         expected = observe.procs_by_slot({slot}, table).get(slot, [])
         assert [p.pid for p in lazy.get(slot)] == [p.pid for p in expected]
+
+
+@given(
+    cwds=st.lists(
+        st.tuples(st.sampled_from([*_DIRS, "", "relative", "/p/1-x", "/p/1/a/b/c"]), st.booleans()),
+        max_size=25,
+    ),
+    slots=st.sets(st.sampled_from([*_DIRS, "relative"]), max_size=9),
+)
+def test_one_pass_finds_every_process_inside_each_slot(
+    cwds: list[tuple[str, bool]], slots: set[str]
+) -> None:
+    # What the pass over all slots finds is, slot by slot, the plain definition: a live
+    # process whose cwd is the slot or lies below it, in the table's order.
+    table = ProcessTable(
+        {
+            pid: Proc(pid, 1, "bash", "bash", cwd or None, 1.0, zombie)
+            for pid, (cwd, zombie) in enumerate(cwds, start=100)
+        }
+    )
+    found = observe.procs_by_slot(slots, table)
+
+    def inside(cwd: str | None, slot: str) -> bool:
+        if not cwd or not cwd.startswith("/") or not slot.startswith("/"):
+            return False
+        return cwd == slot or cwd.startswith(slot.rstrip("/") + "/")
+
+    for slot in slots:
+        want = [p.pid for p in table.procs.values() if not p.zombie and inside(p.cwd, slot)]
+        assert [p.pid for p in found.get(slot, [])] == want
+    assert set(found) <= slots
+
+
+def test_lazy_get_works_a_value_out_once_and_says_the_default_for_other_keys() -> None:
+    made: list[str] = []
+
+    def upper(key: str) -> str:
+        made.append(key)
+        return key.upper()
+
+    lazy = LazyMap(["a", "b"], upper)
+    assert lazy.get("a") == "A" and lazy.get("a", "x") == "A" and lazy["a"] == "A"
+    assert lazy.get("c") is None and lazy.get("c", "x") == "x"
+    assert made == ["a"]
+
+
+def test_endpoint_owners_get_walks_up_to_a_pane_and_says_the_default_elsewhere() -> None:
+    table = ProcessTable(
+        {
+            10: Proc(10, 1, "bash", "bash", None, 1.0),  # a pane's root
+            11: Proc(11, 10, "claude", "claude", None, 1.0),
+            20: Proc(20, 1, "sleep", "sleep", None, 1.0),  # in no pane
+        }
+    )
+    owners = EndpointOwners({10: "t1"}, {}, table)
+    assert owners.get(11) == "t1" and owners[11] == "t1"
+    assert owners.get(20) is None and owners.get(20, "none") == "none" and 20 not in owners

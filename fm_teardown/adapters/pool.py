@@ -99,11 +99,18 @@ class PoolReader:
 
     def __init__(self, canon: Callable[[str], str] = canonical) -> None:
         self._cache: dict[str, tuple[list[PoolEntry] | None, str | None]] = {}
+        # Each state file's entries by canonical slot: a pool of k slots is looked up k
+        # times, so matching a slot must not scan all k entries each time.
+        self._by_slot: dict[str, dict[str, list[PoolEntry]]] = {}
         self._canon = canon
 
     def _read(self, path: str) -> tuple[list[PoolEntry] | None, str | None]:
         if path not in self._cache:
             self._cache[path] = read_state(path, self._canon)
+            index: dict[str, list[PoolEntry]] = {}
+            for e in self._cache[path][0] or ():
+                index.setdefault(e.canonical, []).append(e)
+            self._by_slot[path] = index
         return self._cache[path]
 
     def entries(self) -> tuple[PoolEntry, ...]:
@@ -119,7 +126,7 @@ class PoolReader:
             if entries is None:
                 continue
             first_file = first_file or path
-            matches = [e for e in entries if e.canonical == slot]
+            matches = self._by_slot[path].get(slot, [])
             if len(matches) > 1:
                 return PoolView(path, None, f"{path} lists the slot {slot} more than once")
             if matches:

@@ -16,14 +16,26 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import selectors
 import signal
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 
 from fm_teardown.model.records import shown
 from fm_teardown.model.values import value
 
-__all__ = ["HEX_OID", "LOCAL_GIT_TIMEOUT", "Result", "environment", "git", "rev", "run"]
+__all__ = [
+    "HEX_OID",
+    "LOCAL_GIT_TIMEOUT",
+    "Result",
+    "environment",
+    "git",
+    "git_many",
+    "rev",
+    "run",
+    "run_many",
+]
 
 # Local git commands (status, log, merge-tree, add) on a big slot can take a while, but
 # never forever: a hung filesystem must not hang the teardown.
@@ -102,22 +114,289 @@ def run(
     """Run one command (see the module doc); `env` adds to the policy's environment, `base`
     replaces the environment the policy starts from (this process's), `stdin` is written to
     its standard input (closed otherwise)."""
+    started = _start(argv, cwd, environment(env, base), piped_stdin=stdin is not None)
+    if isinstance(started, Result):
+        return started
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    return _finish(started, timeout, data)
+
+
+def run_many(argvs: Sequence[Sequence[str]], *, timeout: float, width: int) -> list[Result]:
+    """`run` for each command (stdin closed, this process's environment under the policy),
+    at most `width` running at once, from this one thread: their results in the order given.
+
+    Each command has `run`'s timeout from its own start, after which its process group is
+    killed, and a new one starts as soon as any running one is done. Their pipes (and, where
+    the system has them, pidfds telling their exits) are watched together: no thread and no
+    polling, since a thread per command costs more CPU than the commands' own start when they
+    are many and quick (one `git status` per slot of a fleet)."""
+    env = environment()
+    found: dict[str, str] = {}
+    results: list[Result | None] = [None] * len(argvs)
+    todo = list(enumerate(argvs))
+    todo.reverse()
+    running: dict[int, _Running] = {}
+    closing = _inherited_fds() if hasattr(os, "posix_spawn") else None
+    # poll(2) where there is one, as `subprocess` itself uses: no system call per fd added.
+    with getattr(selectors, "PollSelector", selectors.DefaultSelector)() as sel:
+        while todo or running:
+            while todo and len(running) < max(1, width):
+                i, argv = todo.pop()
+                if argv and argv[0] not in found:
+                    found[argv[0]] = _on_path(argv[0], env)
+                exe = found.get(argv[0])
+                started: subprocess.Popen[bytes] | _Spawned | Result | None = None
+                if closing is not None and exe is not None and "/" in exe:
+                    started = _spawn(argv, exe, env, closing)
+                    if started is None:
+                        closing = None  # no posix_spawn as Popen runs it here: Popen, then
+                if started is None:
+                    started = _start(argv, None, env, piped_stdin=False, executable=exe)
+                if isinstance(started, Result):
+                    results[i] = started
+                else:
+                    running[i] = _Running(started, timeout, sel)
+            if not running:
+                continue
+            now = time.monotonic()
+            wait = min(r.deadline for r in running.values()) - now
+            if any(r.reaping for r in running.values()):
+                wait = min(wait, _REAP_POLL)  # an exit no pidfd will tell: look again soon
+            for key, _ in sel.select(max(0.0, wait)):
+                key.data.event(key.fd)
+            now = time.monotonic()
+            for i in list(running):
+                done = running[i].result()
+                if done is None and running[i].deadline <= now:
+                    done = running[i].kill()
+                if done is not None:
+                    results[i] = done
+                    del running[i]
+    return [r for r in results if r is not None]
+
+
+# How often an exited command's pipes-closed state is checked for its exit, where the system
+# has no pidfd to tell it.
+_REAP_POLL = 0.001
+
+
+class _Running:
+    """One command of `run_many`: its output so far, read as it comes, and its exit."""
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes] | _Spawned,
+        timeout: float,
+        sel: selectors.BaseSelector,
+    ) -> None:
+        self._proc, self._timeout, self._sel = proc, timeout, sel
+        self.deadline = time.monotonic() + timeout
+        assert proc.stdout is not None and proc.stderr is not None
+        self._streams = {s.fileno(): s for s in (proc.stdout, proc.stderr)}
+        self._out: dict[int, list[bytes]] = {fd: [] for fd in self._streams}
+        for fd in self._streams:
+            sel.register(fd, selectors.EVENT_READ, self)
+        self._pidfd: int | None = None
+        try:
+            self._pidfd = os.pidfd_open(proc.pid)
+        except (AttributeError, OSError):
+            pass  # no pidfd: its exit is polled for once its pipes are closed
+        else:
+            sel.register(self._pidfd, selectors.EVENT_READ, self)
+
+    @property
+    def reaping(self) -> bool:
+        """Its pipes are closed and no pidfd will say when it exits."""
+        return not self._streams and self._pidfd is None and self._proc.returncode is None
+
+    def event(self, fd: int) -> None:
+        if fd == self._pidfd:
+            self._forget_pidfd()  # it exited: `result` reaps it
+            return
+        chunk = os.read(fd, 65536)
+        if chunk:
+            self._out[fd].append(chunk)
+        else:
+            self._sel.unregister(fd)
+            self._streams.pop(fd).close()
+
+    def result(self) -> Result | None:
+        """Its Result once both pipes are closed and it has exited, else None."""
+        if self._streams or self._pidfd is not None or self._proc.poll() is None:
+            return None
+        out, err = (b"".join(chunks) for chunks in self._out.values())
+        return Result(self._proc.returncode, out, err.decode("utf-8", "replace"))
+
+    def kill(self) -> Result:
+        """Past its deadline: its whole process group killed, as `run` does."""
+        with contextlib.suppress(OSError):  # the group may be gone already
+            os.killpg(self._proc.pid, signal.SIGKILL)
+        for fd, stream in self._streams.items():
+            self._sel.unregister(fd)
+            stream.close()
+        self._streams.clear()
+        self._forget_pidfd()
+        try:
+            self._proc.wait(timeout=_REAP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            # Not dead even so (an uninterruptible wait): left unreaped rather than waited on.
+            self._proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(timeout=_REAP_TIMEOUT)
+        return Result(None, b"", f"timed out after {self._timeout:g}s", True)
+
+    def _forget_pidfd(self) -> None:
+        if self._pidfd is not None:
+            self._sel.unregister(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+
+
+# What Popen's `restore_signals` sets back to the default in the child: Python ignores them.
+_DEFAULT_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(signal, name)
+)
+
+
+def _inherited_fds() -> list[int] | None:
+    """This process's inheritable descriptors above stderr, which Popen's `close_fds` would
+    close in the child (Python makes its own descriptors non-inheritable); None when they
+    cannot be listed."""
     try:
-        proc = subprocess.Popen(
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return None
+    out = []
+    for name in names:
+        fd = int(name)
+        with contextlib.suppress(OSError):  # the listing's own descriptor, closed by now
+            if fd > 2 and os.get_inheritable(fd):
+                out.append(fd)
+    return out
+
+
+def _spawn(
+    argv: Sequence[str], exe: str, env: Mapping[str, str], closing: Sequence[int]
+) -> _Spawned | Result | None:
+    """The command started as Popen would start it for `run` (stdin from /dev/null, stdout
+    and stderr piped, a session of its own, the signals Python ignores set back to their
+    default, no descriptor but those three), through posix_spawn: a third of Popen's CPU per
+    command. None when this system's posix_spawn cannot (no session of its own)."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_DUP2, out_w, 1),
+        (os.POSIX_SPAWN_DUP2, err_w, 2),
+        *((os.POSIX_SPAWN_CLOSE, fd) for fd in closing),
+    ]
+    try:
+        pid = os.posix_spawn(
+            exe, list(argv), env, file_actions=actions, setsid=True, setsigdef=_DEFAULT_SIGNALS
+        )
+    except (NotImplementedError, OSError) as exc:
+        os.close(out_r)
+        os.close(err_r)
+        if isinstance(exc, NotImplementedError):
+            return None
+        return Result(None, b"", f"cannot run {argv[0]}: {exc.strerror or exc}")
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+    return _Spawned(pid, out_r, err_r)
+
+
+class _Pipe:
+    """The read end of a child's pipe, as `_Running` uses a Popen's."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+class _Spawned:
+    """What `_Running` uses of a Popen, for a command `_spawn` started."""
+
+    def __init__(self, pid: int, out: int, err: int) -> None:
+        self.pid = pid
+        self.stdout, self.stderr = _Pipe(out), _Pipe(err)
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                self.returncode = 0  # reaped elsewhere: as Popen says then
+            else:
+                if pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while self.poll() is None:
+            if time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout)
+            time.sleep(_REAP_POLL)
+        assert self.returncode is not None
+        return self.returncode
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+
+
+def _on_path(name: str, env: Mapping[str, str]) -> str:
+    """The file `name` runs on the environment's PATH, looked up once for many runs (each
+    run would otherwise try every PATH directory in turn), or `name` itself when it has a
+    slash or is not found there (the run then says so, as it would have)."""
+    if "/" in name:
+        return name
+    for folder in os.get_exec_path(env):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return name
+
+
+def _start(
+    argv: Sequence[str],
+    cwd: str | None,
+    env: Mapping[str, str],
+    *,
+    piped_stdin: bool,
+    executable: str | None = None,
+) -> subprocess.Popen[bytes] | Result:
+    """The command started under the policy, or the Result saying why it could not be.
+    `executable`: the file to run, when it was looked up already (argv[0] stays as given)."""
+    try:
+        return subprocess.Popen(
             list(argv),
+            executable=executable,
             cwd=cwd,
-            env=environment(env, base),
-            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+            env=env,
+            stdin=subprocess.PIPE if piped_stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
     except OSError as exc:
         return Result(None, b"", f"cannot run {argv[0]}: {exc.strerror or exc}")
+
+
+def _finish(proc: subprocess.Popen[bytes], timeout: float, stdin: bytes | None) -> Result:
+    """A started command's output and exit code; its whole process group killed after
+    `timeout` seconds."""
     try:
-        out, err = proc.communicate(
-            input=stdin.encode() if isinstance(stdin, str) else stdin, timeout=timeout
-        )
+        out, err = proc.communicate(input=stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
         with contextlib.suppress(OSError):  # the group may be gone already
             os.killpg(proc.pid, signal.SIGKILL)
@@ -138,6 +417,15 @@ def git(
     env: Mapping[str, str] | None = None,
 ) -> Result:
     return run(["git", "-C", repo, *args], timeout=timeout, env=env)
+
+
+def git_many(
+    calls: Sequence[tuple[str, Sequence[str]]], *, width: int, timeout: float = LOCAL_GIT_TIMEOUT
+) -> list[Result]:
+    """`git -C repo args...` for each (repo, args), `width` at a time (`run_many`)."""
+    return run_many(
+        [["git", "-C", repo, *args] for repo, args in calls], timeout=timeout, width=width
+    )
 
 
 # A full object name, SHA-1 or SHA-256.

@@ -81,8 +81,8 @@ _MOD = 1 << 512
 
 
 def _h(name: str, text: str) -> bytes:
-    data = f"{name}\0{text}".encode("utf-8", "surrogateescape")
-    return blake2s(data, digest_size=32).digest()
+    # blake2s's default digest is 32 bytes: the field's full 256 bits.
+    return blake2s(f"{name}\0{text}".encode("utf-8", "surrogateescape")).digest()
 
 
 def digests(
@@ -103,19 +103,23 @@ def digests(
         "processes": _h(
             "processes", " ".join(sorted(_pid_at(p, obs) for p in _processes(d, obs, ep, fm_pid)))
         ),
-        "steps": _h("steps", "\n".join(f"{s.step}|{s.target}" for s in d.plan)),
+        "steps": _h("steps", "\n".join([f"{s.step}|{s.target}" for s in d.plan])),
     }
 
 
 def _tag(digest: bytes) -> str:
-    return digest.hex()[:TAG]
+    return digest[: TAG // 2].hex()  # the first TAG hex digits
+
+
+# Each field's name as the whole digest takes it, before the field's digest.
+_PREFIXES = tuple((name, name.encode() + b"\0") for name, _ in FIELDS)
 
 
 def token(fields: Mapping[str, bytes]) -> str:
     whole = blake2s(digest_size=DIGEST // 2)
-    for name, _ in FIELDS:
-        whole.update(name.encode() + b"\0" + fields[name])
-    return whole.hexdigest() + "".join(_tag(fields[name]) for name, _ in FIELDS)
+    for name, prefix in _PREFIXES:
+        whole.update(prefix + fields[name])
+    return whole.hexdigest() + "".join([_tag(fields[name]) for name, _ in _PREFIXES])
 
 
 def problem(text: str) -> str | None:

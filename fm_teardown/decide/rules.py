@@ -141,6 +141,8 @@ def _walk(
     for at in range(start, len(RULES)):
         number, rule = RULES[at]
         ruling = rule(c)
+        if ruling is None:  # what most rules say of most tasks
+            continue
         if isinstance(ruling, Refusal):
             return refusal_decision(c, ruling, c.owners if number >= 3 else ())
         if isinstance(ruling, NeedsLanded):
@@ -150,8 +152,7 @@ def _walk(
                 c, [*reasons, *ruling.reasons], [*warnings, *ruling.warnings], ruling
             )
         if isinstance(ruling, GoOn):
-            reasons += ruling.reasons
-            warnings += ruling.warnings
+            reasons, warnings = [*reasons, *ruling.reasons], [*warnings, *ruling.warnings]
     return proceed_decision(c, reasons, warnings)
 
 

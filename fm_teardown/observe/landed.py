@@ -26,13 +26,14 @@ Slots and projects are inspected a few at a time. Every git call goes through `r
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
 import shutil
 import stat
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
@@ -92,11 +93,38 @@ U = TypeVar("U")
 
 
 def _pmap(fn: Callable[[T], U], items: Sequence[T]) -> list[U]:
-    """`fn` over `items`, a few at a time (one item: no thread at all)."""
+    """`fn` over `items`, a few at a time (one item: no thread at all).
+
+    Each worker takes the next item left until none is: a few threads in all, not a task per
+    item, since most items of an audit (a slot whose HEAD a remote already has) cost less
+    than handing them to a thread would. The first exception a worker meets is raised here,
+    once every worker has stopped."""
     if len(items) <= 1:
         return [fn(i) for i in items]
-    with ThreadPoolExecutor(max_workers=min(WORKERS, len(items))) as pool:
-        return list(pool.map(fn, items))
+    out: dict[int, U] = {}
+    failed: list[BaseException] = []
+    taken = itertools.count()
+    lock = threading.Lock()
+
+    def worker() -> None:
+        try:
+            while not failed:
+                with lock:
+                    i = next(taken)
+                if i >= len(items):
+                    return
+                out[i] = fn(items[i])
+        except BaseException as exc:  # raised again in the calling thread
+            failed.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(min(WORKERS, len(items)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failed:
+        raise failed[0]
+    return [out[i] for i in range(len(items))]
 
 
 # --------------------------------------------------------------------------- gathering
@@ -137,7 +165,7 @@ def gather_many(
             out[record.task_id] = _secondmate(record)
         else:
             ships.append(record)
-    statuses = _pmap(lambda r: _status(r.worktree), ships)
+    statuses = _statuses([r.worktree for r in ships])
     by_project: dict[str, list[tuple[Record, SlotStatus]]] = {}
     for record, st in zip(ships, statuses, strict=True):
         if isinstance(st, SlotProblem):
@@ -182,13 +210,28 @@ def _secondmate(record: Record) -> HomeFacts:
     return HomeFacts(home, state, tuple(children))
 
 
-def _status(wt: str) -> SlotStatus | SlotProblem:
-    """The slot's status in one git call, or what keeps it from being read (gone, unreadable).
+def _statuses(wts: Sequence[str]) -> list[SlotStatus | SlotProblem]:
+    """Each slot's status, one git call per slot, `WORKERS` at a time, or what keeps it from
+    being read (gone, unreadable).
 
     `--untracked-files=all` on the command line beats a `status.showUntrackedFiles=no` in the
     repo's config, and lists every untracked file (not a folded directory), so a scaffold file
     is matched by its exact path and its neighbours still count.
     """
+    out: list[SlotStatus | SlotProblem | None] = [_unreadable(wt) for wt in wts]
+    readable = [i for i, found in enumerate(out) if found is None]
+    ran = runner.git_many([(wts[i], _STATUS_ARGS) for i in readable], width=WORKERS)
+    for i, r in zip(readable, ran, strict=True):
+        out[i] = (
+            _parse_status(r.out)
+            if r.ok
+            else SlotProblem(SlotProblemKind.STATUS_FAILED, wts[i], r.why())
+        )
+    return [found for found in out if found is not None]
+
+
+def _unreadable(wt: str) -> SlotProblem | None:
+    """What keeps a slot from being read before git runs: gone, not a directory, unreadable."""
     try:
         st = os.stat(wt)
     except (FileNotFoundError, NotADirectoryError):
@@ -198,27 +241,28 @@ def _status(wt: str) -> SlotStatus | SlotProblem:
         return SlotProblem(SlotProblemKind.UNREADABLE, wt, exc.strerror or str(exc))
     if not stat.S_ISDIR(st.st_mode):
         return SlotProblem(SlotProblemKind.NOT_A_DIRECTORY, wt)
-    r = git_status(wt)
-    if not r.ok:
-        return SlotProblem(SlotProblemKind.STATUS_FAILED, wt, r.why())
-    return _parse_status(r.out)
+    return None
+
+
+# `git status` as rule 5 reads it: every untracked file, submodules too, the branch header,
+# NUL-separated.
+_STATUS_ARGS = (
+    "-c",
+    "status.showUntrackedFiles=all",
+    "status",
+    "--porcelain=v2",
+    "--branch",
+    "--no-ahead-behind",
+    "-z",
+    "--untracked-files=all",
+    "--ignore-submodules=none",
+)
 
 
 def git_status(wt: str) -> runner.Result:
     """`git status` of a slot (or a secondmate's home) as rule 5 reads it: every untracked
     file, submodules too, the branch header, NUL-separated."""
-    return _git(
-        wt,
-        "-c",
-        "status.showUntrackedFiles=all",
-        "status",
-        "--porcelain=v2",
-        "--branch",
-        "--no-ahead-behind",
-        "-z",
-        "--untracked-files=all",
-        "--ignore-submodules=none",
-    )
+    return _git(wt, *_STATUS_ARGS)
 
 
 def status_entries(

@@ -9,12 +9,13 @@ run still pays only for its own slot and its possible owners.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TypeVar
+from typing import TypeVar, overload
 
 __all__ = ["LazyMap"]
 
 K = TypeVar("K")
 V = TypeVar("V")
+D = TypeVar("D")
 
 
 class LazyMap(Mapping[K, V]):
@@ -34,6 +35,20 @@ class LazyMap(Mapping[K, V]):
             return self._values[key]
         if key not in self._keys:
             raise KeyError(key)
+        value = self._values[key] = self._compute(key)
+        return value
+
+    @overload
+    def get(self, key: K, /) -> V | None: ...
+    @overload
+    def get(self, key: K, default: V | D, /) -> V | D: ...
+    def get(self, key: K, default: object = None, /) -> object:
+        # Not Mapping's (a `try: self[key]` per call): deciding a fleet asks this thousands of
+        # times.
+        if key in self._values:
+            return self._values[key]
+        if key not in self._keys:
+            return default
         value = self._values[key] = self._compute(key)
         return value
 

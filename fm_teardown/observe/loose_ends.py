@@ -172,18 +172,20 @@ def _dead_branches(fleet: Fleet, obs: Observation) -> list[Orphan]:
         )
         if not r.ok:
             continue  # a project git cannot read: its records' rows say so already
-        common = common_dir(project)
-        in_use = branches_in_use(common) if common is not None else {}
-        if ANY_BRANCH in in_use:
-            continue  # some operation may hold any branch: none is listed as unused
-        dead: list[tuple[str, str]] = []  # (ref, task)
+        candidates: list[tuple[str, str]] = []  # (ref, task)
         for line in r.text.splitlines():
             ref, _, worktree = line.partition("\0")
             branch = ref.removeprefix("refs/heads/")  # in full: `:short` may add `heads/`
             task = branch[len(TASK_BRANCH) :]
-            if worktree or not task or task in known or ref in in_use:
-                continue
-            dead.append((ref, task))
+            if not worktree and task and task not in known:
+                candidates.append((ref, task))
+        if not candidates:
+            continue  # no worktree's operations to read: nothing they hold would be listed
+        common = common_dir(project)
+        in_use = branches_in_use(common) if common is not None else {}
+        if ANY_BRANCH in in_use:
+            continue  # some operation may hold any branch: none is listed as unused
+        dead = [(ref, task) for ref, task in candidates if ref not in in_use]
         merged = _merged(project, [ref for ref, _ in dead]) if dead else frozenset()
         for ref, task in dead:
             branch = ref.removeprefix("refs/heads/")

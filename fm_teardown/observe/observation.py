@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from fm_teardown.adapters import processes, tmux
 from fm_teardown.adapters.pool import PoolReader
-from fm_teardown.model.paths import Canonicalizer, ancestors, canonical, tmp_root_of
+from fm_teardown.model.paths import Canonicalizer, canonical, tmp_root_of
 from fm_teardown.model.process_kind import ProcessClass, classify
 from fm_teardown.model.records import Fleet, RecordProblem, parse_record, read_meta
 from fm_teardown.model.settings import Settings
@@ -258,7 +258,8 @@ def assemble(
         if ep.window_ids:
             # What the endpoint step checks again before it types or kills (window_identity).
             seen, server = seen_of(ep.window_ids, inventory, table)
-            ep = replace(ep, seen=seen, server=server)
+            # Made, not `replace`d: an audit makes one per record, and replace costs 9 times.
+            ep = Endpoint(ep.state, ep.detail, ep.window_ids, ep.pids, seen, server)
         still = frozenset(pid for pid, t in exact.items() if t == tid)
         return replace(ep, pids=ep.pids | still) if still else ep
 
@@ -455,12 +456,6 @@ def foreign_endpoint(
     return endpoint_of(record, inventory, table, index).state
 
 
-def _head(path: str) -> str:
-    """A canonical path's first component (`/tmp/x/y` → `/tmp`)."""
-    cut = path.find("/", 1)
-    return path if cut < 0 else path[:cut]
-
-
 class SlotProcs:
     """The processes working inside a slot (their cwd in it), worked out per slot on demand.
 
@@ -505,19 +500,25 @@ def _link_loop(path: str) -> bool:
 
 def procs_by_slot(slots: set[str], table: ProcessTable) -> dict[str, list[Proc]]:
     """Processes whose cwd lies inside each slot. A cwd is matched against its own ancestors
-    (processes x path depth, not processes x slots), and only when its first component is
-    one a slot starts with: most processes of a machine work nowhere near a slot."""
+    (processes x path depth, not processes x slots), down to the deepest directory every slot
+    lies in, and only when it lies in that directory: most processes of a machine work
+    nowhere near a slot."""
     out: dict[str, list[Proc]] = {}
-    if not slots:
-        return out
-    heads = None if "/" in slots else {_head(s) for s in slots}
+    rooted = [s for s in slots if s.startswith("/")]
+    if not rooted:
+        return out  # a cwd is always absolute
+    floor = os.path.commonpath(rooted)
+    under = floor if floor == "/" else floor + "/"
     for proc in table.procs.values():
         cwd = proc.cwd
-        if not cwd or proc.zombie or not cwd.startswith("/"):
+        if not cwd or proc.zombie or not (cwd == floor or cwd.startswith(under)):
             continue
-        if heads is not None and _head(cwd) not in heads:
-            continue
-        for anc in ancestors(cwd):
-            if anc in slots:
-                out.setdefault(anc, []).append(proc)
+        path = cwd
+        while True:
+            if path in slots:
+                out.setdefault(path, []).append(proc)
+            if len(path) <= len(floor):
+                break  # no slot lies above the floor
+            cut = path.rfind("/")
+            path = path[:cut] if cut > 0 else "/"
     return out
