@@ -40,6 +40,7 @@ from fm_teardown.model.causes import (
     StaleHeadline,
 )
 from fm_teardown.model.errors import Verdict
+from fm_teardown.model.not_landed import NoHead, OwnWork, Unpushed
 from fm_teardown.model.plan import Decision
 from fm_teardown.report import messages
 from fm_teardown.report.cause_words import cause_text
@@ -64,8 +65,15 @@ CAUSES: list[tuple[Cause, str]] = [
         ChildEndpoint("sm/a", "alive", "window x runs claude (9)"),
         "sm/a: endpoint alive: window x runs claude (9)",
     ),
-    (NotLanded("t", "1 commit on no remote"), "t's own work is not landed: 1 commit on no remote"),
-    (NotLanded("t", "1 commit", lost=True), "t's own work would be lost: 1 commit"),
+    (
+        NotLanded("t", Unpushed(1, ("origin/main",))),
+        "t's own work is not landed: 1 commit on no remote-tracking branch and not in origin/main",
+    ),
+    (
+        NotLanded("t", OwnWork(1, ("a",), commits=1), lost=True),
+        "t's own work would be lost: uncommitted changes in 1 path (a); "
+        "1 commit on no remote-tracking branch",
+    ),
     (AtRisk(AtRiskKind.UNCOMMITTED, "a.txt"), "uncommitted: a.txt"),
     (AtRisk(AtRiskKind.UNTRACKED, "b.txt"), "untracked: b.txt"),
     (AtRisk(AtRiskKind.UNPUSHED, "abc1234 work"), "unpushed: abc1234 work"),
@@ -212,11 +220,12 @@ def test_a_refusal_shows_its_first_cause_with_lead_and_tail() -> None:
     d = Decision(
         "t",
         Verdict.UNLANDED,
-        (NotLanded("t", "dirty"), AtRisk(AtRiskKind.UNTRACKED, "x")),
-        headline=NotLanded("t", "dirty", lost=True),
+        (NotLanded("t", NoHead()), AtRisk(AtRiskKind.UNTRACKED, "x")),
+        headline=NotLanded("t", NoHead(), lost=True),
     )
+    no_head = "cannot tell whether the work landed: HEAD has no commit"
     assert messages.decision_reasons(d) == (
-        "REFUSED: t's own work is not landed: dirty; nothing was changed",
+        f"REFUSED: t's own work is not landed: {no_head}; nothing was changed",
         "untracked: x",
     )
-    assert messages.said_text(d.headline) == "t's own work would be lost: dirty"
+    assert messages.said_text(d.headline) == f"t's own work would be lost: {no_head}"

@@ -23,6 +23,7 @@ import pytest
 from fm_teardown.decide.rules import Unfinished, decide
 from fm_teardown.model.errors import ExitCode, Verdict
 from fm_teardown.model.landing import LandedRung, Proof, ProofLine
+from fm_teardown.model.not_landed import NotLandedWhy, OwnWork
 from fm_teardown.model.paths import is_within
 from fm_teardown.model.plan import Decision, Flags
 from fm_teardown.model.records import Fleet, InvalidRecord, Record, load_fleet
@@ -45,6 +46,7 @@ from fm_teardown.model.world import (
 )
 from fm_teardown.observe.observation import assemble, ready
 from fm_teardown.report import messages
+from fm_teardown.report.step_words import warning_text
 
 HOME = "/home/op"
 FM_HOME = "/home/op/fleet"
@@ -66,7 +68,7 @@ ON_MAIN = Proof(LandedRung.REACHABLE, "origin/main", merged=True)
 @dataclass(frozen=True)
 class Landed:
     landed: bool = True
-    summary: str = "HEAD is in origin/main"
+    summary: NotLandedWhy | None = None
     dirty: tuple[str, ...] = ()
     unpushed: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
@@ -74,11 +76,11 @@ class Landed:
     branch: str | None = None
     default_branch: str | None = None
     untracked: tuple[str, ...] = ()
-    proof: Proof | None = None  # the judge's gives one when landed (test_landed_judge.py)
+    proof: Proof | None = ON_MAIN  # the judge gives one when landed (test_landed_judge.py)
 
 
 LANDED = Landed()
-UNLANDED = Landed(False, "1 uncommitted file, 1 unpushed commit", ("a.txt",), ("abc123 wip",))
+UNLANDED = Landed(False, OwnWork(1, ("a.txt",), 0, 1), ("a.txt",), ("abc123 wip",), proof=None)
 
 
 # -- the world builder ---------------------------------------------------------------------
@@ -308,7 +310,9 @@ def live_owners(d: Decision) -> list[str]:
 
 
 def text(d: Decision) -> str:
-    return "\n".join([*map(messages.said_text, d.reasons), *d.warnings, *d.hints])
+    return "\n".join(
+        [*map(messages.said_text, d.reasons), *map(warning_text, d.warnings), *d.hints]
+    )
 
 
 # The record's duties (hook auth entries, attribution row) go with it, proceed and stale alike.
@@ -1219,7 +1223,7 @@ def test_live_owner_report_kinds() -> None:
 def test_stale_warning_names_the_current_owner() -> None:
     d = World().task("a", mtime_ns=1).task("b", mtime_ns=3).task("c", mtime_ns=2).decide("a")
     assert d.verdict == Verdict.STALE
-    assert any("belongs to b" in w for w in d.warnings), d.warnings
+    assert any("belongs to b" in warning_text(w) for w in d.warnings), d.warnings
     assert d.pool_return is None
     assert not d.end_processes
     assert not d.save_discarded
@@ -1228,20 +1232,20 @@ def test_stale_warning_names_the_current_owner() -> None:
 def test_proceed_with_dead_others_warns_their_records_name_a_returned_slot() -> None:
     d = World().task("a", mtime_ns=2).task("b", mtime_ns=1).decide("a")
     assert d.verdict == Verdict.PROCEED
-    assert any("b" in w and "returned slot" in w for w in d.warnings)
+    assert any("b" in warning_text(w) and "returned slot" in warning_text(w) for w in d.warnings)
 
 
 def test_unlanded_force_is_saved_and_says_so() -> None:
     d = World().task("a").decide("a", force=True, landed=UNLANDED)
     assert d.save_discarded
     assert any("refs/fm/discarded/a/" in s.target for s in d.plan)
-    assert any("--force" in w for w in d.warnings)
+    assert any("--force" in warning_text(w) for w in d.warnings)
 
 
 def test_the_proof_of_landing_stays_a_value_until_report_words_it() -> None:
     """The judge's proof goes into the decision as it is (which rung, against what); the
     words of the rung are report/'s alone."""
-    proven = Landed(summary="", proof=ON_MAIN)
+    proven = Landed(proof=ON_MAIN)
     d = World().task("a").decide("a", landed=proven)
     assert d.verdict == Verdict.PROCEED
     own = [r for r in d.reasons if isinstance(r, ProofLine)]

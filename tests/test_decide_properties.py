@@ -22,6 +22,7 @@ from fm_teardown.decide.rules import decide
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.plan import Decision, Flags
 from fm_teardown.model.world import EndpointState
+from fm_teardown.report.step_words import warning_text
 from tests.reliability.figures import count, soak
 from tests.test_decide import (
     FM_HOME,
@@ -572,7 +573,7 @@ def check_stale_plans_touch_only_endpoint_and_record(sc: Scenario, d: Decision) 
         assert d.pool_return is None
         assert not d.end_processes
         assert d.discarded_owner is None
-        assert any(sc.task in w and "stale" in w for w in d.warnings)
+        assert any(sc.task in warning_text(w) and "stale" in warning_text(w) for w in d.warnings)
 
 
 def check_proceed_plans_are_ordered_and_end_with_the_record(sc: Scenario, d: Decision) -> None:

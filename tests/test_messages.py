@@ -11,6 +11,7 @@ import pytest
 from fm_teardown.adapters import processes
 from fm_teardown.decide.hints import shell_where
 from fm_teardown.model.errors import Verdict
+from fm_teardown.model.not_landed import OwnWork
 from fm_teardown.model.outcome import Skipped
 from fm_teardown.model.plan import Step, StepName, StepOutcome
 from fm_teardown.model.reasons import NotSelectedReason, NotSelectedWhy
@@ -365,9 +366,10 @@ CASES: list[tuple[StepResult, StepOutcome, str]] = [
         "provably stale: held; lock and slot kept",
     ),
     (
-        PoolResult(PoolWhat.UNLANDED_AFTER_LOCK, error="1 uncommitted file"),
+        PoolResult(PoolWhat.UNLANDED_AFTER_LOCK, unlanded=OwnWork(1, ("a",))),
         F,
-        "after removing the stale lock: own work not landed: 1 uncommitted file; slot kept",
+        "after removing the stale lock: own work not landed: uncommitted changes in 1 path (a); "
+        "slot kept",
     ),
     (
         PoolResult(PoolWhat.NOT_IN_STATE, CMD, error="done"),

@@ -207,3 +207,86 @@ def test_the_refusal_scan_sees_a_sentence(tmp_path: Path) -> None:
         "bad.py:5 (f)",
         "bad.py:9 (h)",
     ]
+
+
+# The calls that carry why a task's work is not landed (`model/not_landed.py`), and which of
+# their arguments hold it: by position, or by keyword.
+_SUMMARY_CALLS = {"LandedFacts": (1,), "facts": (1,), "_unlanded": (1,), "NotLanded": (1,)}
+_SUMMARY_KEYWORDS = {"summary", "merge_summary"}
+
+
+def _embeds_summary(node: ast.AST) -> bool:
+    """An f-string that says a summary (`f"… ({landed.summary})"`): words built on it."""
+    return any(
+        isinstance(sub, ast.Attribute) and sub.attr in _SUMMARY_KEYWORDS
+        for value in ast.walk(node)
+        if isinstance(value, ast.FormattedValue)
+        for sub in ast.walk(value)
+    )
+
+
+def _worded_summaries(path: Path, name: str) -> list[str]:
+    """Why work is not landed given as words: a literal or f-string passed as a summary
+    (`LandedFacts(False, f"...")`, `summary=...`), put in the variable passed or in one named
+    `summary`, or an f-string that embeds a summary."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), name)
+    found: list[str] = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        names = set(_SUMMARY_KEYWORDS)
+        said: list[int] = []
+        for call in ast.walk(fn):
+            if not isinstance(call, ast.Call):
+                continue
+            callee = getattr(call.func, "id", None) or getattr(call.func, "attr", None)
+            at = _SUMMARY_CALLS.get(str(callee), ())
+            args = [call.args[i] for i in at if i < len(call.args)]
+            args += [k.value for k in call.keywords if k.arg in _SUMMARY_KEYWORDS]
+            names |= {a.id for a in args if isinstance(a, ast.Name)}
+            said += [getattr(a, "lineno", call.lineno) for a in args if _sentences(a)]
+        for node in ast.walk(fn):
+            if isinstance(node, ast.JoinedStr) and _embeds_summary(node):
+                said.append(node.lineno)
+            if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                named = any(isinstance(t, ast.Name) and t.id in names for t in targets)
+                if named and node.value is not None and _sentences(node.value):
+                    said.append(node.lineno)
+        found += [f"{name}:{line} ({fn.name})" for line in said]
+    return sorted(set(found))
+
+
+def test_why_work_is_not_landed_is_a_value() -> None:
+    """The judge (decide/) and the secondmate home's check (observe/home.py) hand up why work
+    is not landed as values (`model/not_landed.py`) that report/ words: no sentence of it, and
+    no warning or reason built on it, is written below report/."""
+    paths = [*sorted((PACKAGE / "decide").glob("*.py")), PACKAGE / "observe" / "home.py"]
+    found = []
+    for path in paths:
+        found += _worded_summaries(path, str(path.relative_to(PACKAGE)))
+    assert found == []
+
+
+def test_the_summary_scan_sees_a_sentence(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "def f(c, x, landed):\n"
+        "    summary = f'{x} commits'\n"
+        "    return LandedFacts(False, summary, (), ())\n"
+        "def g(c, x):\n"
+        "    why = f'home {x} is not a directory'\n"
+        "    return _unlanded(c, why, notes=(why,))\n"
+        "def h(c, x, landed):\n"
+        "    return GoOn(warnings=(f'--force: discarding ({landed.summary})',))\n"
+        "def i(c, x):\n"
+        "    return facts(False, 'cannot inspect', merge_summary=Why(x))\n"
+        "def j(c, x):\n"
+        "    return LandedFacts(False, Why(x), (), (), (f'note {x}',))\n"
+    )
+    assert _worded_summaries(bad, "bad.py") == [
+        "bad.py:10 (i)",
+        "bad.py:2 (f)",
+        "bad.py:5 (g)",
+        "bad.py:8 (h)",
+    ]

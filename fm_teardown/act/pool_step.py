@@ -185,7 +185,7 @@ def _recheck_landed(run: Run, record: Record) -> None:
         raise run.fail(
             StepName.POOL,
             record.worktree,
-            PoolResult(PoolWhat.UNLANDED_AFTER_LOCK, error=facts.summary),
+            PoolResult(PoolWhat.UNLANDED_AFTER_LOCK, unlanded=facts.summary),
         )
 
 

@@ -18,7 +18,7 @@ from fm_teardown.decide.sparing import NeverSignalled, never_signalled
 from fm_teardown.model.causes import Cause
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.landing import Reason
-from fm_teardown.model.plan import Flags, LandedLike, Owner
+from fm_teardown.model.plan import DecisionWarning, Flags, LandedLike, Owner
 from fm_teardown.model.records import Fleet, Record
 from fm_teardown.model.values import value
 from fm_teardown.model.world import Endpoint, Observation, SlotFacts
@@ -50,7 +50,7 @@ class GoOn:
     """The decision goes on, and says why (reasons) or what to mind (warnings)."""
 
     reasons: tuple[Reason, ...] = ()
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[DecisionWarning, ...] = ()
 
 
 @value
@@ -59,7 +59,7 @@ class Stale:
     record cleaned (rule 4)."""
 
     reasons: tuple[Reason, ...]
-    warnings: tuple[str, ...]
+    warnings: tuple[DecisionWarning, ...]
     owner: str  # whose slot it is now, as the headline names it
 
 

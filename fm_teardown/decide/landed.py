@@ -39,14 +39,24 @@ from fm_teardown.model.landing import (
     SlotProblem,
     SlotProblemKind,
 )
+from fm_teardown.model.not_landed import (
+    HomeInFlight,
+    HomeRecordsUnknown,
+    NoHead,
+    NotLandedWhy,
+    NotMerged,
+    OwnWork,
+    RemoteUnknown,
+    ScoutMissing,
+    ScoutUnknown,
+    SlotUninspected,
+    SlotUninspectedKind,
+    Unpushed,
+)
 
 __all__ = ["MAX_CHILDREN_NAMED", "judge", "proofs"]
 
 MAX_CHILDREN_NAMED = 5
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def judge(facts: Gathered) -> LandedFacts:
@@ -63,40 +73,37 @@ def judge(facts: Gathered) -> LandedFacts:
 def _settled(rung: LandedRung, why: str) -> LandedFacts:
     """Landed and merged, proven by what was found (`why`: the words of the proof)."""
     proof = Proof(rung, why, merged=True)
-    return LandedFacts(True, "", (), (), merged=True, proof=proof, merge_proof=proof)
+    return LandedFacts(True, None, (), (), merged=True, proof=proof, merge_proof=proof)
 
 
 def _scout(f: ScoutFacts) -> LandedFacts:
     if f.error is not None:
         return LandedFacts(
             False,
-            f"cannot tell whether scout report {f.report} exists ({f.error})",
+            ScoutUnknown(f.report, f.error),
             (),
             (),
             (f"cannot read {f.report}: {f.error}",),
         )
     if f.found:
         return _settled(LandedRung.SCOUT_REPORT, f"scout report {f.report} exists")
-    return LandedFacts(False, f"scout task has no report at {f.report}", (), ())
+    return LandedFacts(False, ScoutMissing(f.report), (), ())
 
 
 def _home(f: HomeFacts) -> LandedFacts:
     if f.error is not None:
         return LandedFacts(
             False,
-            f"cannot tell whether secondmate home {f.home} has task records ({f.error})",
+            HomeRecordsUnknown(f.home, f.error),
             (),
             (),
             (f"cannot read {f.state}: {f.error}",),
         )
     if not f.children:
         return _settled(LandedRung.EMPTY_HOME, f"secondmate home {f.home} has no task records")
-    named = ", ".join(f.children[:MAX_CHILDREN_NAMED])
-    extra = len(f.children) - MAX_CHILDREN_NAMED
-    more = f" and {extra} more" if extra > 0 else ""
-    return LandedFacts(
-        False, f"secondmate home {f.home} still has in-flight work: {named}{more}", (), ()
-    )
+    named = f.children[:MAX_CHILDREN_NAMED]
+    more = max(len(f.children) - MAX_CHILDREN_NAMED, 0)
+    return LandedFacts(False, HomeInFlight(f.home, named, more), (), ())
 
 
 def _slot_problem(f: SlotProblem) -> LandedFacts:
@@ -105,15 +112,16 @@ def _slot_problem(f: SlotProblem) -> LandedFacts:
         return _settled(LandedRung.SLOT_GONE, "slot directory no longer exists: nothing to lose")
     if f.kind == SlotProblemKind.STATUS_FAILED:
         note = f"git status failed in {f.path}: {f.error}"
-        return LandedFacts(
-            False, "cannot inspect the slot for uncommitted changes", (), (), (note,)
-        )
-    why = (
-        f"slot path {f.path} exists but is not a directory"
-        if f.kind == SlotProblemKind.NOT_A_DIRECTORY
-        else f"cannot read slot path {f.path}: {f.error}"
-    )
-    return LandedFacts(False, f"cannot inspect the slot: {why}", (), (), (why,))
+        why = SlotUninspected(SlotUninspectedKind.STATUS_FAILED)
+        return LandedFacts(False, why, (), (), (note,))
+    # The note says in its own words what the summary says of the slot.
+    if f.kind == SlotProblemKind.NOT_A_DIRECTORY:
+        note = f"slot path {f.path} exists but is not a directory"
+        kind = SlotUninspectedKind.NOT_A_DIRECTORY
+    else:
+        note = f"cannot read slot path {f.path}: {f.error}"
+        kind = SlotUninspectedKind.UNREADABLE
+    return LandedFacts(False, SlotUninspected(kind, f.path, f.error), (), (), (note,))
 
 
 # --------------------------------------------------------------------------- the ladder
@@ -190,11 +198,11 @@ def _ship(f: ShipFacts) -> LandedFacts:
 
     def facts(
         landed: bool,
-        summary: str,
+        summary: NotLandedWhy | None,
         *,
         notes: tuple[str, ...] = f.notes,
         merged: Proof | None = None,
-        merge_summary: str = "",
+        merge_summary: NotLandedWhy | None = None,
         proof: Proof | None = None,
     ) -> LandedFacts:
         return LandedFacts(
@@ -216,43 +224,23 @@ def _ship(f: ShipFacts) -> LandedFacts:
 
     if st.head is None:
         note = f"HEAD of {f.slot} does not name a commit"
-        return facts(
-            False, "cannot tell whether the work landed: HEAD has no commit", notes=(note,)
-        )
+        return facts(False, NoHead(), notes=(note,))
     if f.remote_error is not None:
-        return facts(
-            False,
-            "cannot inspect the slot for commits not on a remote",
-            notes=(*f.notes, f.remote_error),
-        )
+        return facts(False, RemoteUnknown(), notes=(*f.notes, f.remote_error))
     if st.total:
         # Uncommitted work is never landed, whatever the commits say ("dirty always wins").
-        named = ", ".join(st.dirty[:3]) + (", …" if st.total > 3 else "")
-        untracked = f", {st.untracked_total} of them untracked" if st.untracked_total else ""
-        summary = f"uncommitted changes in {_plural(st.total, 'path')}{untracked} ({named})"
-        if f.unpushed_total:
-            summary += f"; {_plural(f.unpushed_total, 'commit')} on no remote-tracking branch"
-        return facts(False, summary, notes=())
+        work = OwnWork(st.total, st.dirty[:3], st.untracked_total, f.unpushed_total)
+        return facts(False, work, notes=())
 
     found = proofs(f)
     merged = next((p for p in found if p.merged), None)
     if found:
-        merge_words = ""
+        not_merged = None
         if merged is None:
-            targets = [b.label for b in f.bases if b.counts_as_merged]
-            where = " or ".join(targets) or "the default branch"
-            merge_words = f"pushed but not merged into {where}"
-        return facts(True, "", merged=merged, merge_summary=merge_words, proof=found[0])
+            not_merged = NotMerged(tuple(b.label for b in f.bases if b.counts_as_merged))
+        return facts(True, None, merged=merged, merge_summary=not_merged, proof=found[0])
     compared = [b.label for b in f.bases]
     if f.origin and f.default and f"origin/{f.default}" not in compared:
         compared.insert(0, f"origin/{f.default}")  # named even when it could not be compared
-    compared = compared or ["any default branch"]
-    if f.pr is not None:
-        compared.append(f"merged PR {f.pr.label}")
-    n = f.unpushed_total
-    summary = (
-        f"{_plural(n, 'commit')} on no remote-tracking branch and not in {' or '.join(compared)}"
-    )
-    if f.notes:
-        summary += " (could not tell everything; see notes)"
-    return facts(False, summary)
+    pr = f.pr.label if f.pr is not None else None
+    return facts(False, Unpushed(f.unpushed_total, tuple(compared), pr, bool(f.notes)))

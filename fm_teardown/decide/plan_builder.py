@@ -22,6 +22,7 @@ from fm_teardown.model.leases import unconditional_only
 from fm_teardown.model.plan import (
     BranchDelete,
     Decision,
+    DecisionWarning,
     LandedLike,
     Owner,
     PoolReturn,
@@ -56,7 +57,9 @@ def refusal_decision(c: Case, refusal: Refusal, owners: Sequence[Owner] = ()) ->
     )
 
 
-def stale_decision(c: Case, reasons: list[Reason], warnings: list[str], stale: Stale) -> Decision:
+def stale_decision(
+    c: Case, reasons: list[Reason], warnings: list[DecisionWarning], stale: Stale
+) -> Decision:
     """A stale slot: only TASK's own endpoint and record are cleaned."""
     return Decision(
         c.task,
@@ -75,7 +78,7 @@ def stale_decision(c: Case, reasons: list[Reason], warnings: list[str], stale: S
     )
 
 
-def proceed_decision(c: Case, reasons: list[Reason], warnings: list[str]) -> Decision:
+def proceed_decision(c: Case, reasons: list[Reason], warnings: list[DecisionWarning]) -> Decision:
     """Past every rule: TASK's slot is TASK's to tear down."""
     discarded, returns_slot, landed = c.discarded, c.returns_slot, c.work
     pool_return = _pool_return(c.facts.pool.entry) if returns_slot else None
@@ -239,7 +242,7 @@ def _proceed_headline(
         return skip
     if landed is not None and landed.landed:
         before = f"the slot is {c.task}'s and its work is landed ("
-        return said(before, landed.proof, landed.summary, ")")
+        return said(before, landed.proof, "", ")")
     if landed is not None and c.saves_work:
         return f"--force: {c.task}'s own unlanded work is saved, then discarded"
     if landed is not None:

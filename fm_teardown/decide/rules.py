@@ -47,8 +47,9 @@ from fm_teardown.model import causes
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.landing import Reason, said
 from fm_teardown.model.leases import lease_task
+from fm_teardown.model.not_landed import UnlandedDiscarded
 from fm_teardown.model.paths import is_ancestor_or_same
-from fm_teardown.model.plan import Decision, Flags, LandedLike
+from fm_teardown.model.plan import Decision, DecisionWarning, Flags, LandedLike
 from fm_teardown.model.records import Fleet, Record
 from fm_teardown.model.values import value
 from fm_teardown.model.world import EndpointState, InventoryStatus, Observation
@@ -131,11 +132,11 @@ class _Paused(NamedTuple):
     case: Case
     at: int
     reasons: Sequence[Reason]
-    warnings: Sequence[str]
+    warnings: Sequence[DecisionWarning]
 
 
 def _walk(
-    c: Case, start: int, reasons: Sequence[Reason], warnings: Sequence[str]
+    c: Case, start: int, reasons: Sequence[Reason], warnings: Sequence[DecisionWarning]
 ) -> Decision | _Paused:
     reasons, warnings = list(reasons), list(warnings)
     for at in range(start, len(RULES)):
@@ -550,20 +551,13 @@ def unlanded(c: Case) -> Refusal | GoOn | NeedsLanded | None:
     if landed is None:
         return NeedsLanded()
     if landed.landed:
-        return GoOn(reasons=(said("own work: ", landed.proof, landed.summary),))
+        return GoOn(reasons=(said("own work: ", landed.proof, ""),))
     if c.flags.force:
         discarded = c.discarded
         if discarded is not None and discarded in c.fleet.records:
             # The slot now holds the discarded live owner's work, not TASK's (spec §7a).
-            return GoOn(
-                warnings=(
-                    f"--force --discard-live-owner: discarding {discarded}'s unlanded work "
-                    f"in the slot ({landed.summary})",
-                )
-            )
-        return GoOn(
-            warnings=(f"--force: discarding {c.task}'s own unlanded work ({landed.summary})",)
-        )
+            return GoOn(warnings=(UnlandedDiscarded(discarded, landed.summary, True),))
+        return GoOn(warnings=(UnlandedDiscarded(c.task, landed.summary),))
     lines: list[causes.Cause] = [causes.NotLanded(c.task, landed.summary)]
     untracked = set(landed.untracked)
     lines += [

@@ -13,6 +13,7 @@ import itertools
 from collections.abc import Sequence
 from enum import StrEnum
 
+from fm_teardown.model.not_landed import NotLandedWhy
 from fm_teardown.model.values import value
 
 __all__ = [
@@ -120,7 +121,7 @@ class NotLanded:
     `summary` is the judge's why."""
 
     task: str
-    summary: str
+    summary: NotLandedWhy | None
     lost: bool = False
 
 

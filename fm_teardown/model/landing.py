@@ -11,6 +11,7 @@ from __future__ import annotations
 from enum import Enum
 
 from fm_teardown.model.causes import Cause
+from fm_teardown.model.not_landed import NotLandedWhy
 from fm_teardown.model.values import value
 
 __all__ = [
@@ -82,7 +83,7 @@ class LandedFacts:
     """The verdict: landed or not, why, and what would be lost."""
 
     landed: bool
-    summary: str  # one line: why it is not landed ("" when landed: `proof` says why)
+    summary: NotLandedWhy | None  # why it is not landed (None when landed: `proof` says why)
     dirty: tuple[str, ...]  # first dirty paths (at most 10), scaffold files excluded
     unpushed: tuple[str, ...]  # "<short sha> <subject>" for commits not landed (at most 10)
     notes: tuple[str, ...] = ()  # what could not be told (inconclusive fetch, gh failure, ...)
@@ -94,7 +95,7 @@ class LandedFacts:
     # local main for local-only), or its recorded PR merged; a scout's report or a
     # secondmate's empty home counts too. Pushed alone is not merged.
     merged: bool = False
-    merge_summary: str = ""  # why it is not merged ("" when merged: `merge_proof` says why)
+    merge_summary: NotLandedWhy | None = None  # why not merged (None: `merge_proof` says why)
     # False when HEAD is already in the default branch: nothing of the task's own is there
     # (a fresh slot, or a fast-forwarded merge: only a gone endpoint tells them apart).
     own_commits: bool = True

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.landing import Proof, Reason
+from fm_teardown.model.not_landed import NotLandedWhy, UnlandedDiscarded
 from fm_teardown.model.values import value
 from fm_teardown.model.world import EndpointState
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BranchDelete",
     "Decision",
+    "DecisionWarning",
     "Flags",
     "LandedLike",
     "Owner",
@@ -87,13 +89,17 @@ class Flags:
     no_journal: bool = False  # `--no-journal`: run without the journal (no intent, no result)
 
 
+# A decision's warning: the decide stage's words, or a value report/ words.
+DecisionWarning = str | UnlandedDiscarded
+
+
 class LandedLike(Protocol):
     """The facts rule 5 needs (fm_teardown.model.landing.LandedFacts)."""
 
     @property
     def landed(self) -> bool: ...
     @property
-    def summary(self) -> str: ...
+    def summary(self) -> NotLandedWhy | None: ...
     @property
     def proof(self) -> Proof | None: ...
     @property
@@ -160,7 +166,7 @@ class Decision:
     owners: Sequence[Owner] = ()
     plan: tuple[Step, ...] = ()
     hints: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[DecisionWarning, ...] = ()
     slot: str | None = None
     endpoint: EndpointState | None = None
     pool_return: PoolReturn | None = None

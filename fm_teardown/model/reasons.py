@@ -7,6 +7,7 @@ from enum import StrEnum
 
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.landing import Proof, Reason
+from fm_teardown.model.not_landed import NotLandedWhy
 from fm_teardown.model.values import value
 
 __all__ = ["Finished", "FinishedWhy", "NotSelectedReason", "NotSelectedWhy"]
@@ -43,7 +44,7 @@ class Finished:
     age: float = 0.0  # seconds since launch
     launched_from: str = ""  # what the launch time was read from
     min_age: float = 0.0
-    summary: str = ""  # why the work is not merged, in the judge's words
+    summary: NotLandedWhy | None = None  # why the work is not merged
     proof: Proof | None = None  # what proves the work merged (MERGED)
 
 

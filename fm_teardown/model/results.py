@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from enum import Enum, auto
 
+from fm_teardown.model.not_landed import NotLandedWhy
 from fm_teardown.model.plan import StepOutcome
 from fm_teardown.model.values import value
 
@@ -455,6 +456,7 @@ class PoolResult:
     retries: int = 0
     wait: float = 0.0
     error: str | None = None  # the pool's, git's or treehouse's words
+    unlanded: NotLandedWhy | None = None  # why TASK's work is not landed (UNLANDED_AFTER_LOCK)
 
     @property
     def outcome(self) -> StepOutcome:

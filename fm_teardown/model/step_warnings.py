@@ -3,13 +3,14 @@
 A warning does not stop the run (a window `--force` went past, a branch or claim kept, the
 attribution row not written, the window changed and the run decided again). `act` returns
 these; `report/step_words.py` alone writes their words (`warning_text`), the same for people,
-the JSON output and firstmate's drop-in. A decision's own warnings are still the decide
-stage's words (`str`): `RunWarning` is either.
+the JSON output and firstmate's drop-in. A decision's own warnings are the decide stage's
+words (`str`) or, for work `--force` discards, `UnlandedDiscarded`: `RunWarning` is any.
 """
 
 from __future__ import annotations
 
 from fm_teardown.model.errors import Verdict
+from fm_teardown.model.not_landed import UnlandedDiscarded
 from fm_teardown.model.results import (
     AuthLeft,
     BranchResult,
@@ -155,5 +156,5 @@ StepWarning = (
     | DecisionChanged
     | RerunForNewDecision
 )
-# A decision's warnings are the decide stage's words; a run's are values.
-RunWarning = str | StepWarning
+# A decision's warnings are the decide stage's words (or `UnlandedDiscarded`); a run's are values.
+RunWarning = str | UnlandedDiscarded | StepWarning

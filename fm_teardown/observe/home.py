@@ -22,6 +22,14 @@ from dataclasses import replace
 
 from fm_teardown.adapters import runner
 from fm_teardown.model.landing import LandedFacts
+from fm_teardown.model.not_landed import (
+    AndAlso,
+    HomeOwnWork,
+    HomeProblem,
+    HomeProblemKind,
+    NotLandedWhy,
+    OwnWork,
+)
 from fm_teardown.model.records import Record
 from fm_teardown.model.scaffold import SCAFFOLD_BYTES
 from fm_teardown.observe.landed import MAX_LISTED, git_status, status_entries
@@ -46,10 +54,6 @@ def with_homes(
     return out
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
 def _not_work(path: bytes) -> bool:
     return path in SCAFFOLD_BYTES or path in HOME_MARKERS or path.startswith(HOME_STATE)
 
@@ -63,14 +67,16 @@ def _with_home(record: Record, records: LandedFacts) -> LandedFacts:
         return records  # no home left: nothing of it to lose
     except OSError as exc:
         why = f"cannot read secondmate home {wt}: {exc.strerror}"
-        return _unlanded(records, why, notes=(why,))
+        problem = HomeProblem(HomeProblemKind.UNREADABLE, wt, str(exc.strerror))
+        return _unlanded(records, problem, notes=(why,))
     if not stat.S_ISDIR(st.st_mode):
         why = f"secondmate home {wt} exists but is not a directory"
-        return _unlanded(records, why, notes=(why,))
+        return _unlanded(records, HomeProblem(HomeProblemKind.NOT_A_DIRECTORY, wt), notes=(why,))
+    uninspected = HomeProblem(HomeProblemKind.GIT_FAILED, wt)
     r = git_status(wt)
     if not r.ok:
         why = f"git status failed in secondmate home {wt}: {r.why()}"
-        return _unlanded(records, "cannot inspect the secondmate home", notes=(why,))
+        return _unlanded(records, uninspected, notes=(why,))
     head, dirty, untracked = _status(r.out)
     commits: list[str] = []
     if head is not None:
@@ -80,18 +86,12 @@ def _with_home(record: Record, records: LandedFacts) -> LandedFacts:
         )  # fmt: skip
         if not log.ok:
             why = f"git log HEAD --not --remotes failed in secondmate home {wt}: {log.why()}"
-            return _unlanded(records, "cannot inspect the secondmate home", notes=(why,), head=head)
+            return _unlanded(records, uninspected, notes=(why,), head=head)
         commits = [line for line in log.out.decode("utf-8", "replace").splitlines() if line]
     if not dirty and not commits:
         return replace(records, head=head, branch=None, default_branch=None)
-    parts = []
-    if dirty:
-        named = ", ".join(dirty[:3]) + (", …" if len(dirty) > 3 else "")
-        new = f", {len(untracked)} of them untracked" if untracked else ""
-        parts.append(f"uncommitted changes in {_plural(len(dirty), 'path')}{new} ({named})")
-    if commits:
-        parts.append(f"{_plural(len(commits), 'commit')} on no remote-tracking branch")
-    summary = f"secondmate home {wt} has work of its own: {'; '.join(parts)}"
+    work = OwnWork(len(dirty), tuple(dirty[:3]), len(untracked), len(commits))
+    summary = HomeOwnWork(wt, work)
     untracked_set = set(untracked)
     return _unlanded(
         records,
@@ -105,7 +105,7 @@ def _with_home(record: Record, records: LandedFacts) -> LandedFacts:
 
 def _unlanded(
     records: LandedFacts,
-    summary: str,
+    summary: NotLandedWhy,
     *,
     dirty: tuple[str, ...] = (),
     untracked: tuple[str, ...] = (),
@@ -115,7 +115,7 @@ def _unlanded(
 ) -> LandedFacts:
     """Not landed: the home's work, and the task records' too when they are not."""
     if not records.landed:
-        summary = f"{summary}; {records.summary}"
+        summary = AndAlso(summary, records.summary)
     return LandedFacts(
         False,
         summary,

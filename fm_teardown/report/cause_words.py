@@ -36,10 +36,28 @@ from fm_teardown.model.causes import (
     SlotOwned,
     StaleHeadline,
 )
+from fm_teardown.model.not_landed import (
+    AndAlso,
+    HomeInFlight,
+    HomeOwnWork,
+    HomeProblem,
+    HomeProblemKind,
+    HomeRecordsUnknown,
+    NoHead,
+    NotLandedWhy,
+    NotMerged,
+    OwnWork,
+    RemoteUnknown,
+    ScoutMissing,
+    ScoutUnknown,
+    SlotUninspected,
+    SlotUninspectedKind,
+    Unpushed,
+)
 from fm_teardown.model.plan import OwnerKind
 from fm_teardown.model.records import record_refusal
 
-__all__ = ["belongs_now", "cause_text", "listed"]
+__all__ = ["belongs_now", "cause_text", "listed", "not_landed_text"]
 
 
 def listed(ids: Listed, sep: str = ", ") -> str:
@@ -150,7 +168,7 @@ def cause_text(c: Cause) -> str:
             return f"{c.task}: endpoint {c.state}: {c.detail}"
         case NotLanded():
             lost = "would be lost" if c.lost else "is not landed"
-            return f"{c.task}'s own work {lost}: {c.summary}"
+            return f"{c.task}'s own work {lost}: {not_landed_text(c.summary)}"
         case AtRisk():
             return f"{c.kind}: {c.what}"
         case AlsoClaimed():
@@ -212,3 +230,80 @@ def cause_text(c: Cause) -> str:
                 f"{names} work in slot {c.slot}, and the pool's return ends every process "
                 "there; fm never ends them"
             )
+
+
+# -- why work is not landed -----------------------------------------------------------------
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _own_work(w: OwnWork) -> str:
+    parts = []
+    if w.total:
+        named = ", ".join(w.named) + (", …" if w.total > 3 else "")
+        untracked = f", {w.untracked} of them untracked" if w.untracked else ""
+        parts.append(f"uncommitted changes in {_plural(w.total, 'path')}{untracked} ({named})")
+    if w.commits:
+        parts.append(f"{_plural(w.commits, 'commit')} on no remote-tracking branch")
+    return "; ".join(parts)
+
+
+_SLOT = {
+    SlotUninspectedKind.STATUS_FAILED: "cannot inspect the slot for uncommitted changes",
+    SlotUninspectedKind.NOT_A_DIRECTORY: (
+        "cannot inspect the slot: slot path {path} exists but is not a directory"
+    ),
+    SlotUninspectedKind.UNREADABLE: (
+        "cannot inspect the slot: cannot read slot path {path}: {error}"
+    ),
+}
+
+_HOME = {
+    HomeProblemKind.UNREADABLE: "cannot read secondmate home {home}: {error}",
+    HomeProblemKind.NOT_A_DIRECTORY: "secondmate home {home} exists but is not a directory",
+    HomeProblemKind.GIT_FAILED: "cannot inspect the secondmate home",
+}
+
+
+def not_landed_text(w: NotLandedWhy | None) -> str:
+    """Why a task's own work is not landed (or not merged), in one line ("" for none: the
+    proof says why it is)."""
+    match w:
+        case None:
+            return ""
+        case ScoutUnknown():
+            return f"cannot tell whether scout report {w.report} exists ({w.error})"
+        case ScoutMissing():
+            return f"scout task has no report at {w.report}"
+        case HomeRecordsUnknown():
+            return f"cannot tell whether secondmate home {w.home} has task records ({w.error})"
+        case HomeInFlight():
+            more = f" and {w.more} more" if w.more > 0 else ""
+            return f"secondmate home {w.home} still has in-flight work: {', '.join(w.named)}{more}"
+        case SlotUninspected():
+            return _SLOT[w.kind].format(path=w.path, error=w.error)
+        case NoHead():
+            return "cannot tell whether the work landed: HEAD has no commit"
+        case RemoteUnknown():
+            return "cannot inspect the slot for commits not on a remote"
+        case OwnWork():
+            return _own_work(w)
+        case Unpushed():
+            compared = list(w.compared) or ["any default branch"]
+            if w.pr is not None:
+                compared.append(f"merged PR {w.pr}")
+            told = " (could not tell everything; see notes)" if w.incomplete else ""
+            return (
+                f"{_plural(w.count, 'commit')} on no remote-tracking branch and not in "
+                f"{' or '.join(compared)}{told}"
+            )
+        case NotMerged():
+            return f"pushed but not merged into {' or '.join(w.targets) or 'the default branch'}"
+        case HomeProblem():
+            return _HOME[w.kind].format(home=w.home, error=w.error)
+        case HomeOwnWork():
+            return f"secondmate home {w.home} has work of its own: {_own_work(w.work)}"
+        case AndAlso():
+            return f"{not_landed_text(w.first)}; {not_landed_text(w.then)}"

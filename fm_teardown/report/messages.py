@@ -19,7 +19,7 @@ from fm_teardown.model.errors import FmError, Lead
 from fm_teardown.model.landing import LandedFacts, LandedRung, Proof, ProofLine, Reason
 from fm_teardown.model.plan import Decision, Step, StepOutcome
 from fm_teardown.model.reasons import Finished, FinishedWhy, NotSelectedReason, NotSelectedWhy
-from fm_teardown.report.cause_words import cause_text
+from fm_teardown.report.cause_words import cause_text, not_landed_text
 from fm_teardown.report.step_words import detail
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def said_text(r: Reason) -> str:
 
 def landed_text(f: LandedFacts) -> str:
     """Why the work is landed (its proof) or not (the judge's words), in one line."""
-    return f.summary if f.proof is None else proof_text(f.proof)
+    return not_landed_text(f.summary) if f.proof is None else proof_text(f.proof)
 
 
 _LEADS = {Lead.REFUSED: "REFUSED: ", Lead.ERROR: "error: ", Lead.PLAIN: ""}
@@ -215,11 +215,12 @@ def finished_reason(f: Finished) -> str:
                 f"and its endpoint is {f.endpoint}"
             )
         case FinishedWhy.MERGED:
-            return f"merged: {proof_text(f.proof) if f.proof is not None else f.summary}"
+            why = proof_text(f.proof) if f.proof is not None else not_landed_text(f.summary)
+            return f"merged: {why}"
         case FinishedWhy.PUSHED:
-            return f"pushed, not merged (--include-pushed): {f.summary}"
+            return f"pushed, not merged (--include-pushed): {not_landed_text(f.summary)}"
         case FinishedWhy.NOT_MERGED:
-            return f"not merged: {f.summary}"
+            return f"not merged: {not_landed_text(f.summary)}"
 
 
 def skipped_reason(r: Skipped) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from fm_teardown.decide.hints import shell_where
+from fm_teardown.model.not_landed import UnlandedDiscarded
 from fm_teardown.model.plan import Step
 from fm_teardown.model.results import (
     AttributionResult,
@@ -64,6 +65,7 @@ from fm_teardown.model.step_warnings import (
     SavedForOther,
     StaleLockRemoved,
 )
+from fm_teardown.report.cause_words import not_landed_text
 
 if TYPE_CHECKING:
     from fm_teardown.model.outcome import Outcome
@@ -381,6 +383,13 @@ def warning_text(w: RunWarning) -> str:
     match w:
         case str():
             return w
+        case UnlandedDiscarded():
+            if w.live_owner:
+                return (
+                    f"--force --discard-live-owner: discarding {w.task}'s unlanded work "
+                    f"in the slot ({not_landed_text(w.why)})"
+                )
+            return f"--force: discarding {w.task}'s own unlanded work ({not_landed_text(w.why)})"
         case EndpointKept():
             return _endpoint_kept(w.result, w.target)
         case HooksUnknown():
@@ -444,7 +453,8 @@ def _pool(r: PoolResult) -> str:
                 f"{r.wait:g}s each) and is not provably stale: {r.error}; lock and slot kept"
             )
         case PoolWhat.UNLANDED_AFTER_LOCK:
-            return f"after removing the stale lock: own work not landed: {r.error}; slot kept"
+            why = not_landed_text(r.unlanded)
+            return f"after removing the stale lock: own work not landed: {why}; slot kept"
         case PoolWhat.NOT_IN_STATE:
             return f"{r.command}: the slot is no longer in the pool's state ({r.error or ''})"
         case PoolWhat.RETURNED:

@@ -1,0 +1,171 @@
+"""Why a task's own work is not landed (or not merged), as values: the facts the judge
+(`decide/landed.py`) and the secondmate home's check (`observe/home.py`) found, no words.
+`report/cause_words.py` alone words them (`not_landed_text`), so a refusal, a `--force`
+warning, a `--landed` selection and a pool step say the same line from the same value.
+
+What git or the OS said is carried as it was given (`error`); paths and commits as shown.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from fm_teardown.model.values import value
+
+__all__ = [
+    "AndAlso",
+    "HomeInFlight",
+    "HomeOwnWork",
+    "HomeProblem",
+    "HomeProblemKind",
+    "HomeRecordsUnknown",
+    "NoHead",
+    "NotLandedWhy",
+    "NotMerged",
+    "OwnWork",
+    "RemoteUnknown",
+    "ScoutMissing",
+    "ScoutUnknown",
+    "SlotUninspected",
+    "SlotUninspectedKind",
+    "UnlandedDiscarded",
+    "Unpushed",
+]
+
+
+@value
+class ScoutUnknown:
+    """Whether a scout's report exists cannot be told."""
+
+    report: str
+    error: str
+
+
+@value
+class ScoutMissing:
+    report: str
+
+
+@value
+class HomeRecordsUnknown:
+    """Whether a secondmate home has task records cannot be told."""
+
+    home: str
+    error: str
+
+
+@value
+class HomeInFlight:
+    """A secondmate home still has task records: the first `named`, and `more` others."""
+
+    home: str
+    named: tuple[str, ...]
+    more: int = 0
+
+
+class SlotUninspectedKind(Enum):
+    STATUS_FAILED = "status-failed"  # `git status` failed
+    NOT_A_DIRECTORY = "not-a-directory"
+    UNREADABLE = "unreadable"
+
+
+@value
+class SlotUninspected:
+    kind: SlotUninspectedKind
+    path: str = ""
+    error: str = ""
+
+
+@value
+class NoHead:
+    """HEAD names no commit: whether the work landed cannot be told."""
+
+
+@value
+class RemoteUnknown:
+    """Whether HEAD's commits are on a remote cannot be told."""
+
+
+@value
+class OwnWork:
+    """Uncommitted paths (`total`, the first `named`, `untracked` of them not tracked) and
+    `commits` on no remote-tracking branch."""
+
+    total: int
+    named: tuple[str, ...]  # at most 3
+    untracked: int = 0
+    commits: int = 0
+
+
+@value
+class Unpushed:
+    """`count` commits on no remote-tracking branch and in none of `compared` (the default
+    branches, or none), nor in the merged `pr`; `incomplete`: the notes say what was not told."""
+
+    count: int
+    compared: tuple[str, ...]
+    pr: str | None = None
+    incomplete: bool = False
+
+
+@value
+class NotMerged:
+    """Landed (pushed) but in none of `targets`, the default branches that count as merged."""
+
+    targets: tuple[str, ...]
+
+
+class HomeProblemKind(Enum):
+    UNREADABLE = "unreadable"
+    NOT_A_DIRECTORY = "not-a-directory"
+    GIT_FAILED = "git-failed"  # `git status` or `git log` failed there
+
+
+@value
+class HomeProblem:
+    """A secondmate's home cannot be inspected."""
+
+    kind: HomeProblemKind
+    home: str
+    error: str = ""  # the OS's words (UNREADABLE)
+
+
+@value
+class HomeOwnWork:
+    home: str
+    work: OwnWork
+
+
+@value
+class AndAlso:
+    """Two whys: the secondmate home's own, then its task records'."""
+
+    first: NotLandedWhy
+    then: NotLandedWhy | None
+
+
+NotLandedWhy = (
+    ScoutUnknown
+    | ScoutMissing
+    | HomeRecordsUnknown
+    | HomeInFlight
+    | SlotUninspected
+    | NoHead
+    | RemoteUnknown
+    | OwnWork
+    | Unpushed
+    | NotMerged
+    | HomeProblem
+    | HomeOwnWork
+    | AndAlso
+)
+
+
+@value
+class UnlandedDiscarded:
+    """A decision's warning: `--force` discards `task`'s unlanded work (`why`); `live_owner`:
+    the discarded live owner's, in TASK's slot (`--discard-live-owner`)."""
+
+    task: str
+    why: NotLandedWhy | None
+    live_owner: bool = False
