@@ -12,7 +12,6 @@ import os
 import platform
 import statistics
 import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -574,7 +573,7 @@ class Setup:
 def intro(info: RunInfo, sizes: Sequence[SizeResult], help_: Samples, setup: Setup) -> str:
     start_ms = help_.median(PASS) * 1000
     site_ms = (help_.median(PASS) - help_.median(NOSITE)) * 1000
-    fm_bin = os.path.join(os.path.dirname(sys.executable), "fm")
+    fm_bin = "<venv>/bin/fm"  # the one beside the interpreter; no machine path in the report
     return f"""# Benchmark results
 
 Written by `{info.command}` ({info.mode} mode) on {info.date}; the run took
@@ -588,7 +587,7 @@ baseline are defined: benchmarks/README.md.
 - Timer: {info.timer}. {info.rounds} rounds; in each, {info.runs} runs (after 1 warm-up) of
   every Python command and one run of each shell-style baseline; the command order rotates
   from round to round. A ratio is taken per round, then summarised as median [lowest–highest].
-- fm: {info.fm_version}. {source_note(info)} Run as the console script `{fm_bin}` (editable
+- fm: {info.fm_version}. {source_note(info)} Run as the venv's console script `{fm_bin}` (editable
   install), the snapshot precompiled with `compileall` (PYTHONDONTWRITEBYTECODE=1 is set on
   this machine); the floor runs from a precompiled `.pyc`.
 - Every Python figure, fm's and the floors' alike, includes this machine's interpreter start,
