@@ -148,13 +148,13 @@ def test_no_quit_keys_while_synchronize_panes_is_on(fleet: Fleet) -> None:
 def test_the_scan_reads_each_pane_s_foreground_as_the_endpoint_step_does(fleet: Fleet) -> None:
     """The decision takes a pane's foreground from the process scan (`Proc.tpgid`), the
     endpoint step reads it afresh: both must read the same field of the same file."""
-    from fm_teardown.adapters import processes, tmux
+    from fm_teardown.adapters import processes
 
     t, _ = agent_task(fleet, "rc-scan-fg", 1, "claude", "obey")
     table = processes.scan()
     pane_pid = t.pids[0]
     assert table.procs[pane_pid].tpgid > 0
     for pid in t.pids:
-        assert table.procs[pid].tpgid == (tmux.foreground_group(pid) or 0)
+        assert table.procs[pid].tpgid == (processes.foreground_group(pid) or 0)
     # The tmux server has no controlling terminal: no foreground (0), never -1.
     assert table.procs[fleet.tmux.server_pid()].tpgid == 0

@@ -71,14 +71,9 @@ def _harness_of(proc: Proc) -> str | None:
 
 def _groups(pid: int) -> tuple[int, int] | None:
     """(process group, foreground process group of its terminal) from /proc/<pid>/stat."""
+    fields = processes.stat_fields(pid)
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read()
-    except OSError:
-        return None
-    fields = raw[raw.rfind(b")") + 2 :].split()
-    try:
-        return int(fields[2]), int(fields[5])
+        return (int(fields[2]), int(fields[5])) if fields is not None else None
     except (IndexError, ValueError):
         return None
 

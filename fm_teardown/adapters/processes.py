@@ -17,12 +17,14 @@ from fm_teardown.model.world import Proc, ProcessTable
 __all__ = [
     "REAP_WAIT",
     "Signalled",
+    "foreground_group",
     "group_gone",
     "leads_group",
     "read_argv0",
     "same_process",
     "scan",
     "send",
+    "stat_fields",
     "terminate",
     "tty_name",
     "wait_reaped",
@@ -296,18 +298,29 @@ def group_gone(pgid: int) -> bool:
     except OSError:
         return False
     for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue  # gone meanwhile
-        # After the name's closing parenthesis: state, ppid, pgrp.
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+        fields = stat_fields(int(name)) if name.isdigit() else None
+        if fields is not None and len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
             return False
     return True
+
+
+def stat_fields(pid: int) -> list[bytes] | None:
+    """The fields of `/proc/<pid>/stat` after the name (state, ppid, pgrp, session, tty_nr,
+    tpgid, ...), or None when it cannot be read. The name is in parentheses and may itself
+    hold ") ": the fields start after the last one."""
+    raw = _read(f"/proc/{pid}/stat")
+    return raw[raw.rfind(b")") + 2 :].split() if raw else None
+
+
+def foreground_group(pid: int) -> int | None:
+    """The foreground process group of the terminal of `pid` (`tpgid`): who gets the keys
+    typed into a pane whose process it is. None when it cannot be read or there is none."""
+    fields = stat_fields(pid)
+    try:
+        tpgid = int(fields[5]) if fields is not None else 0
+    except (IndexError, ValueError):
+        return None
+    return tpgid if tpgid > 0 else None
 
 
 def terminate(

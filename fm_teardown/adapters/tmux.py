@@ -25,7 +25,6 @@ __all__ = [
     "SEP",
     "TmuxResult",
     "fleet_socket",
-    "foreground_group",
     "held_socket",
     "kill_window",
     "list_panes",
@@ -456,22 +455,6 @@ def send_keys(settings: Settings, pane_id: str, keys: tuple[tuple[str, bool], ..
 
 
 # -- the endpoint step's checks, right before it types into a pane or kills a window ------------
-
-
-def foreground_group(pane_pid: int) -> int | None:
-    """The foreground process group of the terminal of a pane's process (`tpgid` in
-    `/proc/<pid>/stat`): who gets the keys typed into the pane. None when it cannot be read."""
-    try:
-        with open(f"/proc/{pane_pid}/stat", "rb") as f:
-            raw = f.read()
-    except OSError:
-        return None
-    fields = raw[raw.rfind(b")") + 2 :].split()
-    try:
-        tpgid = int(fields[5])
-    except (IndexError, ValueError):
-        return None
-    return tpgid if tpgid > 0 else None
 
 
 def synchronized(settings: Settings, pane_id: str) -> bool | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from fm_teardown.adapters import tmux
+from fm_teardown.adapters import processes
 from fm_teardown.model.results import Drift, DriftWhat
 from fm_teardown.model.world import Endpoint, Pane, PaneSeen, ProcessTable, TmuxInventory
 
@@ -89,7 +89,7 @@ def drift(
     decided: Endpoint,
     inventory: TmuxInventory,
     table: ProcessTable,
-    foreground: Foreground = tmux.foreground_group,
+    foreground: Foreground = processes.foreground_group,
 ) -> tuple[Drift, ...]:
     """How the decided windows now differ from what the decision saw; () when they do not.
 
