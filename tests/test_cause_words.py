@@ -224,7 +224,7 @@ def test_a_refusal_shows_its_first_cause_with_lead_and_tail() -> None:
         headline=NotLanded("t", NoHead(), lost=True),
     )
     no_head = "cannot tell whether the work landed: HEAD has no commit"
-    assert messages.decision_reasons(d) == (
+    assert messages.refused_reasons(d.reasons, d.refused) == (
         f"REFUSED: t's own work is not landed: {no_head}; nothing was changed",
         "untracked: x",
     )

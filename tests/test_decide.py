@@ -1067,7 +1067,7 @@ def test_decide_table(name: str) -> None:
         assert d.pool_return is None
         assert d.discarded_owner is None
         assert not d.end_processes
-        assert messages.decision_reasons(d)[0].startswith("REFUSED")
+        assert messages.refused_reasons(d.reasons, d.refused)[0].startswith("REFUSED")
     if d.verdict == Verdict.LIVE_OWNER:
         for owner in case.owners:
             assert owner in messages.said_text(d.reasons[0])

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from fm_teardown.model.errors import FmError, Lead
 from fm_teardown.model.landing import LandedFacts, LandedRung, Proof, ProofLine, Reason
-from fm_teardown.model.plan import Decision, Step, StepOutcome
+from fm_teardown.model.plan import Step, StepOutcome
 from fm_teardown.model.reasons import Finished, FinishedWhy, NotSelectedReason, NotSelectedWhy
 from fm_teardown.report.cause_words import cause_text, not_landed_text
 from fm_teardown.report.step_words import detail
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 __all__ = [
     "NOTHING_CHANGED",
     "bare_reasons",
-    "decision_reasons",
     "error_line",
     "error_reason",
     "finished_reason",
@@ -78,7 +77,7 @@ def said_text(r: Reason) -> str:
     return cause_text(r)
 
 
-def landed_text(f: LandedFacts) -> str:
+def landed_text(f: LandedFacts | Finished) -> str:
     """Why the work is landed (its proof) or not (the judge's words), in one line."""
     return not_landed_text(f.summary) if f.proof is None else proof_text(f.proof)
 
@@ -153,11 +152,6 @@ def refused_reasons(reasons: tuple[Reason, ...], refused: bool) -> tuple[str, ..
     return (refusal_line(nothing_changed(said[0])), *said[1:])
 
 
-def decision_reasons(d: Decision) -> tuple[str, ...]:
-    """A decision's reasons as shown."""
-    return refused_reasons(d.reasons, d.refused)
-
-
 def interrupted_line(o: Outcome) -> str:
     done = ", ".join(f"{s.step} ({detail(s)})" for s in o.steps if s.outcome == StepOutcome.DONE)
     left = [str(s.step) for s in o.steps if s.outcome in (StepOutcome.SKIPPED, StepOutcome.FAILED)]
@@ -215,8 +209,7 @@ def finished_reason(f: Finished) -> str:
                 f"and its endpoint is {f.endpoint}"
             )
         case FinishedWhy.MERGED:
-            why = proof_text(f.proof) if f.proof is not None else not_landed_text(f.summary)
-            return f"merged: {why}"
+            return f"merged: {landed_text(f)}"
         case FinishedWhy.PUSHED:
             return f"pushed, not merged (--include-pushed): {not_landed_text(f.summary)}"
         case FinishedWhy.NOT_MERGED:
