@@ -69,6 +69,7 @@ def step_processes(
     terminals: dict[int, Terminal] = {}
     # The processes seen that TASK's own left behind, by pid and start time (`_leftover`).
     leftovers: set[tuple[int, float]] = set()
+    leaders: set[int] = set()
 
     def scan() -> tuple[list[Proc], set[tuple[int, float]]]:
         """The processes to end now, and every live process seen inside (spared ones too).
@@ -94,6 +95,10 @@ def step_processes(
         spared = never_signalled(obs, record.task_id, discarded)
         seen = [p for p in table.procs.values() if inside(p) and not p.zombie]
         ending = [p for p in seen if p.pid not in spared]
+        # Which lead a process group, read before they are signalled (a gone one leads
+        # none): said as the whole group reaped once nothing of that group is left. Once
+        # the step is done, everything a scan found to end was ended.
+        leaders.update(p.pid for p in ending if processes.leads_group(p.pid))
         for p in ending:
             t = terminal_of(p, obs.endpoint_owner, inventory)
             if t is not None:
@@ -106,9 +111,6 @@ def step_processes(
     if not targets:
         run.note(StepName.PROCESSES, target, ProcessesResult(ProcessesWhat.NONE_THERE))
         return
-    # Which of them lead a process group, read before they are signalled (a gone one leads
-    # none): said as the whole group reaped once nothing of that group is left.
-    leaders = {p.pid for p in targets if processes.leads_group(p.pid)}
     processes.terminate(targets, run.settings.term_grace, run.settings.kill_wait, run.signalled)
     if interrupts.requested():
         raise run.fail(StepName.PROCESSES, target, ProcessesResult(ProcessesWhat.INTERRUPTED))
@@ -119,7 +121,6 @@ def step_processes(
     # its task a live owner), in the slot from the start, which the return would end anyway.
     released = [p for p in left if p.pid not in signalled and (p.pid, p.start_time) in present]
     if released:
-        leaders |= {p.pid for p in released if processes.leads_group(p.pid)}
         processes.terminate(
             released, run.settings.term_grace, run.settings.kill_wait, run.signalled
         )
@@ -139,7 +140,6 @@ def step_processes(
             for p in left
         ):
             break
-        leaders |= {p.pid for p in left if processes.leads_group(p.pid)}
         processes.terminate(left, run.settings.term_grace, run.settings.kill_wait, run.signalled)
         later += left
         signalled |= {p.pid for p in left}
