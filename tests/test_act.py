@@ -78,9 +78,9 @@ def test_happy_path_returns_the_slot_and_clears_the_record(fleet: Fleet) -> None
     )
     assert not tmp.exists()
     [call] = fleet.treehouse_calls()
+    # Unforced (no --force given): the pool would decline a tree holding changes.
     assert call["argv"] == [
         "return",
-        "--force",
         "--if-lease-id",
         f"{1:032x}",
         "--if-lease-holder",

@@ -316,7 +316,7 @@ def test_an_unleased_slot_whose_head_is_not_merged_is_still_returned(fleet: Flee
     assert (code, doc["verdict"]) == (0, "proceed"), doc
     assert steps(doc)["pool"][0] == "done"
     [call] = [c for c in fleet.treehouse_calls() if c["argv"][0] == "return"]
-    assert call["argv"] == ["return", "--force", str(slot)]
+    assert call["argv"] == ["return", str(slot)]
 
 
 # -- restore never writes into or through a slot -------------------------------------------
