@@ -413,8 +413,9 @@ CASES: list[tuple[StepResult, StepOutcome, str]] = [
         PoolResult(PoolWhat.PRESERVED, unlanded=OwnWork(1, ("notes.md",), untracked=1)),
         F,
         "not returned: work appeared in the slot after the decision (uncommitted changes in 1 "
-        "path, 1 of them untracked (notes.md)); they were preserved, not discarded; slot, lease and record kept: land or "
-        "discard them, or re-run with --force (which saves them first, then discards them)",
+        "path, 1 of them untracked (notes.md)); they were preserved, not discarded; slot, "
+        "lease and record kept: land or discard them, or re-run with --force (which saves "
+        "them first, then discards them)",
     ),
     (
         Arrived(RecheckAt.PROCESSES, ("claude (7), an agent in no pane",)),
