@@ -5,10 +5,12 @@ nothing. Each step records a typed result (`results`: what happened, and so its 
 done, absent, skipped, failed), never a sentence; a failed step stops the
 run before the next destructive step, keeps the record and exits 1, so that running the same
 command again finishes the job. Just before the first step that touches the slot, the slot
-lock is taken and the world is observed and decided again (through the `replan` seam): if the
-decision changed, nothing more is done and the new verdict is reported. Just before each
-destructive call the world is checked again (the window, the pool's lease, tasktmp, the
-branch's users, the claim): the checks that read the world come through `Seams`, built by the
+lock is taken and the world is observed and decided again (through the `recheck` seam): if the
+decision changed, nothing more is done and the new verdict is reported. Right before each
+destructive call the world is looked at again through that same seam (`arrivals`: the census,
+the decision's conditions, a batch's selection; someone who came to work in the slot since
+stops the run, exit 1) and checked again (the window, the pool's lease, tasktmp, the branch's
+users, the claim): the checks that read the world come through `Seams`, built by the
 pipeline, so act imports nothing from observe.
 
 Each step lives in a module of its own (`endpoint_step`, `processes_step`, `pool_step`,
@@ -25,18 +27,25 @@ The order, and why (written here only; docs/architecture.md points here):
    agent is first asked to quit with its own harness's keys (`graceful`; none while
    `synchronize-panes` is on); then only the window ids seen when deciding are killed;
 2. (lock, re-observe, re-decide): under the slot's flock, rule 5 included: late writes
-   count, new claimants are seen; a changed decision stops the run;
-3. processes: nothing may run in the slot when it is saved and reset; tmux, other endpoints
-   and fm's own ancestry are never signalled;
+   count, new claimants are seen; a changed decision stops the run; so does someone who came
+   to work in the slot since the first decision, or a batch's selection no longer met;
+3. processes: nothing may run in the slot when it is saved and reset. Right before the first
+   signal the world is looked at again (that look is the step's first scan); every process a
+   scan finds is classified first and only TASK's own are signalled (someone's new work stops
+   the step); tmux, other endpoints and fm's own ancestry are never signalled;
 4. save-discarded (--force): after the processes are ended, so nothing writes to it any more;
    before the pool's reset destroys it;
 5. hooks (spec §10): the fleet's hook files leave the slot before the return, so the next
    task in it never fires turn-end signals for a dead one;
-6. pool: the pool's state is read again right before `treehouse return` (conditional on the
-   lease seen), then the return is verified in the state file; an unleased slot the pool
-   would reuse as it is is not returned at all (spec §13.7);
+6. pool: last of the steps in the slot, since it resets it: the world is looked at again
+   (the locks included) and the pool's state read again right before `treehouse return`
+   (conditional on the lease seen; unforced without --force, so that work written after the
+   decision is declined by the pool and preserved), then the return is verified in the state
+   file and, unforced, by the tree; an unleased slot the pool would reuse as it is is not
+   returned at all (spec §13.7);
 7. branch, claim (spec §10, duties.py): only after a verified return (or a slot the pool
-   reuses as it is): TASK's branch by compare-and-swap, TASK's own slot claim;
+   reuses as it is): TASK's branch by compare-and-swap, the slot's census taken again right
+   before the delete; TASK's own slot claim;
 8. auth, attribution: the hook auth entries TASK's token files name, one cost row, whenever
    the record goes;
 9. record: tasktmp, the sidecars, the meta last, so that a crash anywhere before leaves the
