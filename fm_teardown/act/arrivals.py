@@ -67,8 +67,8 @@ def check(
         Arrived(
             at,
             came,
-            now.verdict if changed else None,
-            now.headline if changed and now.refused else None,
+            now.verdict if changed or (came and now.refused) else None,
+            now.headline if now.refused and (changed or came) else None,
             not_selected,
         ),
     )

@@ -138,7 +138,8 @@ def step_processes(
                 ending.append(p)
             elif judged is _Judged.STOP:
                 stops.append(p)
-                someones.append(Member(p, kind_of(task, placement(obs, p)), placement(obs, p)))
+                place = placement(obs, p)
+                someones.append(Member(p, kind_of(task, place), place))
         # Which lead a process group, read before they are signalled (a gone one leads
         # none): said as the whole group reaped once nothing of that group is left. Once
         # the step is done, everything a scan found to end was ended.

@@ -129,8 +129,9 @@ def run(settings: Settings, planned: Planned, flags: Flags, seams: Seams) -> Out
                 d2 = again.planned.decision
                 if _key(d2) != _key(d):
                     return changed(r, d, d2)
+                # (A stale slot is left to its owner: only TASK's window and record go.)
                 first = next((s for s in d2.plan if s.step != StepName.ENDPOINT), None)
-                if first is not None:
+                if first is not None and d2.verdict == Verdict.PROCEED:
                     arrivals.check(
                         r,
                         d2,
