@@ -15,6 +15,7 @@ import contextlib
 import os
 import stat
 import threading
+from enum import Enum, auto
 
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.values import value
@@ -24,15 +25,15 @@ __all__ = [
     "PANE_FORMAT",
     "SEP",
     "TmuxResult",
+    "Typed",
     "fleet_socket",
     "held_socket",
-    "kill_window",
+    "kill_pane",
     "list_panes",
     "list_panes_at",
+    "quit_keys",
     "run",
-    "send_keys",
     "sessions_doubt",
-    "synchronized",
 ]
 
 SEP = "\x1f"
@@ -112,8 +113,15 @@ def _run(argv: list[str], timeout: float) -> TmuxResult:
 
 
 def _kill_hung_tmux_children() -> None:
-    """Kill the tmux client we started (a script wrapping tmux too) and what it started."""
+    """Kill the tmux client we started (a script wrapping tmux too) and what it started,
+    each through `processes.send` (a pidfd, opened while its pid and start time are the
+    ones read here)."""
+    import signal
+
     import psutil
+
+    from fm_teardown.adapters import processes
+    from fm_teardown.model.world import Proc
 
     for child in psutil.Process(os.getpid()).children():
         try:
@@ -122,7 +130,8 @@ def _kill_hung_tmux_children() -> None:
                 continue
             for proc in [*child.children(recursive=True), child]:
                 with contextlib.suppress(psutil.Error):
-                    proc.kill()
+                    target = Proc(proc.pid, 0, proc.name(), None, None, proc.create_time())
+                    processes.send(target, signal.SIGKILL)
         except psutil.Error:
             continue
 
@@ -440,30 +449,52 @@ def list_panes(settings: Settings) -> TmuxInventory:
     return inventory
 
 
-def kill_window(settings: Settings, window_id: str) -> TmuxResult:
-    """Kill one window by its id (`@N`): exact, and immune to names containing `.` or `:`."""
-    return run(settings, "kill-window", "-t", window_id)
+def kill_pane(settings: Settings, pane_id: str) -> TmuxResult:
+    """Kill one pane by its id (`%N`): only the panes decided on are ever killed, so a pane
+    joined into the window after the last check survives (the window with it)."""
+    return run(settings, "kill-pane", "-t", pane_id)
 
 
-def send_keys(settings: Settings, pane_id: str, keys: tuple[tuple[str, bool], ...]) -> bool:
-    """Type `keys` into one pane by its id (`%N`) in ONE `send-keys` call, so that nothing
-    gets between them. Key names (`Enter`, `C-c`) are sent as keys; a literal text is sent as
-    its characters, which tmux does for any argument that is not a key name (the quit texts
-    all start with `/`, never a key name: `tests/test_graceful_quit.py` checks the table).
-    True when tmux took them."""
-    return run(settings, "send-keys", "-t", pane_id, *(text for text, _ in keys)).returncode == 0
+class Typed(Enum):
+    """What became of a pane's quit keys."""
+
+    SENT = auto()
+    SYNCHRONIZED = auto()  # `synchronize-panes` on (or tmux could not say): nothing typed
+    FAILED = auto()  # tmux refused (the pane is gone) or did not answer
 
 
-# -- the endpoint step's checks, right before it types into a pane or kills a window ------------
+_SENT_MARK = "fm:keys-sent"
+_SYNC_MARK = "fm:synchronized"
 
 
-def synchronized(settings: Settings, pane_id: str) -> bool | None:
-    """Whether the window of pane `pane_id` has `synchronize-panes` on (tmux then types keys
-    sent to one pane into every pane of the window); None when tmux cannot say."""
-    result = run(settings, "display-message", "-p", "-t", pane_id, "#{synchronize-panes}")
+def quit_keys(settings: Settings, pane_id: str, keys: tuple[tuple[str, bool], ...]) -> Typed:
+    """Type `keys` into one pane by its id (`%N`) only if its window's `synchronize-panes` is
+    off, in ONE tmux command that tmux evaluates itself (`if-shell -F` expands the format, no
+    shell runs): nothing gets between the check and the keys, and nothing between the keys.
+    Key names (`Enter`, `C-c`) are sent as keys; a literal text is sent as its characters,
+    which tmux does for any argument that is not a key name (the quit texts all start with
+    `/`, never a key name: `tests/test_graceful_quit.py` checks the table)."""
+    typed = " ".join(_quoted(text) for text, _ in keys)
+    result = run(
+        settings,
+        "if-shell",
+        "-F",
+        "-t",
+        pane_id,
+        "#{synchronize-panes}",
+        f"display-message -p {_SYNC_MARK}",
+        f"send-keys -t {_quoted(pane_id)} {typed} ; display-message -p {_SENT_MARK}",
+    )
+    said = "".join(result.stdout)
     if result.returncode != 0 or result.timed_out:
-        return None
-    value = "".join(result.stdout).strip()
-    if value not in ("0", "1", ""):
-        return None
-    return value == "1"
+        return Typed.FAILED
+    if _SENT_MARK in said:
+        return Typed.SENT
+    return Typed.SYNCHRONIZED
+
+
+def _quoted(arg: str) -> str:
+    """One argument in tmux's command syntax: single-quoted (nothing expands inside)."""
+    if "'" in arg or "\n" in arg:
+        raise ValueError(f"not a quit key fm sends: {arg!r}")
+    return f"'{arg}'"
