@@ -119,6 +119,10 @@ def observe(
     """One pass over the world, with what deciding each task of `deciding` reads worked out
     (`ready`). `canon`: the run's canonicaliser, when loading the fleet already used one."""
     inventory, table = settled_scans(settings)
+    if vantage_problem(inventory, table) is not None:
+        # Taken again once: a server that exited between the listing and the scan (its last
+        # window just killed) is gone, not seen from elsewhere.
+        inventory, table = settled_scans(settings)
     windows = {r.window_name for r in fleet.records.values() if r.backend == "tmux"}
     servers = Servers(settings, inventory, table)
     slots = {r.worktree for r in fleet.records.values()}
