@@ -1,6 +1,6 @@
 """Step 1, the endpoint (the order and why: `act/steps.py`): TASK's own window, its agent
-asked to quit first, killed by the ids the decision saw, each time only after the window was
-checked to be that one still."""
+asked to quit first, its panes killed by the ids the decision saw, each time only after the
+window was checked to be that one still; an interrupt before the kill kills nothing."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ __all__ = ["step_endpoint"]
 def step_endpoint(
     run: Run, record: Record, decided: Endpoint, protected: frozenset[int]
 ) -> list[Proc]:
-    """Kill TASK's window by id after snapshotting its panes' process trees; confirm it is gone.
+    """Kill TASK's window's panes by id after snapshotting their process trees; confirm the
+    window is gone.
 
     Only the window ids seen when deciding are killed (in whatever session they are now: a
     moved window is still TASK's). Right before the quit keys and again right before the
@@ -142,10 +143,6 @@ def step_endpoint(
         return snapshot
     run.note(StepName.ENDPOINT, target, said)
     return snapshot
-
-
-def _panes_of(inv: TmuxInventory, window_id: str) -> list[Pane]:
-    return [p for p in inv.panes if p.window_id == window_id]
 
 
 def _decided_panes(inv: TmuxInventory, decided: Endpoint, record: Record) -> list[Pane]:

@@ -1,4 +1,6 @@
-"""The tmux adapter: one listing of the whole server, and killing a window by its id.
+"""The tmux adapter: one listing of the whole server (and of the user's other servers, asked
+in parallel), a pane's quit keys with their `synchronize-panes` check in one command, and
+killing a pane by its id.
 
 Everything goes through libtmux's command runner (`libtmux.common.tmux_cmd`), with three
 additions the runner lacks and a teardown needs:
