@@ -312,11 +312,12 @@ def unreadable_inventory(c: Case) -> Refusal | None:
     if c.record.backend != "tmux" or inventory.status != InventoryStatus.ERROR:
         return None
     error = inventory.error or "unknown error"
+    doubt = inventory.doubt
     return _refusal(
         Verdict.UNSAFE,
-        [causes.InventoryUnreadable(error)],
+        [causes.InventoryUnreadable(error, doubt=doubt)],
         [inventory_hint(error)],
-        causes.InventoryUnreadable(error, headline=True),
+        causes.InventoryUnreadable(error, headline=True, doubt=doubt),
     )
 
 

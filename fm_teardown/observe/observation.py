@@ -24,6 +24,7 @@ from fm_teardown.model.world import (
     EndpointOwners,
     EndpointState,
     Environment,
+    InventoryDoubt,
     InventoryStatus,
     Observation,
     Pane,
@@ -126,9 +127,12 @@ def observe(
     windows = {r.window_name for r in fleet.records.values() if r.backend == "tmux"}
     servers = Servers(settings, inventory, table)
     slots = {r.worktree for r in fleet.records.values()}
-    doubt = servers.fleet_doubt(windows, slots) or vantage_problem(inventory, table)
+    doubt = servers.fleet_doubt(windows, slots)
+    vantage = vantage_problem(inventory, table) if doubt is None else None
+    if vantage is not None:
+        doubt = InventoryDoubt.VANTAGE, vantage
     if doubt is not None:
-        inventory = TmuxInventory(InventoryStatus.ERROR, error=doubt)
+        inventory = TmuxInventory(InventoryStatus.ERROR, error=doubt[1], doubt=doubt[0])
     return ready(assemble(settings, fleet, inventory, table, remembered, canon), fleet, deciding)
 
 

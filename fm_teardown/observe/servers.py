@@ -34,7 +34,13 @@ from fm_teardown.model.paths import is_within
 from fm_teardown.model.process_kind import is_tmux
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.values import value
-from fm_teardown.model.world import InventoryStatus, Proc, ProcessTable, TmuxInventory
+from fm_teardown.model.world import (
+    InventoryDoubt,
+    InventoryStatus,
+    Proc,
+    ProcessTable,
+    TmuxInventory,
+)
 
 __all__ = ["Server", "Servers", "named_server", "vantage_problem"]
 
@@ -187,7 +193,9 @@ class Servers:
                 found.append(Server(min(pids), path, listing))
         return found
 
-    def fleet_doubt(self, windows: set[str], slots: Iterable[str]) -> str | None:
+    def fleet_doubt(
+        self, windows: set[str], slots: Iterable[str]
+    ) -> tuple[InventoryDoubt, str] | None:
         """Why the server fm reads may not be the fleet's (docs/spec.md §15.3), or None.
 
         `windows`: the records' `fm-<id>` window names; `slots`: their slots. Once the server
@@ -205,7 +213,7 @@ class Servers:
         servers = self.others()
         reading = _reading(self._settings, inventory, socket)
         if servers is None:
-            return (
+            return InventoryDoubt.SERVER_UNLISTED, (
                 f"{reading}, and whether another tmux server of this user holds them cannot "
                 "be told (/proc/net/unix cannot be read)"
             )
@@ -220,14 +228,14 @@ class Servers:
             more = "" if len(names) <= 3 else f" and {len(names) - 3} more"
             others = _named(s for s, _ in holders[1:])
             also = f" (and {len(holders) - 1} other server(s): {others})" if others else ""
-            return (
+            return InventoryDoubt.FLEET_ELSEWHERE, (
                 f"{reading}, but the tmux server on {server} holds {', '.join(names[:3])}"
                 f"{more}{also}: point fm at it with {tmux.selecting(server.socket)}"
             )
         unsure = [(s, why) for s in servers if s.why and (why := self._may_hold(s, socket, slots))]
         if unsure:
             server, why = unsure[0]
-            return (
+            return InventoryDoubt.SERVER_UNLISTED, (
                 f"{reading}, and the tmux server pid {server.pid} ({why}) cannot be listed: "
                 f"{server.why}"
             )
