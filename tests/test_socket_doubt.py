@@ -231,6 +231,11 @@ def test_a_default_server_without_the_fleets_windows_is_doubt(
         assert f"FM_TMUX_SOCKET={fleet.tmux.socket}" in doc["hints"][0]
         r = fleet.fm("teardown", older.id, env=env)
         assert r.returncode == 5, r.stdout + r.stderr
+        # The audit and --landed alike: never "nothing to do" under doubt.
+        for args in (["--dry-run"], ["--landed"], ["--landed", "--dry-run"]):
+            r = fleet.fm("teardown", *args, env=env)
+            out = r.stdout + r.stderr
+            assert r.returncode == 5 and f"FM_TMUX_SOCKET={fleet.tmux.socket}" in out, (args, out)
         assert fleet.snapshot(slot) == before and not any(gone(p) for p in newer.pids)
     finally:
         subprocess.run([*default, "kill-server"], env=env, capture_output=True, check=False)
