@@ -38,6 +38,7 @@ Environment:
   FM_TMUX_SOCKET, FM_TMUX_SOCKET_NAME        the tmux server (as -S, -L)
   FM_TREEHOUSE_BIN                           the pool executable
   FM_QUIT_GRACE_SECS                         wait for an agent asked to quit
+  FM_QUIT_HOOK_GRACE_SECS                    ... and for its exit hooks (30 s)
   FM_TERM_GRACE_SECS, FM_KILL_WAIT_SECS      waits after SIGTERM, SIGKILL
   FM_GIT_FETCH_TIMEOUT_SECS, FM_TMUX_TIMEOUT_SECS, FM_TREEHOUSE_TIMEOUT_SECS
   FM_TREEHOUSE_RETURN_LOCK_RETRIES, FM_TREEHOUSE_RETURN_LOCK_RETRY_WAIT_SECS,

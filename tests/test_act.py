@@ -498,12 +498,14 @@ def test_processes_in_tasktmp_end_even_when_the_slot_is_gone(fleet: Fleet) -> No
 
 
 def _tmux_ignoring_kill_window(fleet: Fleet) -> dict[str, str]:
-    """A tmux on PATH whose kill-window does nothing: the window survives its kill."""
+    """A tmux on PATH whose kill-window and kill-pane do nothing: the window survives its
+    kill."""
     shim = fleet.root / "shim"
     shim.mkdir()
     real = shutil.which("tmux")
     (shim / "tmux").write_text(
-        f'#!/bin/sh\nfor a in "$@"; do [ "$a" = kill-window ] && exit 0; done\nexec {real} "$@"\n'
+        '#!/bin/sh\nfor a in "$@"; do case "$a" in kill-window|kill-pane) exit 0;; esac; done\n'
+        f'exec {real} "$@"\n'
     )
     (shim / "tmux").chmod(0o755)
     return fleet.env(PATH=f"{shim}:{os.environ['PATH']}")

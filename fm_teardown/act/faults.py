@@ -4,7 +4,8 @@
 - `pause:<boundary>:<file>`: creates `<file>.reached` and waits (up to 120 s) until `<file>`
   is removed, so a test can change the world between two steps.
 
-Boundaries: before-endpoint, after-endpoint, before-recheck, after-processes, after-save,
+Boundaries: before-endpoint, before-kill (the endpoint step's last check done, its panes
+not yet killed), after-endpoint, before-recheck, after-processes, after-save,
 after-pool, in-sweep (after each sidecar removed), before-meta, after-record. Unset, this
 costs one environment lookup.
 """

@@ -17,14 +17,17 @@ from fm_teardown.model.world import Proc, ProcessTable
 __all__ = [
     "REAP_WAIT",
     "Signalled",
+    "children",
     "foreground_group",
     "group_gone",
+    "identity",
     "leads_group",
     "read_argv0",
     "same_process",
     "scan",
     "send",
     "stat_fields",
+    "stat_name",
     "terminate",
     "tty_name",
     "wait_reaped",
@@ -336,12 +339,56 @@ def terminate(
         (signal.SIGKILL, "SIGKILL", kill_wait),
     ):
         live = [t for t in targets if same_process(t.pid, t.start_time)]
-        if not live or (sig == signal.SIGKILL and interrupts.requested()):
-            return live
         for t in live:
+            # An interrupt never hastens a signal: once asked to stop, no further signal goes
+            # out (not the SIGKILL after the grace, nor the SIGTERM of the next target).
+            if interrupts.requested():
+                return [t for t in live if same_process(t.pid, t.start_time)]
             entry = log.setdefault(t.pid, Signalled(t.pid, t.start_time, t.name))
             outcome = send(t, sig)
             if outcome is not None:
                 entry.signals.append(name if outcome == "sent" else f"{name} ({outcome})")
+        if not live:
+            return live
         targets = _poll_gone(live, wait)
     return [t for t in targets if same_process(t.pid, t.start_time)]
+
+
+# -- a process's descendants, for the wait after an agent's quit keys -------------------------
+
+
+def children(pid: int) -> list[int]:
+    """The pids of `pid`'s children now, from `/proc/<pid>/task/<tid>/children` (every
+    thread's: a child belongs to the thread that forked it); [] when it cannot be read."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    out: list[int] = []
+    for tid in tids:
+        raw = _read(f"/proc/{pid}/task/{tid}/children")
+        if raw:
+            out += [int(x) for x in raw.split() if x.isdigit()]
+    return out
+
+
+def identity(pid: int) -> tuple[float, bool] | None:
+    """`pid`'s start time (psutil's formula, as the scan's) and whether it is a zombie; None
+    when it is gone or cannot be read."""
+    clock = _clock()
+    fields = stat_fields(pid)
+    if clock is None or fields is None or len(fields) < 20:
+        return None
+    boot, ticks = clock
+    try:
+        return float(fields[19]) / ticks + boot, fields[0] == b"Z"
+    except ValueError:
+        return None
+
+
+def stat_name(pid: int) -> str | None:
+    """`pid`'s name (comm) from `/proc/<pid>/stat`, or None when it cannot be read."""
+    raw = _read(f"/proc/{pid}/stat")
+    if not raw:
+        return None
+    return raw[raw.find(b"(") + 1 : raw.rfind(b")")].decode("utf-8", "replace")

@@ -19,6 +19,7 @@ from fm_teardown.model.world import InventoryStatus, Spared
 
 __all__ = [
     "blocked_hints",
+    "inventory_hint",
     "listed",
     "live_owner_hints",
     "shell_where",
@@ -137,3 +138,12 @@ def unlanded_hints(c: Case, landed: LandedLike) -> list[str]:
         else "nothing is saved first: it is lost"
     )
     return [land, f"or, last, discard it: fm teardown {c.task} --force ({kept})"]
+
+
+def inventory_hint(error: str) -> str:
+    """What to do when the tmux inventory cannot be read: the refusal of one task and of the
+    audit and `--landed` alike."""
+    return (
+        f"point fm at the fleet's tmux server: set FM_TMUX_SOCKET (the socket path) or "
+        f"FM_TMUX_SOCKET_NAME (as for tmux -L); what fm found: {error}; then re-run"
+    )

@@ -15,6 +15,7 @@ from enum import StrEnum
 
 from fm_teardown.model.not_landed import NotLandedWhy
 from fm_teardown.model.values import value
+from fm_teardown.model.world import InventoryDoubt
 
 __all__ = [
     "LISTED",
@@ -203,6 +204,8 @@ class Observed:
 class InventoryUnreadable:
     error: str
     headline: bool = False
+    # Why a tmux server that answered is no inventory fm may read; None: no answer at all.
+    doubt: InventoryDoubt | None = None
 
 
 @value

@@ -35,6 +35,9 @@ class Settings:
     # Grace between SIGTERM and SIGKILL, and the wait after SIGKILL.
     term_grace: float = 3.0
     quit_grace: float = 5.0  # wait for an agent asked to quit by its keys, before any signal
+    # The longest wait, once the agent asked to quit has descendants (its exit hooks: Claude
+    # Code's SessionEnd, a notes export), for the agent and all of them to be gone.
+    quit_hook_grace: float = 30.0
     kill_wait: float = 3.0
     # Bounded wait for `git fetch` of the default branch (issue 4: a failure is inconclusive).
     fetch_timeout: float = 30.0
@@ -120,6 +123,7 @@ def load(state_dir_flag: str | None = None, env: Mapping[str, str] | None = None
         treehouse_timeout=_float(env, "FM_TREEHOUSE_TIMEOUT_SECS", Settings.treehouse_timeout),
         term_grace=_float(env, "FM_TERM_GRACE_SECS", Settings.term_grace),
         quit_grace=_float(env, "FM_QUIT_GRACE_SECS", Settings.quit_grace),
+        quit_hook_grace=_float(env, "FM_QUIT_HOOK_GRACE_SECS", Settings.quit_hook_grace),
         kill_wait=_float(env, "FM_KILL_WAIT_SECS", Settings.kill_wait),
         fetch_timeout=_float(env, "FM_GIT_FETCH_TIMEOUT_SECS", Settings.fetch_timeout),
         lock_timeout=_float(env, "FM_LOCK_WAIT_SECS", Settings.lock_timeout),

@@ -25,6 +25,7 @@ __all__ = [
     "EndpointOwners",
     "EndpointState",
     "Environment",
+    "InventoryDoubt",
     "InventoryStatus",
     "Observation",
     "Orphan",
@@ -76,6 +77,14 @@ class InventoryStatus(StrEnum):
     ERROR = "error"  # the listing failed otherwise: every endpoint is unreadable
 
 
+class InventoryDoubt(StrEnum):
+    """Why a listing fm got is still no inventory it may read (docs/spec.md §15.3)."""
+
+    FLEET_ELSEWHERE = "fleet-elsewhere"  # another server holds the records' windows
+    SERVER_UNLISTED = "server-unlisted"  # a server that may hold them cannot be listed
+    VANTAGE = "vantage"  # fm does not see the files the fleet's server sees
+
+
 @value
 class TmuxInventory:
     """One listing of every pane of the server."""
@@ -83,6 +92,7 @@ class TmuxInventory:
     status: InventoryStatus
     panes: tuple[Pane, ...] = ()
     error: str | None = None
+    doubt: InventoryDoubt | None = None  # ERROR because of it
 
     @cached_property
     def server_pids(self) -> frozenset[int]:
