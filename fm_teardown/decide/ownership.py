@@ -20,7 +20,7 @@ from typing import TypeVar, overload
 from fm_teardown.decide.census import placement, terminals
 from fm_teardown.model.leases import lease_name, lease_task
 from fm_teardown.model.plan import Owner, OwnerKind
-from fm_teardown.model.process_kind import ProcessClass, classify_proc, named
+from fm_teardown.model.process_kind import ProcessClass, classify_proc, is_tmux, named
 from fm_teardown.model.records import Fleet, Record
 from fm_teardown.model.values import value
 from fm_teardown.model.world import (
@@ -30,6 +30,7 @@ from fm_teardown.model.world import (
     PoolEntry,
     Proc,
     SlotClaim,
+    SlotFacts,
 )
 
 __all__ = [
@@ -370,8 +371,12 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> Owners:
     # A person's terminal no task holds (the census's kind 5: a shell, an editor, a REPL in
     # someone's pane, an ssh login) is someone's live work, as an agent in a pane is (spec
     # §15.4): one owner per pane, or per terminal in no pane. In a pane whose agent is an owner
-    # already, it is that owner's too.
-    for person in terminals(task_id, obs):
+    # already, it is that owner's too. A slot that holds a tmux server or client (an operator
+    # ran `tmux` there: its first pane's shell is there too) is refused (5) whenever it would
+    # be returned and left alone otherwise (spec §7a): nothing lifts that, so it is what the
+    # refusal says, and no person there is offered for discarding.
+    people = () if _holds_tmux(facts, obs) else terminals(task_id, obs)
+    for person in people:
         held = by_pane.get(person.pane) if person.pane is not None else None
         if held is not None and held in owners:
             prev = owners[held]
@@ -450,6 +455,13 @@ class _Overlay:
         out = Owners(group.owners, mine, tuple(added), replaced)
         out.live_owners = tuple(o for _, o in sorted(live, key=lambda p: p[0]))
         return out
+
+
+def _holds_tmux(facts: SlotFacts | None, obs: Observation) -> bool:
+    servers = obs.inventory.server_pids
+    return facts is not None and any(
+        p.pid in servers or is_tmux(p.name, p.argv0) for p in facts.procs if not p.zombie
+    )
 
 
 def _agents(procs: tuple[Proc, ...]) -> list[Proc]:
