@@ -44,6 +44,7 @@ Environment:
   FM_TREEHOUSE_RETURN_LOCK_RETRIES, FM_TREEHOUSE_RETURN_LOCK_RETRY_WAIT_SECS,
   FM_STALE_WORKTREE_LOCK_AGE_SECS            a git index.lock in the way
   FM_LOCK_WAIT_SECS                          wait for a lock another process holds
+  FM_AGENT_NAMES                             more agents, comma-separated (fm runbook agents)
   GROK_HOME, FM_CONFIG_OVERRIDE, FM_ATTRIBUTION_LOCK_ATTEMPTS   firstmate duties
   NO_MISTAKES_GATE, FM_GATE_REFUSE_BYPASS    the gate-agent refusal
   NO_COLOR                                   plain output on a terminal

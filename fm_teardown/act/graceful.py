@@ -210,7 +210,7 @@ def _note_children(proc: Proc, seen: dict[int, Proc]) -> None:
                 continue
             name = processes.stat_name(pid) or "?"
             seen[pid] = Proc(
-                pid, proc.pid, name, None, None, ident[0], read_argv0=processes.read_argv0
+                pid, proc.pid, name, None, None, ident[0], read_cmdline=processes.read_cmdline
             )
             todo.append(pid)
 

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 
 from fm_teardown.adapters import interrupts
-from fm_teardown.model.world import Proc, ProcessTable
+from fm_teardown.model.world import Proc, ProcessTable, parse_cmdline
 
 __all__ = [
     "REAP_WAIT",
@@ -23,6 +23,7 @@ __all__ = [
     "identity",
     "leads_group",
     "read_argv0",
+    "read_cmdline",
     "same_process",
     "scan",
     "send",
@@ -35,8 +36,8 @@ __all__ = [
 
 
 def scan() -> ProcessTable:
-    """pid, ppid, name, argv[0], cwd, start time, terminal and its foreground process group
-    of every visible process, in one pass.
+    """pid, ppid, name, command line (read on first use), cwd, start time, terminal and its
+    foreground process group of every visible process, in one pass.
 
     On Linux /proc is read directly (three small reads per process, about four times faster
     than psutil's per-process objects, which matters for a fleet of a thousand panes); start
@@ -80,19 +81,34 @@ def _read(path: str) -> bytes | None:
         os.close(fd)
 
 
-def read_argv0(pid: int) -> str:
-    """argv[0] of `pid` from /proc ("" when it cannot be read)."""
+# How much of a command line is read: argv[0] and, for an interpreter, the script or package
+# it runs come first. A longer one reads as cut (`world.parse_cmdline`): an interpreter whose
+# script is not within it is doubt, never "no agent".
+CMDLINE_BOUND = 4096
+
+
+def read_cmdline(pid: int) -> str:
+    """`/proc/<pid>/cmdline` as text, up to `CMDLINE_BOUND` bytes, each argument ended by a
+    NUL ("" when it cannot be read). One read gives argv[0] and what follows it; a read that
+    fills the bound loses its last NUL, so it reads as cut."""
     try:
         fd = os.open(f"/proc/{pid}/cmdline", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return ""
     try:
-        raw = os.read(fd, 4096)
+        raw = os.read(fd, CMDLINE_BOUND)
     except OSError:
         return ""
     finally:
         os.close(fd)
-    return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+    if len(raw) >= CMDLINE_BOUND:
+        raw = raw.rstrip(b"\0")
+    return raw.decode("utf-8", "replace")
+
+
+def read_argv0(pid: int) -> str:
+    """argv[0] of `pid` from /proc ("" when it cannot be read)."""
+    return read_cmdline(pid).split("\0", 1)[0]
 
 
 def tty_name(tty_nr: int) -> str | None:
@@ -139,9 +155,11 @@ def _scan_proc() -> ProcessTable:
             cwd = cwd[: -len(" (deleted)")]  # as psutil reports it
         name = comm
         argv0: str | None = None  # read on first use (world.Proc)
+        args: tuple[str, ...] | None = None
+        cut = False
         if len(comm) >= 15:
             # The kernel truncates comm to 15 bytes; psutil extends it from argv[0].
-            argv0 = read_argv0(pid)
+            argv0, args, cut = parse_cmdline(read_cmdline(pid))
             base = os.path.basename(argv0)
             if argv0 and base.startswith(comm):
                 name = base
@@ -154,9 +172,11 @@ def _scan_proc() -> ProcessTable:
             cwd or None,
             start,
             state == b"Z",
-            read_argv0=read_argv0,
+            read_cmdline=read_cmdline,
             tty=tty_name(tty_nr),
             tpgid=max(tpgid, 0),
+            args=args,
+            cut=cut,
         )
         children.setdefault(ppid, []).append(pid)
     return ProcessTable(procs, None, {k: tuple(v) for k, v in children.items()})
@@ -181,6 +201,7 @@ def _scan_psutil() -> ProcessTable:
                 ppid=int(info.get("ppid") or 0),
                 name=str(info.get("name") or ""),
                 argv0=str(cmdline[0]) if cmdline else "",
+                args=tuple(str(a) for a in cmdline[1:]) if cmdline else None,
                 # The kernel already reports the resolved cwd; no further realpath needed.
                 cwd=cwd,
                 start_time=float(info["create_time"]),

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from fm_teardown.decide.case import Case
 from fm_teardown.decide.sparing import Blocker
 from fm_teardown.model.causes import LISTED
-from fm_teardown.model.plan import LandedLike, Owner
+from fm_teardown.model.plan import LandedLike, Owner, OwnerKind
 from fm_teardown.model.results import Terminal
 from fm_teardown.model.world import InventoryStatus, Spared
 
@@ -97,17 +97,44 @@ def live_owner_hints(c: Case, live: list[Owner]) -> list[str]:
         hints.append("--force does not lift this: it discards only this task's own work")
     hints.append(f"let {names} finish (or end it), then re-run")
     if len(live) == 1 and not blind:
+        owner = live[0]
+        if owner.kind in (OwnerKind.PROCESS, OwnerKind.TERMINAL):
+            hints.append(_discard_process(c, owner))
+            return hints
         saved = (
-            f"; its uncommitted work is saved first under refs/fm/discarded/{live[0].id}/<time>"
-            if live[0].id in c.fleet.records and c.force_saves
+            f"; its uncommitted work is saved first under refs/fm/discarded/{owner.id}/<time>"
+            if owner.id in c.fleet.records and c.force_saves
             else "; nothing of it is saved first"
         )
         hints.append(
-            f"last resort, destroys {live[0].id}'s live work in this slot (its processes there "
+            f"last resort, destroys {owner.id}'s live work in this slot (its processes there "
             f"are ended and the tree is reset{saved}): "
-            f"fm teardown {c.task} --force --discard-live-owner={live[0].id}"
+            f"fm teardown {c.task} --force --discard-live-owner={owner.id}"
         )
     return hints
+
+
+def _discard_process(c: Case, owner: Owner) -> str:
+    """The last resort against a `pid:` owner (an agent, a person's terminal), saying what is
+    saved and what is not: what its processes hold only in memory is lost; the tree's files
+    are saved (under TASK's name) only where the forced plan saves them."""
+    memory = (
+        "an editor's unsaved buffers, a shell's or REPL's session"
+        if owner.kind == OwnerKind.TERMINAL
+        else "the agent's session"
+    )
+    tree = (
+        f"files written to the tree and its commits are saved first under "
+        f"refs/fm/discarded/{c.task}/<time> when they hold work not landed, then the tree is "
+        "reset"
+        if c.force_saves
+        else "the tree is reset and nothing of it is saved"
+    )
+    return (
+        f"last resort, destroys {owner.id}'s live work in this slot: its processes there are "
+        f"ended and what they hold only in memory is lost ({memory}); {tree}: "
+        f"fm teardown {c.task} --force --discard-live-owner={owner.id}"
+    )
 
 
 def unlanded_hints(c: Case, landed: LandedLike) -> list[str]:

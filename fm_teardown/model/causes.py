@@ -40,6 +40,7 @@ __all__ = [
     "NotLanded",
     "Observed",
     "ObservedKind",
+    "OthersAtWork",
     "PlanChanged",
     "PlanTokens",
     "PoolNotReady",
@@ -94,6 +95,13 @@ class LiveOwners:
     """The headline of a live-owner refusal: who works in the slot."""
 
     owners: tuple[LiveOwner, ...]
+
+
+@value
+class OthersAtWork:
+    """`--landed --include-live` refuses a task whose own endpoint is alive when someone else
+    works in its slot too (another task's endpoint, an agent, a person's terminal): mass
+    cleanup never ends another's work (spec §15.4). Who works there is said beside it."""
 
 
 @value
@@ -310,6 +318,7 @@ Cause = (
     SlotOwned
     | LiveOwner
     | LiveOwners
+    | OthersAtWork
     | LiveChildren
     | ChildEndpoint
     | NotLanded

@@ -16,7 +16,7 @@ from dataclasses import replace
 from fm_teardown.adapters import processes, tmux
 from fm_teardown.adapters.pool import PoolReader
 from fm_teardown.model.paths import Canonicalizer, canonical, tmp_root_of
-from fm_teardown.model.process_kind import ProcessClass, classify
+from fm_teardown.model.process_kind import ProcessClass, classify_proc
 from fm_teardown.model.records import Fleet, RecordProblem, parse_record, read_meta
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.world import (
@@ -327,7 +327,7 @@ def assemble(
             exists=exists,
             claim=claim,
             pool=reader.view(record.worktree, slot),
-            agents=tuple(p for p in procs if classify(p.name, p.argv0) == ProcessClass.AGENT),
+            agents=tuple(p for p in procs if classify_proc(p) == ProcessClass.AGENT),
             procs=procs,
             git_problem=slot_git_problem(slot, record.project, commons[project], canon, dotgit)
             if dotgit is not None
@@ -385,7 +385,7 @@ class _Placer:
 
     def place(self, pid: int) -> Placement:
         proc = self._table.procs[pid]
-        agent = classify(proc.name, proc.argv0) == ProcessClass.AGENT
+        agent = classify_proc(proc) == ProcessClass.AGENT
         owner = self._owners.get(pid)
         if owner is not None:
             return Placement(agent, owner, tty=proc.tty)
