@@ -44,7 +44,20 @@ SEP = "\x1f"  # tmux under LC_ALL=C prints a tab in a -F format as `_`
 SHELLS = frozenset({"zsh", "bash", "sh", "dash", "ash", "ksh", "mksh", "tcsh", "csh", "fish"})
 AGENT_SUBSTRINGS = ("claude", "codex", "opencode", "gemini", "aider", "grok", "kimi")
 AGENT_NAMES = frozenset(
-    {"cursor-agent", "pi", "pi-signed", "pi-launcher", "Pi", "muse", "goose", "amp", "qwen"}
+    {
+        "cursor-agent",
+        "pi",
+        "pi-signed",
+        "pi-launcher",
+        "Pi",
+        "muse",
+        "goose",
+        "amp",
+        "qwen",
+        "agy",
+        "omp",
+        "copilot",
+    }
 )
 AGENT_PREFIXES = ("muse-bin-", "cursor-agent")
 HARNESS_DIRS = frozenset({*AGENT_SUBSTRINGS, "cursor-agent", "pi", "muse"})

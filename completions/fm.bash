@@ -9,7 +9,7 @@
 # ${XDG_DATA_HOME:-~/.local/share}/bash-completion/completions/fm (`fm --install-completion bash`).
 
 # The runbooks of `fm runbook NAME` (the same list as fm_teardown.commands.completion.RUNBOOKS).
-_fm_runbooks=(live-owner stale-slot unlanded unsafe failed invalid git-lock mass-cleanup plan-changed)
+_fm_runbooks=(live-owner stale-slot unlanded unsafe failed invalid git-lock mass-cleanup plan-changed agents)
 
 # _fm_line: the command line as whole shell words. bash splits COMP_WORDS at every character of
 # COMP_WORDBREAKS (`=`, `:`, `@` ...), so `--discard-live-owner=lease:ci` arrives in five

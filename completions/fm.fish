@@ -10,7 +10,7 @@
 # (`fm --install-completion fish`), or `source` it.
 
 # The runbooks of `fm runbook NAME` (the same list as fm_teardown.commands.completion.RUNBOOKS).
-set -g __fm_runbooks live-owner stale-slot unlanded unsafe failed invalid git-lock mass-cleanup plan-changed
+set -g __fm_runbooks live-owner stale-slot unlanded unsafe failed invalid git-lock mass-cleanup plan-changed agents
 
 # The command: the first word after `fm` that is no root option (or a root option's SHELL).
 function __fm_command

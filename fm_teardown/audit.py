@@ -20,10 +20,13 @@ from typing import TYPE_CHECKING
 
 from fm_teardown.decide import finished
 from fm_teardown.decide.audit import Audit, AuditRow, row, shared_slots, unusable
+from fm_teardown.decide.hints import inventory_hint
 from fm_teardown.decide.rules import decide_all
+from fm_teardown.model.errors import refused
 from fm_teardown.model.plan import Flags
-from fm_teardown.model.records import Record, load_fleet
+from fm_teardown.model.records import Fleet, Record, load_fleet
 from fm_teardown.model.settings import Settings
+from fm_teardown.model.world import InventoryStatus, Observation
 from fm_teardown.observe.loose_ends import orphans
 from fm_teardown.observe.observation import observe, ready
 from fm_teardown.pipeline import meta_inode
@@ -31,13 +34,30 @@ from fm_teardown.pipeline import meta_inode
 if TYPE_CHECKING:
     from fm_teardown.model.landing import LandedFacts
 
-__all__ = ["audit"]
+__all__ = ["audit", "refuse_unreadable_inventory"]
+
+
+def refuse_unreadable_inventory(fleet: Fleet, obs: Observation) -> None:
+    """The audit and `--landed` refuse (exit 5) as one task's run does when the tmux inventory
+    cannot be read (fm reads a server that is not the fleet's, tmux does not answer): no
+    task's window can be confirmed gone, and nothing the audit said of them would hold."""
+    error = obs.inventory.error or "unknown error"
+    if obs.inventory.status != InventoryStatus.ERROR:
+        return
+    if not any(r.backend == "tmux" for r in fleet.records.values()):
+        return
+    raise refused(
+        f"the tmux inventory could not be read, so no task's window can be confirmed gone: {error}",
+        inventory_hint(error),
+        unchanged=True,
+    )
 
 
 def audit(settings: Settings, opts: finished.Options | None = None) -> Audit:
     opts = opts or finished.Options()
     fleet = load_fleet(settings.state_dir)
     obs = observe(settings, fleet)
+    refuse_unreadable_inventory(fleet, obs)
     flags = Flags(dry_run=True)
     rows: dict[str, AuditRow] = {}
     usable: list[str] = []

@@ -38,11 +38,13 @@ Environment:
   FM_TMUX_SOCKET, FM_TMUX_SOCKET_NAME        the tmux server (as -S, -L)
   FM_TREEHOUSE_BIN                           the pool executable
   FM_QUIT_GRACE_SECS                         wait for an agent asked to quit
+  FM_QUIT_HOOK_GRACE_SECS                    ... and for its exit hooks (30 s)
   FM_TERM_GRACE_SECS, FM_KILL_WAIT_SECS      waits after SIGTERM, SIGKILL
   FM_GIT_FETCH_TIMEOUT_SECS, FM_TMUX_TIMEOUT_SECS, FM_TREEHOUSE_TIMEOUT_SECS
   FM_TREEHOUSE_RETURN_LOCK_RETRIES, FM_TREEHOUSE_RETURN_LOCK_RETRY_WAIT_SECS,
   FM_STALE_WORKTREE_LOCK_AGE_SECS            a git index.lock in the way
   FM_LOCK_WAIT_SECS                          wait for a lock another process holds
+  FM_AGENT_NAMES                             more agents, comma-separated (fm runbook agents)
   GROK_HOME, FM_CONFIG_OVERRIDE, FM_ATTRIBUTION_LOCK_ATTEMPTS   firstmate duties
   NO_MISTAKES_GATE, FM_GATE_REFUSE_BYPASS    the gate-agent refusal
   NO_COLOR                                   plain output on a terminal

@@ -56,8 +56,12 @@ def select_landed(s: Settings, opts: Options) -> Selection:
     return Selection(
         tuple(r.task for r in chosen),
         {r.task: r.identity for r in chosen if r.identity is not None},
+        # A task `--include-live` took for its own live endpoint but where someone else works
+        # too refuses as a live owner (its verdict here), though its own dry run proceeds.
         tuple(
-            NotChosen(r.task, str(r.verdict), r.finished) for r in rows if not r.finished.finished
+            NotChosen(r.task, str(r.finished.verdict or r.verdict), r.finished)
+            for r in rows
+            if not r.finished.finished
         ),
     )
 

@@ -51,6 +51,33 @@ os.environ.update(
 )
 
 
+# The processes the tests start run on no terminal unless a test gives them one (a tmux pane,
+# a pty of their own): a process on a terminal in a slot is a person's (docs/spec.md §15.4),
+# and running the tests from a terminal must not make every stand-in one. pytest gives up its
+# controlling terminal (its output still goes there, and Ctrl-C still reaches its process
+# group when a shell leads the terminal's session). Run as the session leader itself (`script
+# -c pytest`), giving it up hangs up its own group: that hang-up is ignored for the moment.
+def _no_controlling_terminal() -> None:
+    import fcntl
+    import termios
+
+    try:
+        fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
+    except OSError:
+        return  # none to give up
+    hangup = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        fcntl.ioctl(fd, termios.TIOCNOTTY)
+    except OSError:
+        pass
+    finally:
+        signal.signal(signal.SIGHUP, hangup)
+        os.close(fd)
+
+
+_no_controlling_terminal()
+
+
 # This run's id, inherited by every process a test starts (the fleets put it into the
 # environments they build too): the session-end check below knows this run's processes by it.
 os.environ[TEST_RUN_VAR] = TEST_RUN

@@ -491,6 +491,8 @@ class Fleet:
             # The agent stand-ins (copies of sleep) never answer their quit keys: a short
             # grace keeps every teardown of a live endpoint from waiting the default 5 s.
             "FM_QUIT_GRACE_SECS": "0.3",
+            # ... and an agent with descendants (its exit hooks) keeps it waiting up to this.
+            "FM_QUIT_HOOK_GRACE_SECS": "2",
             TEST_RUN_VAR: TEST_RUN,
         }
         env.update(extra)

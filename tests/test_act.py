@@ -498,12 +498,14 @@ def test_processes_in_tasktmp_end_even_when_the_slot_is_gone(fleet: Fleet) -> No
 
 
 def _tmux_ignoring_kill_window(fleet: Fleet) -> dict[str, str]:
-    """A tmux on PATH whose kill-window does nothing: the window survives its kill."""
+    """A tmux on PATH whose kill-window and kill-pane do nothing: the window survives its
+    kill."""
     shim = fleet.root / "shim"
     shim.mkdir()
     real = shutil.which("tmux")
     (shim / "tmux").write_text(
-        f'#!/bin/sh\nfor a in "$@"; do [ "$a" = kill-window ] && exit 0; done\nexec {real} "$@"\n'
+        '#!/bin/sh\nfor a in "$@"; do case "$a" in kill-window|kill-pane) exit 0;; esac; done\n'
+        f'exec {real} "$@"\n'
     )
     (shim / "tmux").chmod(0o755)
     return fleet.env(PATH=f"{shim}:{os.environ['PATH']}")
@@ -526,9 +528,10 @@ def test_a_window_that_survives_its_kill_stops_the_run_unless_forced(fleet: Flee
 def test_a_shell_in_another_window_is_named_by_its_terminal_before_and_after(
     fleet: Fleet,
 ) -> None:
-    """Someone's shell cd'd into the slot (a pane of a window no task owns) is ended with the
-    slot's processes, as documented; the dry run and the real run both say which terminal
-    it was, so its owner can be told."""
+    """Someone's shell cd'd into the slot (a pane of a window no task owns) is a person's
+    terminal: a teardown refuses (4, `pid:<PID>` named with its pane and terminal) and leaves
+    it; only `--force --discard-live-owner=pid:<PID>` ends it, and then the dry run and the
+    real run both say which terminal it was (spec §15.4)."""
     slot = fleet.slot(1, holder=ID_T1)
     fleet.task(ID_T1, slot, "dead")
     window = fleet.tmux.new_window("ops", "desk", slot, "bash --norc --noprofile")
@@ -537,12 +540,21 @@ def test_a_shell_in_another_window_is_named_by_its_terminal_before_and_after(
     pane = (
         f"ops:desk ({fleet.tmux.run('display', '-p', '-t', window, '#{pane_id}').stdout.strip()})"
     )
+    before = fleet.snapshot(slot)
+    for dry in (("--dry-run",), (), ("--force",)):
+        code, doc = fleet.fm_json("teardown", ID_T1, *dry)
+        assert (code, doc["verdict"]) == (4, "live-owner"), doc
+        [owner] = [o for o in doc["owners"] if o["live"]]
+        assert (owner["id"], owner["kind"]) == (f"pid:{shell}", "terminal"), owner
+        assert pane in owner["why"] and tty in owner["why"] and fleet.tmux.socket in owner["why"]
+    assert fleet.snapshot(slot) == before and not gone(shell)
     where = f"bash ({shell}, a shell in tmux pane {pane} on {tty}, no task's"
-    code, plan = fleet.fm_json("teardown", ID_T1, "--dry-run")
+    discard = ("--force", f"--discard-live-owner=pid:{shell}")
+    code, plan = fleet.fm_json("teardown", ID_T1, "--dry-run", *discard)
     assert code == 0, plan
     planned = next(s for s in plan["steps"] if s["step"] == "processes")
     assert where + ": cd out of the slot to keep it)" in planned["detail"], planned
-    code, doc = fleet.fm_json("teardown", ID_T1)
+    code, doc = fleet.fm_json("teardown", ID_T1, *discard)
     assert code == 0, doc
     ran = next(s for s in doc["steps"] if s["step"] == "processes")
     assert ran["outcome"] == "done" and where + ")" in ran["detail"], ran

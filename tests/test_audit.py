@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -300,31 +299,19 @@ def test_a_secondmates_child_window_and_the_state_dirs_readme_are_no_loose_ends(
     assert {("window", stray), ("file", "notes.txt")} <= loose
 
 
-def test_a_long_why_is_cut_in_its_row_and_said_once_in_full_below(
-    fleet: Fleet, tmp_path: Path
-) -> None:
-    """Socket doubt names every tmux server in every row's reason: the table's rows stay
-    short, the reason is said once below them for the tasks it applies to, --json keeps it."""
-    import subprocess
-
+def test_a_long_why_is_cut_in_its_row_and_said_once_in_full_below(fleet: Fleet) -> None:
+    """A pool executable that cannot be used names its long path in every row's reason: the
+    table's rows stay short, the reason is said once below them for the tasks it applies
+    to, --json keeps it."""
     tasks = [tid(f"w{i}") for i in range(3)]
     for i, task in enumerate(tasks, start=1):
-        fleet.task(task, fleet.slot(i, holder=task), "alive")
-    private = Path(tempfile.mkdtemp(prefix="fmtt", dir="/tmp"))
-    try:
-        env = fleet.env(TMUX_TMPDIR=str(private))
-        env.pop("FM_TMUX_SOCKET")
-        env.pop("TMUX", None)
-        r = fleet.fm("teardown", "--dry-run", env=env)
-        doc = audit(fleet, env)
-    finally:
-        subprocess.run(
-            ["tmux", "kill-server"], env={**os.environ, "TMUX_TMPDIR": str(private)},
-            capture_output=True, check=False,
-        )  # fmt: skip
-        shutil.rmtree(private, ignore_errors=True)
+        fleet.task(task, fleet.slot(i, holder=task), "dead")
+    missing = fleet.root / ("a-pool-executable-installed-somewhere-far-away-" * 3) / "treehouse"
+    env = fleet.env(FM_TREEHOUSE_BIN=str(missing))
+    r = fleet.fm("teardown", "--dry-run", env=env)
+    doc = audit(fleet, env)
     assert r.returncode == 0, r.stderr
-    # Refused: its own endpoint cannot be confirmed gone, every server named.
+    # Refused: the pool cannot return the slot, the executable's path named in full.
     full = {row["task"]: row["finished"]["reason"] for row in doc["tasks"]}
     assert all(len(why) > 120 for why in full.values()), full  # what made 600-char rows
     lines = r.stdout.splitlines()
@@ -332,6 +319,5 @@ def test_a_long_why_is_cut_in_its_row_and_said_once_in_full_below(
     assert len(table) == 3 and all(len(x) < 250 for x in table), table
     assert all(x.endswith("…") for x in table)
     below = [x for x in lines if x.startswith("  ") and ", ".join(tasks) in x]
-    # (--json was a run of its own: the servers it names may differ by then.)
     assert len(below) == 1 and len(below[0]) > 120 + len(", ".join(tasks)), below
-    assert "tmux inventory could not be read" in below[0] and not below[0].endswith("…")
+    assert str(missing) in below[0] and not below[0].endswith("…")

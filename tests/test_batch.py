@@ -119,7 +119,8 @@ def test_landed_selects_exactly_what_the_audit_says_is_ready(fleet: Fleet) -> No
     assert summary(doc) == ready
     assert all(r["steps"] for r in doc["results"])
     s7 = next(n for n in doc["not_selected"] if n["task"] == ID_S7)
-    assert f"{ID_S6}'s endpoint" in s7["reason"] and s7["opt_in"] == "--include-live"
+    # No opt-in takes it: mass cleanup never ends another task's endpoint (spec §15.4).
+    assert f"{ID_S6}'s endpoint" in s7["reason"] and s7["opt_in"] is None
     assert fleet.snapshot(*mine, *recycled, dirty, stale) == before
     r = fleet.fm("teardown", "--landed", "--dry-run", "--min-age", "0")
     assert r.stdout.splitlines()[0] == f"--landed selected 3 tasks: {ID_M1}, {ID_M2}, {ID_S6}"

@@ -30,6 +30,7 @@ from fm_teardown.model.causes import (
     NotLanded,
     Observed,
     ObservedKind,
+    OthersAtWork,
     PlanChanged,
     PlanTokens,
     PoolNotReady,
@@ -59,6 +60,15 @@ CAUSES: list[tuple[Cause, str]] = [
         LiveOwners((_BOB, _LEASE, _PROC)),
         "bob is working in this slot; lease:ci holds the pool lease on this slot; pid:7 is "
         "working in this slot: tmux pane other:scratch (%4)",
+    ),
+    (
+        LiveOwners((LiveOwner("pid:8", "terminal", "alive", "bash (8) in tmux pane ops:sh (%5)"),)),
+        "pid:8 is working in this slot: bash (8) in tmux pane ops:sh (%5)",
+    ),
+    (
+        OthersAtWork(),
+        "--include-live takes a task whose own endpoint is alive, never one where someone else "
+        "works: mass cleanup ends no agent or terminal that is not its own",
     ),
     (LiveChildren("sm", ("sm/a", "sm/b")), "secondmate sm's home has a live task: sm/a, sm/b"),
     (

@@ -63,14 +63,14 @@ def test_landed_ends_no_agent_or_terminal_that_is_not_the_tasks_own(fleet: Fleet
     code, doc = fleet.fm_json("teardown", "--landed", "--dry-run")
     assert [r["task"] for r in doc["results"]] == [control], doc
     skipped = not_selected(doc)
-    for task in (operator, foreign, deep):  # an agent in someone's pane: a live owner
+    # An agent in someone's pane, a person's terminal: a live owner (spec §15.4).
+    for task in (operator, foreign, deep, shell):
         reason, opt_in = skipped[task]
         assert reason.startswith("refused (live-owner)") and opt_in is None, reason
         assert "still working in its slot: " in reason
-    for task in (orphan, shell):
-        reason, opt_in = skipped[task]
-        assert reason.startswith("still working in its slot: "), reason
-        assert opt_in == "--include-live"
+    # An agent in no pane: not finished, and no opt-in would take it (spec §15.4).
+    reason, opt_in = skipped[orphan]
+    assert reason.startswith("still working in its slot: ") and opt_in is None, reason
     assert f"claude ({in_pane})" in skipped[operator][0]
     assert "other:scratch" in skipped[operator][0]
     assert f"claude ({alone.pid}), an agent in no pane" in skipped[orphan][0]

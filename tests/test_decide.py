@@ -1618,8 +1618,9 @@ def test_the_branch_seen_when_deciding_is_deleted_after_the_return() -> None:
 
 
 def test_the_dry_run_names_a_shell_no_task_holds_as_a_shell_in_a_terminal() -> None:
-    """An operator's own shell cd'd into the slot is ended with the slot's processes: the
-    plan says which process that is before it happens; a task's own shell is not named so."""
+    """A shell on no terminal and in no pane (a script's) cd'd into the slot is ended with the
+    slot's processes: the plan says which process that is before it happens; a task's own
+    shell is not named so. (On a terminal it is a person's: see the next test.)"""
     world = World().task("a").worker(71).shell(72, of="a")
     world.others.setdefault(S1, []).append(Proc(73, 1, "zsh", "zsh", S1 + "/src", 3.0))
     d = world.decide("a")
@@ -1627,6 +1628,27 @@ def test_the_dry_run_names_a_shell_no_task_holds_as_a_shell_in_a_terminal() -> N
     assert "zsh (73, a shell in a terminal, no task's" in processes.detail, processes.detail
     assert "sleep (71)" in processes.detail
     assert "bash (72, a shell" not in processes.detail
+
+
+def test_a_terminal_no_task_holds_is_a_live_owner() -> None:
+    """spec §15.4: a process on a controlling terminal in no task's endpoint (an operator's
+    shell, an ssh login) is a person: a single teardown refuses (4), naming it `pid:<PID>`
+    with its terminal; only --force --discard-live-owner=pid:<PID> lifts it."""
+    world = World().task("a").worker(71).shell(72, of="a")
+    world.others.setdefault(S1, []).append(
+        Proc(73, 1, "zsh", "zsh", S1 + "/src", 3.0, tty="/dev/pts/9")
+    )
+    world.others[S1].append(Proc(74, 73, "vim", "vim", S1 + "/src", 4.0, tty="/dev/pts/9"))
+    d = world.decide("a")
+    assert d.verdict == Verdict.LIVE_OWNER
+    [owner] = [o for o in d.owners if o.live]
+    assert (owner.id, owner.kind) == ("pid:73", "terminal")
+    assert "zsh (73), vim (74)" in owner.why and "/dev/pts/9" in owner.why
+    assert not world.decide("a", force=True).plan  # --force alone does not lift it
+    d = world.decide("a", force=True, discard="pid:73")
+    assert d.verdict == Verdict.PROCEED
+    processes = next(s for s in d.plan if s.step == "processes")
+    assert "zsh (73" in processes.detail and "vim (74" in processes.detail
 
 
 def test_records_sharing_one_slot_are_decided_in_linear_work(

@@ -99,10 +99,15 @@ def test_landed_selects_only_finished_tasks_and_says_why_not_the_others(fleet: F
     assert [r["task"] for r in doc["results"]] == sorted([ids["merged"], ids["squash"]])
     skipped = not_selected(doc)
     assert set(skipped) == {ids[k] for k in ("fresh", "young", "pushed", "other", "stalelive")}
+    # Fresh has nothing of its own: no opt-in would include it (spec §15.4: an opt-in is
+    # offered only when it would), though the first condition it fails is its live endpoint.
     verdict, reason, opt = skipped[ids["fresh"]]
-    assert (verdict, opt) == ("proceed", "--include-live") and "endpoint is alive" in reason
+    assert (verdict, opt) == ("proceed", None) and "endpoint is alive" in reason
+    # Stalelive's slot holds other's (dead) window's shell too: --include-live would not take
+    # it (spec §15.4), so it is offered nothing.
     verdict, reason, opt = skipped[ids["stalelive"]]
-    assert (verdict, opt) == ("stale", "--include-live") and "endpoint is alive" in reason
+    assert (verdict, opt) == ("stale", None) and "endpoint is alive" in reason
+    assert f"{ids['other']}'s endpoint" in reason
     verdict, reason, opt = skipped[ids["young"]]
     assert (verdict, opt) == ("proceed", "--min-age 0") and "--min-age 1h" in reason
     verdict, reason, opt = skipped[ids["pushed"]]
@@ -134,11 +139,15 @@ def test_landed_selects_only_finished_tasks_and_says_why_not_the_others(fleet: F
     assert ids["young"] in [r["task"] for r in doc["results"]] and len(doc["results"]) == 3
     code, doc = fleet.fm_json("teardown", "--landed", "--dry-run", "--include-live")
     picked = [r["task"] for r in doc["results"]]
-    assert ids["stalelive"] in picked and ids["fresh"] not in picked and len(picked) == 3
-    assert not_selected(doc)[ids["fresh"]][2] == "--min-age 0"  # fresh is young, too
+    assert ids["stalelive"] not in picked and ids["fresh"] not in picked and len(picked) == 2
+    verdict, reason, opt = not_selected(doc)[ids["stalelive"]]
+    assert (verdict, opt) == ("live-owner", None) and reason.startswith("refused (live-owner)")
+    assert f"{ids['other']}'s endpoint" in reason
+    verdict, reason, opt = not_selected(doc)[ids["fresh"]]
+    assert opt is None and "--min-age 1h" in reason  # fresh is young, and has nothing of its own
     code, doc = fleet.fm_json("teardown", "--landed", "--dry-run", "--include-live", "--min-age=0")
     picked = [r["task"] for r in doc["results"]]
-    assert ids["fresh"] not in picked and len(picked) == 4
+    assert ids["fresh"] not in picked and len(picked) == 3
     verdict, reason, opt = not_selected(doc)[ids["fresh"]]
     assert opt is None and "nothing of its own" in reason
     # The real run ends only the finished ones.
@@ -350,11 +359,12 @@ def test_landed_selects_work_whose_recorded_pr_is_merged(fleet: Fleet) -> None:
     assert not (fleet.state / f"{task}.meta").exists()
 
 
-def test_someone_else_working_in_the_slot_is_not_finished_and_include_live_lifts_it(
+def test_someone_else_working_in_the_slot_is_not_finished_and_no_opt_in_lifts_it(
     fleet: Fleet,
 ) -> None:
-    """spec §14.1: an agent in no pane in a merged task's slot keeps the task from being
-    finished (listed with what it is), and `--include-live` is the one opt-in that lifts it."""
+    """spec §14.1, §15.4: an agent in no pane in a merged task's slot keeps the task from being
+    finished (listed with what it is); no opt-in lifts it, `--include-live` included: mass
+    cleanup never ends an agent that is not the task's own endpoint."""
     task = tid("orphaned")
     slot = fleet.slot(1, holder=task)
     fleet.task(task, slot, "dead", extra=OLD)
@@ -362,11 +372,13 @@ def test_someone_else_working_in_the_slot_is_not_finished_and_include_live_lifts
     code, doc = fleet.fm_json("teardown", "--landed", "--dry-run")
     assert (code, doc["results"]) == (0, []), doc
     reason, opt_in = not_selected(doc)[task][1:]
-    assert opt_in == "--include-live"
+    assert opt_in is None
     assert reason == f"still working in its slot: claude ({agent.pid}), an agent in no pane"
-    code, doc = fleet.fm_json("teardown", "--landed", "--dry-run", "--include-live")
-    assert [r["task"] for r in doc["results"]] == [task], doc
-    assert not gone(agent.pid)
+    for extra in ((), ("--min-age", "0", "--include-pushed")):
+        code, doc = fleet.fm_json("teardown", "--landed", "--include-live", *extra)
+        assert (code, doc["results"]) == (0, []), doc
+        assert not_selected(doc)[task][2] is None
+    assert not gone(agent.pid) and (fleet.state / f"{task}.meta").exists()
 
 
 def test_a_process_under_a_tmux_server_that_cannot_be_listed_is_doubt(fleet: Fleet) -> None:

@@ -160,9 +160,37 @@ CASES: list[tuple[StepResult, StepOutcome, str]] = [
             drift=(Drift(DriftWhat.SERVER, before=10, now=20),),
         ),
         F,
-        "asked claude (41): /exit Enter to quit; still running after 0.4s, so signalled: "
-        "claude (41); the tmux server is not the one seen when deciding (was pid 10, now pid "
-        "20: restarted?): window @3 not killed; decided again",
+        "asked claude (41): /exit Enter to quit; still running after 0.4s, left to quit by "
+        "itself: claude (41); the tmux server is not the one seen when deciding (was pid 10, "
+        "now pid 20: restarted?): window @3 not killed; decided again",
+    ),
+    (
+        EndpointResult(
+            EndpointWhat.INTERRUPTED,
+            ("@3",),
+            asked=("claude (41): /exit Enter",),
+            stayed=(CLAUDE,),
+            grace=1.8,
+        ),
+        F,
+        "asked claude (41): /exit Enter to quit; still running after 1.8s, left to quit by "
+        "itself: claude (41); interrupted before the kill: window @3 not killed, nothing "
+        "signalled",
+    ),
+    (
+        EndpointResult(
+            EndpointWhat.KILLED,
+            ("@3",),
+            asked=("claude (41): /exit Enter",),
+            left=(CLAUDE,),
+            grace=8.2,
+            hooks=(ProcRef("sh", 50), ProcRef("node", 51)),
+            hooks_stayed=(ProcRef("node", 51),),
+        ),
+        D,
+        "asked claude (41): /exit Enter to quit; waited 8.2s for its descendants (exit hooks); "
+        "finished: sh (50); still running when the wait ended: node (51); left on request: "
+        "claude (41); killed window @3; confirmed gone",
     ),
     (
         EndpointResult(EndpointWhat.KILLED, ("@3",), synchronized=("@3",)),

@@ -38,14 +38,14 @@ def poisoned(obs: Observation, read: list[int]) -> Iterator[None]:
     saved = {}
     for proc in obs.processes.procs.values():
         if proc._argv0 is None:
-            saved[proc.pid] = proc._read_argv0
-            proc._read_argv0 = record
+            saved[proc.pid] = proc._read_cmdline
+            proc._read_cmdline = record
     try:
         yield
     finally:
         for proc in obs.processes.procs.values():
             if proc.pid in saved:
-                proc._read_argv0 = saved[proc.pid]
+                proc._read_cmdline = saved[proc.pid]
 
 
 def guard(monkeypatch: pytest.MonkeyPatch, module: Any, name: str, read: list[int]) -> list[int]:

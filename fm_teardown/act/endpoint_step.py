@@ -1,18 +1,18 @@
 """Step 1, the endpoint (the order and why: `act/steps.py`): TASK's own window, its agent
-asked to quit first, killed by the ids the decision saw, each time only after the window was
-checked to be that one still."""
+asked to quit first, its panes killed by the ids the decision saw, each time only after the
+window was checked to be that one still; an interrupt before the kill kills nothing."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from fm_teardown.act import graceful
+from fm_teardown.act import faults, graceful
 from fm_teardown.act.run_state import EndpointChanged, Run, proc_refs
-from fm_teardown.adapters import processes, tmux
+from fm_teardown.adapters import interrupts, processes, tmux
 from fm_teardown.model.outcome import WINDOW_KILL_SIGNAL
 from fm_teardown.model.plan import Step, StepName
 from fm_teardown.model.records import Record
-from fm_teardown.model.results import EndpointResult, EndpointWhat
+from fm_teardown.model.results import Drift, DriftWhat, EndpointResult, EndpointWhat
 from fm_teardown.model.step_warnings import EndpointKept
 from fm_teardown.model.world import (
     Endpoint,
@@ -29,7 +29,8 @@ __all__ = ["step_endpoint"]
 def step_endpoint(
     run: Run, record: Record, decided: Endpoint, protected: frozenset[int]
 ) -> list[Proc]:
-    """Kill TASK's window by id after snapshotting its panes' process trees; confirm it is gone.
+    """Kill TASK's window's panes by id after snapshotting their process trees; confirm the
+    window is gone.
 
     Only the window ids seen when deciding are killed (in whatever session they are now: a
     moved window is still TASK's). Right before the quit keys and again right before the
@@ -91,9 +92,17 @@ def step_endpoint(
             )
         now = processes.scan()
         _same_window(run, record, decided, before, now, farewell)
-    for wid in window_ids:
-        hung_up = graceful.hung_up(_panes_of(before, wid), now)
-        if tmux.kill_window(s, wid).returncode != 0:
+    faults.at("before-kill")
+    if interrupts.requested():
+        # An interrupt never hastens a signal: an agent that got its quit keys is left to
+        # quit by itself, and nothing is killed.
+        raise run.fail(StepName.ENDPOINT, target, replace(said, what=EndpointWhat.INTERRUPTED))
+    # The decided panes, by pane id: a pane joined into the window since the last check is
+    # not one of them and is never killed (the window then stays, with it).
+    decided_panes = {p.pane_id for p in panes}
+    for pane in [p for p in before.panes if p.pane_id in decided_panes]:
+        hung_up = graceful.hung_up([pane], now, protected)
+        if tmux.kill_pane(s, pane.pane_id).returncode != 0:
             continue
         for proc in hung_up:
             # The kill hangs up their terminal: signalled by this run as much as by a kill.
@@ -112,6 +121,15 @@ def step_endpoint(
         )
     else:
         still = sorted({p.window_id for p in after.panes if p.window_id in window_ids})
+        joined = [
+            p for p in after.panes if p.window_id in window_ids and p.pane_id not in decided_panes
+        ]
+        if joined:
+            # Someone's pane joined the window between the last check and the kill: it was
+            # not killed, and the window is not the one decided on any more.
+            drift = tuple(Drift(DriftWhat.PANE_JOINED, p.pane_id, now=p.pane_pid) for p in joined)
+            changed = replace(said, what=EndpointWhat.CHANGED, drift=drift)
+            raise EndpointChanged(Step(StepName.ENDPOINT, target, "", changed.outcome, changed))
     if still:
         if not run.flags.force:
             raise run.fail(
@@ -125,10 +143,6 @@ def step_endpoint(
         return snapshot
     run.note(StepName.ENDPOINT, target, said)
     return snapshot
-
-
-def _panes_of(inv: TmuxInventory, window_id: str) -> list[Pane]:
-    return [p for p in inv.panes if p.window_id == window_id]
 
 
 def _decided_panes(inv: TmuxInventory, decided: Endpoint, record: Record) -> list[Pane]:
@@ -154,6 +168,8 @@ def _endpoint_said(
         stayed=proc_refs(farewell.stayed),
         grace=round(farewell.waited, 1),
         synchronized=farewell.synchronized,
+        hooks=proc_refs(farewell.hooks),
+        hooks_stayed=proc_refs(farewell.hooks_stayed),
     )
 
 

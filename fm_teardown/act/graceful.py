@@ -4,9 +4,12 @@ An agent killed by a signal may die mid-write; asked with its harness's own quit
 saves and exits. The keys go to TASK's own panes only (the panes of the window ids decided
 on, by pane id), and only to a pane whose foreground process group holds that agent and
 nothing but the agent and shells: keys typed into an editor, a pager or a busy tool would do
-something else; and only when the window's `synchronize-panes` is off, in one `send-keys`
-call per pane. Then fm waits up to `FM_QUIT_GRACE_SECS` (5 s by default), ending as soon as
-every agent asked is gone; whatever is left is signalled as before.
+something else; and only when the window's `synchronize-panes` is off, which tmux itself
+checks in the same command that types the keys (`tmux.quit_keys`). Then fm waits while the
+agent or any of its descendants (its exit hooks: Claude Code's SessionEnd, a notes export)
+still run, up to `FM_QUIT_HOOK_GRACE_SECS` (30 s), or up to `FM_QUIT_GRACE_SECS` (5 s) for an
+agent with no descendants, ending as soon as they are all gone. An interrupt ends the wait
+and sends nothing more: the endpoint step then stops before any signal.
 """
 
 from __future__ import annotations
@@ -109,68 +112,123 @@ def _foreground_agents(pane: Pane, table: ProcessTable) -> tuple[str | None, lis
 @value
 class Farewell:
     """Which agents were asked to quit, which left on request, which stayed, and how long fm
-    waited for them; the windows whose panes got no keys because of `synchronize-panes`."""
+    waited for them; the descendants (exit hooks) waited for, and those still running at the
+    end; the windows whose panes got no keys because of `synchronize-panes`."""
 
     asked: tuple[str, ...] = ()  # `claude (123): /exit Enter`
     left: tuple[Proc, ...] = ()
     stayed: tuple[Proc, ...] = ()
     waited: float = 0.0
     synchronized: tuple[str, ...] = ()
+    hooks: tuple[Proc, ...] = ()
+    hooks_stayed: tuple[Proc, ...] = ()
 
 
 def ask_to_quit(settings: Settings, panes: list[Pane], table: ProcessTable) -> Farewell:
-    """Send each pane's agent its quit keys, then wait (up to the grace, polling, ending
-    early) for those agents to be gone.
+    """Send each pane's agent its quit keys, then wait (polling, ending early) for those
+    agents and their descendants to be gone.
 
-    Keys go only to a pane whose window has `synchronize-panes` off, read right before the
-    keys: with it on, tmux would type them into every pane of the window (a shell there would
-    run `/exit`), so that window's agents get no keys and are left to the signals."""
+    Keys go only to a pane whose window has `synchronize-panes` off, checked by tmux in the
+    command that types them: with it on, tmux would type them into every pane of the window
+    (a shell there would run `/exit`), so that window's agents get no keys and are left to
+    the signals. No keys at all once an interrupt came."""
     keys_of = dict(QUIT_KEYS)
     asked: list[str] = []
     waiting: list[Proc] = []
     synchronized: list[str] = []
     for pane in panes:
+        if interrupts.requested():
+            break
         harness, agents = _foreground_agents(pane, table)
         if harness is None:
             continue
         if pane.window_id in synchronized:
             continue
-        if tmux.synchronized(settings, pane.pane_id) is not False:  # on, or cannot tell
-            synchronized.append(pane.window_id)
-            continue
         keys = keys_of[harness]
-        if not tmux.send_keys(settings, pane.pane_id, keys):
+        typed = tmux.quit_keys(settings, pane.pane_id, keys)
+        if typed is not tmux.Typed.SENT:
+            if typed is tmux.Typed.SYNCHRONIZED:  # on, or tmux could not say
+                synchronized.append(pane.window_id)
             continue
         for proc in agents:
             asked.append(f"{proc.name} ({proc.pid}): {_shown_keys(keys)}")
             waiting.append(proc)
     if not waiting:
         return Farewell(synchronized=tuple(synchronized))
+    return _wait(settings, waiting, table, tuple(asked), tuple(synchronized))
+
+
+def _wait(
+    settings: Settings,
+    waiting: list[Proc],
+    table: ProcessTable,
+    asked: tuple[str, ...],
+    synchronized: tuple[str, ...],
+) -> Farewell:
+    """Poll until the agents asked and every descendant of theirs (seen now or at any poll
+    since: an exit hook started after the keys, one left behind when its agent exited) are
+    gone, or the grace is over, or an interrupt came. Each is known by pid and start time."""
     start = time.monotonic()
-    deadline = start + settings.quit_grace
-    stayed = waiting
+    hooks: dict[int, Proc] = {}
+    for agent in waiting:
+        for proc in table.tree(agent.pid):
+            if proc.pid != agent.pid and not proc.zombie:
+                hooks.setdefault(proc.pid, proc)
+    stayed = list(waiting)
+    running: list[Proc] = list(hooks.values())
     while True:
         stayed = [p for p in stayed if processes.same_process(p.pid, p.start_time)]
-        if not stayed or time.monotonic() >= deadline or interrupts.requested():
+        for proc in [*stayed, *running]:
+            _note_children(proc, hooks)
+        running = [p for p in hooks.values() if processes.same_process(p.pid, p.start_time)]
+        grace = settings.quit_hook_grace if hooks else settings.quit_grace
+        over = time.monotonic() - start >= grace
+        if (not stayed and not running) or over or interrupts.requested():
             break
         time.sleep(0.02)
     left = tuple(p for p in waiting if p not in stayed)
-    waited = time.monotonic() - start
-    return Farewell(tuple(asked), left, tuple(stayed), waited, tuple(synchronized))
+    return Farewell(
+        asked,
+        left,
+        tuple(stayed),
+        time.monotonic() - start,
+        synchronized,
+        tuple(hooks.values()),
+        tuple(running),
+    )
 
 
-def hung_up(panes: list[Pane], table: ProcessTable) -> list[Proc]:
-    """The processes a window kill signals: closing a pane's terminal hangs up (SIGHUP) the
-    pane's own process and its terminal's foreground process group. Read right before the
-    kill, so that the run can say whom it signalled."""
+def _note_children(proc: Proc, seen: dict[int, Proc]) -> None:
+    """Add `proc`'s children running now (and theirs) to `seen`, each with its start time."""
+    todo = [proc.pid]
+    while todo and len(seen) < _MAX_HOOKS:
+        for pid in processes.children(todo.pop()):
+            if pid in seen:
+                continue
+            ident = processes.identity(pid)
+            if ident is None or ident[1]:
+                continue
+            name = processes.stat_name(pid) or "?"
+            seen[pid] = Proc(
+                pid, proc.pid, name, None, None, ident[0], read_cmdline=processes.read_cmdline
+            )
+            todo.append(pid)
+
+
+# Descendants followed at most (a fork bomb of hooks must not make the wait unbounded in memory).
+_MAX_HOOKS = 256
+
+
+def hung_up(
+    panes: list[Pane], table: ProcessTable, spared: frozenset[int] = frozenset()
+) -> list[Proc]:
+    """The processes of the panes a kill ends, read right before the kill: closing a pane's
+    terminal hangs up (SIGHUP) its own process and its terminal's foreground process group,
+    and the rest of the pane's processes lose their terminal with it. The journal lists
+    them all as signalled by the run (`spared`: fm's own, never listed)."""
     out: list[Proc] = []
     for pane in panes:
-        head = _groups(pane.pane_pid)
-        foreground = head[1] if head is not None else 0
         for proc in table.tree(pane.pane_pid):
-            if proc.zombie:
-                continue
-            groups = _groups(proc.pid) if proc.pid != pane.pane_pid else head
-            if proc.pid == pane.pane_pid or (groups is not None and groups[0] == foreground > 0):
+            if not proc.zombie and proc.pid not in spared:
                 out.append(proc)
     return out

@@ -12,19 +12,23 @@ import time
 from dataclasses import dataclass, field
 
 from fm_teardown.adapters import interrupts
-from fm_teardown.model.world import Proc, ProcessTable
+from fm_teardown.model.world import Proc, ProcessTable, parse_cmdline
 
 __all__ = [
     "REAP_WAIT",
     "Signalled",
+    "children",
     "foreground_group",
     "group_gone",
+    "identity",
     "leads_group",
     "read_argv0",
+    "read_cmdline",
     "same_process",
     "scan",
     "send",
     "stat_fields",
+    "stat_name",
     "terminate",
     "tty_name",
     "wait_reaped",
@@ -32,8 +36,8 @@ __all__ = [
 
 
 def scan() -> ProcessTable:
-    """pid, ppid, name, argv[0], cwd, start time, terminal and its foreground process group
-    of every visible process, in one pass.
+    """pid, ppid, name, command line (read on first use), cwd, start time, terminal and its
+    foreground process group of every visible process, in one pass.
 
     On Linux /proc is read directly (three small reads per process, about four times faster
     than psutil's per-process objects, which matters for a fleet of a thousand panes); start
@@ -77,19 +81,34 @@ def _read(path: str) -> bytes | None:
         os.close(fd)
 
 
-def read_argv0(pid: int) -> str:
-    """argv[0] of `pid` from /proc ("" when it cannot be read)."""
+# How much of a command line is read: argv[0] and, for an interpreter, the script or package
+# it runs come first. A longer one reads as cut (`world.parse_cmdline`): an interpreter whose
+# script is not within it is doubt, never "no agent".
+CMDLINE_BOUND = 4096
+
+
+def read_cmdline(pid: int) -> str:
+    """`/proc/<pid>/cmdline` as text, up to `CMDLINE_BOUND` bytes, each argument ended by a
+    NUL ("" when it cannot be read). One read gives argv[0] and what follows it; a read that
+    fills the bound loses its last NUL, so it reads as cut."""
     try:
         fd = os.open(f"/proc/{pid}/cmdline", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return ""
     try:
-        raw = os.read(fd, 4096)
+        raw = os.read(fd, CMDLINE_BOUND)
     except OSError:
         return ""
     finally:
         os.close(fd)
-    return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+    if len(raw) >= CMDLINE_BOUND:
+        raw = raw.rstrip(b"\0")
+    return raw.decode("utf-8", "replace")
+
+
+def read_argv0(pid: int) -> str:
+    """argv[0] of `pid` from /proc ("" when it cannot be read)."""
+    return read_cmdline(pid).split("\0", 1)[0]
 
 
 def tty_name(tty_nr: int) -> str | None:
@@ -136,9 +155,11 @@ def _scan_proc() -> ProcessTable:
             cwd = cwd[: -len(" (deleted)")]  # as psutil reports it
         name = comm
         argv0: str | None = None  # read on first use (world.Proc)
+        args: tuple[str, ...] | None = None
+        cut = False
         if len(comm) >= 15:
             # The kernel truncates comm to 15 bytes; psutil extends it from argv[0].
-            argv0 = read_argv0(pid)
+            argv0, args, cut = parse_cmdline(read_cmdline(pid))
             base = os.path.basename(argv0)
             if argv0 and base.startswith(comm):
                 name = base
@@ -151,9 +172,11 @@ def _scan_proc() -> ProcessTable:
             cwd or None,
             start,
             state == b"Z",
-            read_argv0=read_argv0,
+            read_cmdline=read_cmdline,
             tty=tty_name(tty_nr),
             tpgid=max(tpgid, 0),
+            args=args,
+            cut=cut,
         )
         children.setdefault(ppid, []).append(pid)
     return ProcessTable(procs, None, {k: tuple(v) for k, v in children.items()})
@@ -178,6 +201,7 @@ def _scan_psutil() -> ProcessTable:
                 ppid=int(info.get("ppid") or 0),
                 name=str(info.get("name") or ""),
                 argv0=str(cmdline[0]) if cmdline else "",
+                args=tuple(str(a) for a in cmdline[1:]) if cmdline else None,
                 # The kernel already reports the resolved cwd; no further realpath needed.
                 cwd=cwd,
                 start_time=float(info["create_time"]),
@@ -336,12 +360,56 @@ def terminate(
         (signal.SIGKILL, "SIGKILL", kill_wait),
     ):
         live = [t for t in targets if same_process(t.pid, t.start_time)]
-        if not live or (sig == signal.SIGKILL and interrupts.requested()):
-            return live
         for t in live:
+            # An interrupt never hastens a signal: once asked to stop, no further signal goes
+            # out (not the SIGKILL after the grace, nor the SIGTERM of the next target).
+            if interrupts.requested():
+                return [t for t in live if same_process(t.pid, t.start_time)]
             entry = log.setdefault(t.pid, Signalled(t.pid, t.start_time, t.name))
             outcome = send(t, sig)
             if outcome is not None:
                 entry.signals.append(name if outcome == "sent" else f"{name} ({outcome})")
+        if not live:
+            return live
         targets = _poll_gone(live, wait)
     return [t for t in targets if same_process(t.pid, t.start_time)]
+
+
+# -- a process's descendants, for the wait after an agent's quit keys -------------------------
+
+
+def children(pid: int) -> list[int]:
+    """The pids of `pid`'s children now, from `/proc/<pid>/task/<tid>/children` (every
+    thread's: a child belongs to the thread that forked it); [] when it cannot be read."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    out: list[int] = []
+    for tid in tids:
+        raw = _read(f"/proc/{pid}/task/{tid}/children")
+        if raw:
+            out += [int(x) for x in raw.split() if x.isdigit()]
+    return out
+
+
+def identity(pid: int) -> tuple[float, bool] | None:
+    """`pid`'s start time (psutil's formula, as the scan's) and whether it is a zombie; None
+    when it is gone or cannot be read."""
+    clock = _clock()
+    fields = stat_fields(pid)
+    if clock is None or fields is None or len(fields) < 20:
+        return None
+    boot, ticks = clock
+    try:
+        return float(fields[19]) / ticks + boot, fields[0] == b"Z"
+    except ValueError:
+        return None
+
+
+def stat_name(pid: int) -> str | None:
+    """`pid`'s name (comm) from `/proc/<pid>/stat`, or None when it cannot be read."""
+    raw = _read(f"/proc/{pid}/stat")
+    if not raw:
+        return None
+    return raw[raw.find(b"(") + 1 : raw.rfind(b")")].decode("utf-8", "replace")

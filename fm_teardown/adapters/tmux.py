@@ -1,4 +1,6 @@
-"""The tmux adapter: one listing of the whole server, and killing a window by its id.
+"""The tmux adapter: one listing of the whole server (and of the user's other servers, asked
+in parallel), a pane's quit keys with their `synchronize-panes` check in one command, and
+killing a pane by its id.
 
 Everything goes through libtmux's command runner (`libtmux.common.tmux_cmd`), with three
 additions the runner lacks and a teardown needs:
@@ -15,24 +17,35 @@ import contextlib
 import os
 import stat
 import threading
+import time
+from enum import Enum, auto
 
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.values import value
 from fm_teardown.model.world import InventoryStatus, Pane, TmuxInventory
 
 __all__ = [
+    "OTHER_SERVER_TIMEOUT",
     "PANE_FORMAT",
     "SEP",
     "TmuxResult",
+    "Typed",
     "fleet_socket",
     "held_socket",
-    "kill_window",
+    "held_sockets",
+    "kill_pane",
     "list_panes",
     "list_panes_at",
+    "list_panes_many",
+    "listening_sockets",
+    "owned",
+    "quit_keys",
     "run",
-    "send_keys",
-    "sessions_doubt",
-    "synchronized",
+    "same_socket",
+    "selecting",
+    "socket_dir",
+    "socket_variable",
+    "tmux_env",
 ]
 
 SEP = "\x1f"
@@ -81,12 +94,18 @@ def run(settings: Settings, *args: str) -> TmuxResult:
 
 
 def _run(argv: list[str], timeout: float) -> TmuxResult:
+    return _run_many([argv], timeout)[0]
+
+
+def _run_many(argvs: list[list[str]], timeout: float) -> list[TmuxResult]:
+    """Run each tmux command line at once, each in a worker thread, all within `timeout`:
+    a tmux child still running at the deadline is killed (that result `timed_out`)."""
     from libtmux import exc
     from libtmux.common import tmux_cmd
 
-    box: dict[str, object] = {}
+    boxes: list[dict[str, object]] = [{} for _ in argvs]
 
-    def call() -> None:
+    def call(argv: list[str], box: dict[str, object]) -> None:
         try:
             box["result"] = tmux_cmd(*argv)
         except exc.TmuxCommandNotFound:
@@ -94,26 +113,48 @@ def _run(argv: list[str], timeout: float) -> TmuxResult:
         except Exception as e:  # the runner's own failure: report, never crash
             box["error"] = f"tmux could not be run: {e}"
 
-    worker = threading.Thread(target=call, daemon=True)
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
+    workers = [
+        threading.Thread(target=call, args=(argv, box), daemon=True)
+        for argv, box in zip(argvs, boxes, strict=True)
+    ]
+    for worker in workers:
+        worker.start()
+    deadline = time.monotonic() + timeout
+    for worker in workers:
+        worker.join(max(0.0, deadline - time.monotonic()))
+    hung = [w.is_alive() for w in workers]
+    if any(hung):
         _kill_hung_tmux_children()
-        worker.join(2.0)
-        return TmuxResult(1, [], [f"tmux did not answer within {timeout:g}s"], True)
-    if "error" in box:
-        return TmuxResult(127, [], [str(box["error"])])
-    result = box["result"]
-    return TmuxResult(
-        int(getattr(result, "returncode", 1) or 0),
-        list(getattr(result, "stdout", [])),
-        list(getattr(result, "stderr", [])),
-    )
+        for worker in workers:
+            worker.join(2.0)
+    out: list[TmuxResult] = []
+    for late, box in zip(hung, boxes, strict=True):
+        if late:
+            out.append(TmuxResult(1, [], [f"tmux did not answer within {timeout:g}s"], True))
+        elif "error" in box:
+            out.append(TmuxResult(127, [], [str(box["error"])]))
+        else:
+            result = box["result"]
+            out.append(
+                TmuxResult(
+                    int(getattr(result, "returncode", 1) or 0),
+                    list(getattr(result, "stdout", [])),
+                    list(getattr(result, "stderr", [])),
+                )
+            )
+    return out
 
 
 def _kill_hung_tmux_children() -> None:
-    """Kill the tmux client we started (a script wrapping tmux too) and what it started."""
+    """Kill the tmux client we started (a script wrapping tmux too) and what it started,
+    each through `processes.send` (a pidfd, opened while its pid and start time are the
+    ones read here)."""
+    import signal
+
     import psutil
+
+    from fm_teardown.adapters import processes
+    from fm_teardown.model.world import Proc
 
     for child in psutil.Process(os.getpid()).children():
         try:
@@ -122,7 +163,8 @@ def _kill_hung_tmux_children() -> None:
                 continue
             for proc in [*child.children(recursive=True), child]:
                 with contextlib.suppress(psutil.Error):
-                    proc.kill()
+                    target = Proc(proc.pid, 0, proc.name(), None, None, proc.create_time())
+                    processes.send(target, signal.SIGKILL)
         except psutil.Error:
             continue
 
@@ -132,13 +174,13 @@ def _absent(stderr: list[str]) -> bool:
     return any(marker in text for marker in _ABSENT)
 
 
-def _socket_dir() -> str:
+def socket_dir() -> str:
     """Where tmux keeps the sockets of `-L NAME` and the default server."""
     return os.path.join(os.environ.get("TMUX_TMPDIR") or "/tmp", f"tmux-{os.getuid()}")
 
 
 def _default_socket() -> str:
-    return os.environ.get("TMUX", "").split(",")[0] or os.path.join(_socket_dir(), "default")
+    return os.environ.get("TMUX", "").split(",")[0] or os.path.join(socket_dir(), "default")
 
 
 def fleet_socket(settings: Settings) -> str:
@@ -146,11 +188,11 @@ def fleet_socket(settings: Settings) -> str:
     if settings.tmux_socket_path:
         return settings.tmux_socket_path
     if settings.tmux_socket_name:
-        return os.path.join(_socket_dir(), settings.tmux_socket_name)
+        return os.path.join(socket_dir(), settings.tmux_socket_name)
     return _default_socket()
 
 
-def _socket_variable(settings: Settings) -> str | None:
+def socket_variable(settings: Settings) -> str | None:
     """The variable that names the fleet's server, as set (None: the default server)."""
     if settings.tmux_socket_path:
         return f"FM_TMUX_SOCKET={settings.tmux_socket_path}"
@@ -159,19 +201,28 @@ def _socket_variable(settings: Settings) -> str | None:
     return None
 
 
+def selecting(socket: str) -> str:
+    """The variable setting that points fm at the server on `socket`."""
+    if os.path.dirname(socket) == socket_dir():
+        return f"FM_TMUX_SOCKET_NAME={os.path.basename(socket)} (or FM_TMUX_SOCKET={socket})"
+    return f"FM_TMUX_SOCKET={socket}"
+
+
 def _socket_problem(settings: Settings) -> str | None:
     """Why FM_TMUX_SOCKET or FM_TMUX_SOCKET_NAME cannot name a server, or None.
 
-    A socket that does not exist, or is not a socket, is a wrong setting, not "no server":
-    reading it as `missing` would make every other task look not live."""
-    var = _socket_variable(settings)
+    A path that is there but is not a socket (or cannot be read) is a wrong setting, not "no
+    server". A socket path that does not exist is no server there: whether that means the
+    fleet's server is gone or elsewhere is the observation's to tell (`observe/servers.py`),
+    from the other servers of the user and the records' windows."""
+    var = socket_variable(settings)
     if var is None:
         return None
     path = fleet_socket(settings)
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        return f"{var} names {path}, which does not exist"
+        return None
     except OSError as exc:
         return f"{var} names {path}, which cannot be read: {exc.strerror}"
     if not stat.S_ISSOCK(st.st_mode):
@@ -179,17 +230,17 @@ def _socket_problem(settings: Settings) -> str | None:
     return None
 
 
-# -- the user's other tmux servers, found by their sockets ------------------------------------
+# -- the user's other tmux servers: their sockets, and asking them ------------------------------
 #
-# Never by process name: a server binary may be renamed (a copy of tmux under another name
-# serves all the same). A server is a listening unix socket: any in the user's tmux socket
-# directory, and, anywhere else, one held by a process that serves terminals (the parent of a
-# process with a controlling terminal, itself without one) and that answers as tmux does.
+# Never by process name alone: a server binary may be renamed (a copy of tmux under another
+# name serves all the same). A server holds a listening unix socket; /proc/net/unix names the
+# path it was bound to even after that file was removed (and then nothing can connect to it).
+# Which processes are servers is the observation's to tell (`observe/servers.py`).
 
 _LISTENING = 0x10000  # __SO_ACCEPTCON in /proc/net/unix's Flags: a listening socket
 
 
-def _listening_sockets() -> dict[str, str] | None:
+def listening_sockets() -> dict[str, str] | None:
     """Socket inode -> path of every listening unix socket bound to a path (None: unreadable)."""
     out: dict[str, str] = {}
     try:
@@ -210,180 +261,100 @@ def _listening_sockets() -> dict[str, str] | None:
     return out
 
 
-def held_socket(pid: int, listening: dict[str, str] | None = None) -> str | None:
-    """The path of a listening unix socket that process `pid` holds, if any: how a server is
-    told from the processes it serves, whatever its name."""
-    listening = _listening_sockets() if listening is None else listening
+def held_sockets(pid: int, listening: dict[str, str]) -> list[str]:
+    """The paths of the listening unix sockets that process `pid` holds, as they were bound
+    (the file may be gone since): how a server is told from the processes it serves."""
     if not listening:
-        return None
+        return []
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:
-        return None
+        return []
+    out: list[str] = []
     for fd in fds:
         try:
             link = os.readlink(f"/proc/{pid}/fd/{fd}")
         except OSError:
             continue
         if link.startswith("socket:[") and link[8:-1] in listening:
-            return listening[link[8:-1]]
-    return None
-
-
-def _same_socket(a: str, b: str) -> bool:
-    try:
-        sa, sb = os.stat(a), os.stat(b)
-    except OSError:
-        return os.path.realpath(a) == os.path.realpath(b)
-    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
-
-
-def _terminal_servers() -> list[tuple[int, int]]:
-    """(pid, parent's pid) of this user's processes with a controlling terminal whose parent
-    has none: the parent serves terminals (a tmux server, an ssh daemon, a terminal)."""
-    uid = os.getuid()
-    info: dict[int, tuple[int, int]] = {}  # pid -> (ppid, tty_nr)
-    try:
-        entries = [n for n in os.listdir("/proc") if n.isdigit()]
-    except OSError:
-        return []
-    for n in entries:
-        try:
-            if os.stat(f"/proc/{n}").st_uid != uid:
-                continue
-            with open(f"/proc/{n}/stat", "rb") as f:
-                raw = f.read()
-        except OSError:
-            continue
-        fields = raw[raw.rfind(b")") + 2 :].split()
-        try:
-            info[int(n)] = (int(fields[1]), int(fields[4]))
-        except (IndexError, ValueError):
-            continue
-    out = []
-    for pid, (ppid, tty) in info.items():
-        parent = info.get(ppid)
-        if tty > 0 and ppid > 1 and parent is not None and parent[1] <= 0:
-            out.append((pid, ppid))
+            out.append(listening[link[8:-1]])
     return out
 
 
-@value
-class _Server:
-    """Another tmux server of the user: its socket, and its pid when it answered."""
-
-    socket: str
-    pid: int | None = None
-
-    def __str__(self) -> str:
-        return f"{self.socket} (pid {self.pid})" if self.pid else self.socket
+def held_socket(pid: int, listening: dict[str, str] | None = None) -> str | None:
+    """The first listening unix socket `pid` holds, if any."""
+    listening = listening_sockets() if listening is None else listening
+    held = held_sockets(pid, listening or {})
+    return held[0] if held else None
 
 
-def _user_servers(settings: Settings) -> list[_Server] | None:
-    """The user's tmux servers other than the fleet's, found by their sockets; None when
-    that cannot be told (/proc unreadable)."""
-    listening = _listening_sockets()
-    if listening is None:
+def same_socket(a: str, b: str) -> bool:
+    """The same socket file: by device and inode when both are there, else by path."""
+    try:
+        sa, sb = os.stat(a), os.stat(b)
+    except OSError:
+        return os.path.normpath(a) == os.path.normpath(b)
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def tmux_env(pid: int) -> tuple[str, int] | None:
+    """The `TMUX` variable tmux gives the processes of its panes, from `/proc/<pid>/environ`:
+    (the server's socket, the server's pid); None when absent or unreadable."""
+    try:
+        fd = os.open(f"/proc/{pid}/environ", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
         return None
-    fleet = fleet_socket(settings)
-    found: dict[str, _Server] = {}
-    sockdir = _socket_dir()
-    for path in sorted(set(listening.values())):
-        if os.path.dirname(path) == sockdir and not _same_socket(path, fleet):
-            found[path] = _Server(path, _answering_pid(settings, path))
-    checked: set[int] = set()
-    for _, server_pid in _terminal_servers():
-        if server_pid in checked:
-            continue
-        checked.add(server_pid)
-        held = held_socket(server_pid, listening)
-        if held is None or held in found or _same_socket(held, fleet):
-            continue
-        pid = _answering_pid(settings, held)
-        if pid is not None:  # it answers as tmux does
-            found[held] = _Server(held, pid)
-    return [found[p] for p in sorted(found)]
+    try:
+        raw = b""
+        while len(raw) < _ENVIRON_MAX:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            raw += chunk
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    for entry in raw.split(b"\0"):
+        if entry.startswith(b"TMUX="):
+            parts = entry[5:].decode("utf-8", "replace").rsplit(",", 2)
+            if len(parts) == 3 and parts[1].isdigit():
+                return parts[0], int(parts[1])
+            return None
+    return None
 
 
-def _answering_pid(settings: Settings, socket: str) -> int | None:
-    r = _run(["-u", f"-S{socket}", "display-message", "-p", "#{pid}"], settings.tmux_timeout)
-    text = r.stdout[0].strip() if r.returncode == 0 and r.stdout else ""
-    return int(text) if text.isdigit() else None
+_ENVIRON_MAX = 1 << 20
 
 
-def _servers_named(servers: list[_Server]) -> str:
-    shown = ", ".join(str(s) for s in servers[:5])
-    return shown + (f" and {len(servers) - 5} more" if len(servers) > 5 else "")
+def owned(pid: int) -> bool:
+    """Is process `pid` this user's?"""
+    try:
+        return os.stat(f"/proc/{pid}").st_uid == os.getuid()
+    except OSError:
+        return False
 
 
 def list_panes_at(settings: Settings, socket: str) -> TmuxInventory:
     """Every pane of the server on `socket` (another server of the user): so that a process
     in one of its panes can be named. No server there: NO_SERVER; any other failure: ERROR."""
-    result = _run(
-        ["-u", f"-S{socket}", "list-panes", "-a", "-F", PANE_FORMAT], settings.tmux_timeout
-    )
-    return _parsed(result, absent_ok=True)
+    return list_panes_many(settings, [socket])[socket]
 
 
-# The fleet's server answered earlier in this run: "no server" there later (its last window
-# was just killed) means that server is gone, not that fm looks at the wrong one.
-_answered: set[str] = set()
+# Another server of the user is asked for at most this long (it is no fleet's server fm was
+# pointed at: a hung one is "cannot be listed", and only counts where it may hold the fleet).
+OTHER_SERVER_TIMEOUT = 3.0
 
 
-def _no_server_doubt(settings: Settings, servers: list[_Server] | None, said: str) -> str:
-    """No server answers on the fleet's socket. With a socket variable set, that is doubt:
-    the variable names no running server. With none, the default server is authoritatively
-    gone only when no other tmux server of this user runs."""
-    var = _socket_variable(settings)
-    path = fleet_socket(settings)
-    if servers is None:
-        found = "whether another tmux server runs cannot be told (/proc unreadable)"
-    elif servers:
-        found = f"other tmux servers of this user are running: {_servers_named(servers)}"
-    else:
-        found = "no other tmux server of this user was found"
-    said = f" (tmux: {said})" if said else ""
-    if var is not None:
-        return f"{var}: no tmux server answers on {path}{said}; {found}"
-    return (
-        f"no tmux server answers on the default socket {path}{said}, but {found}; set "
-        "FM_TMUX_SOCKET (the socket path) or FM_TMUX_SOCKET_NAME (as for tmux -L) to the fleet's "
-        "server"
-    )
-
-
-def sessions_doubt(settings: Settings, inventory: TmuxInventory, sessions: set[str]) -> str | None:
-    """With no socket variable set, a default server that has none of the sessions the records
-    name while another tmux server of the user runs: fm may be looking at the wrong server
-    (the operator's own, say), where every fleet window would read `missing`. Once the
-    records' sessions were seen there in this run, their going later is the fleet's own doing
-    (a teardown killed their last window)."""
-    if _socket_variable(settings) is not None or not sessions:
-        return None
-    if inventory.status != InventoryStatus.OK:
-        return None
-    socket = fleet_socket(settings)
-    if any(p.session in sessions for p in inventory.panes):
-        _sessions_seen.add(socket)
-        return None
-    if socket in _sessions_seen:
-        return None
-    servers = _user_servers(settings)
-    if servers is not None and not servers:
-        return None
-    found = (
-        f"other tmux servers of this user are running: {_servers_named(servers)}"
-        if servers
-        else "whether another tmux server runs cannot be told (/proc unreadable)"
-    )
-    return (
-        f"the default tmux server ({socket}) has none of the sessions the records name "
-        f"({', '.join(sorted(sessions)[:5])}), and {found}; set FM_TMUX_SOCKET (the socket "
-        "path) or FM_TMUX_SOCKET_NAME (as for tmux -L) to the fleet's server"
-    )
-
-
-_sessions_seen: set[str] = set()
+def list_panes_many(settings: Settings, sockets: list[str]) -> dict[str, TmuxInventory]:
+    """Every pane of each server on `sockets`, asked all at once (one tmux client each)."""
+    timeout = min(settings.tmux_timeout, OTHER_SERVER_TIMEOUT)
+    argvs = [["-u", f"-S{socket}", "list-panes", "-a", "-F", PANE_FORMAT] for socket in sockets]
+    results = _run_many(argvs, timeout)
+    return {
+        socket: _parsed(result, absent_ok=True)
+        for socket, result in zip(sockets, results, strict=True)
+    }
 
 
 def _parsed(result: TmuxResult, *, absent_ok: bool) -> TmuxInventory:
@@ -412,58 +383,62 @@ def _parsed(result: TmuxResult, *, absent_ok: bool) -> TmuxInventory:
 
 
 def list_panes(settings: Settings) -> TmuxInventory:
-    """Every pane of the fleet's server in one call (no subprocess per task)."""
+    """Every pane of the fleet's server in one call (no subprocess per task). No server on
+    its socket (the file there or not) is NO_SERVER: the observation tells whether the
+    fleet's server is gone or elsewhere (`observe/servers.py`)."""
     problem = _socket_problem(settings)
     if problem:
-        servers = _user_servers(settings)
-        found = (
-            f"tmux servers of this user found: {_servers_named(servers)}"
-            if servers
-            else "no tmux server of this user was found"
-            if servers is not None
-            else "whether a tmux server runs cannot be told (/proc unreadable)"
-        )
-        return TmuxInventory(InventoryStatus.ERROR, error=f"{problem}; {found}")
+        return TmuxInventory(InventoryStatus.ERROR, error=problem)
     result = run(settings, "list-panes", "-a", "-F", PANE_FORMAT)
-    inventory = _parsed(result, absent_ok=True)
-    socket = fleet_socket(settings)
-    if inventory.status == InventoryStatus.NO_SERVER:
-        if socket in _answered:
-            return inventory  # it answered earlier in this run: it is gone now
-        servers = _user_servers(settings)
-        if _socket_variable(settings) is not None or servers != []:
-            doubt = _no_server_doubt(settings, servers, inventory.error or "")
-            return TmuxInventory(InventoryStatus.ERROR, error=doubt)
-        return inventory
-    if inventory.status == InventoryStatus.OK:
-        _answered.add(socket)
-    return inventory
+    return _parsed(result, absent_ok=True)
 
 
-def kill_window(settings: Settings, window_id: str) -> TmuxResult:
-    """Kill one window by its id (`@N`): exact, and immune to names containing `.` or `:`."""
-    return run(settings, "kill-window", "-t", window_id)
+def kill_pane(settings: Settings, pane_id: str) -> TmuxResult:
+    """Kill one pane by its id (`%N`): only the panes decided on are ever killed, so a pane
+    joined into the window after the last check survives (the window with it)."""
+    return run(settings, "kill-pane", "-t", pane_id)
 
 
-def send_keys(settings: Settings, pane_id: str, keys: tuple[tuple[str, bool], ...]) -> bool:
-    """Type `keys` into one pane by its id (`%N`) in ONE `send-keys` call, so that nothing
-    gets between them. Key names (`Enter`, `C-c`) are sent as keys; a literal text is sent as
-    its characters, which tmux does for any argument that is not a key name (the quit texts
-    all start with `/`, never a key name: `tests/test_graceful_quit.py` checks the table).
-    True when tmux took them."""
-    return run(settings, "send-keys", "-t", pane_id, *(text for text, _ in keys)).returncode == 0
+class Typed(Enum):
+    """What became of a pane's quit keys."""
+
+    SENT = auto()
+    SYNCHRONIZED = auto()  # `synchronize-panes` on (or tmux could not say): nothing typed
+    FAILED = auto()  # tmux refused (the pane is gone) or did not answer
 
 
-# -- the endpoint step's checks, right before it types into a pane or kills a window ------------
+_SENT_MARK = "fm:keys-sent"
+_SYNC_MARK = "fm:synchronized"
 
 
-def synchronized(settings: Settings, pane_id: str) -> bool | None:
-    """Whether the window of pane `pane_id` has `synchronize-panes` on (tmux then types keys
-    sent to one pane into every pane of the window); None when tmux cannot say."""
-    result = run(settings, "display-message", "-p", "-t", pane_id, "#{synchronize-panes}")
+def quit_keys(settings: Settings, pane_id: str, keys: tuple[tuple[str, bool], ...]) -> Typed:
+    """Type `keys` into one pane by its id (`%N`) only if its window's `synchronize-panes` is
+    off, in ONE tmux command that tmux evaluates itself (`if-shell -F` expands the format, no
+    shell runs): nothing gets between the check and the keys, and nothing between the keys.
+    Key names (`Enter`, `C-c`) are sent as keys; a literal text is sent as its characters,
+    which tmux does for any argument that is not a key name (the quit texts all start with
+    `/`, never a key name: `tests/test_graceful_quit.py` checks the table)."""
+    typed = " ".join(_quoted(text) for text, _ in keys)
+    result = run(
+        settings,
+        "if-shell",
+        "-F",
+        "-t",
+        pane_id,
+        "#{synchronize-panes}",
+        f"display-message -p {_SYNC_MARK}",
+        f"send-keys -t {_quoted(pane_id)} {typed} ; display-message -p {_SENT_MARK}",
+    )
+    said = "".join(result.stdout)
     if result.returncode != 0 or result.timed_out:
-        return None
-    value = "".join(result.stdout).strip()
-    if value not in ("0", "1", ""):
-        return None
-    return value == "1"
+        return Typed.FAILED
+    if _SENT_MARK in said:
+        return Typed.SENT
+    return Typed.SYNCHRONIZED
+
+
+def _quoted(arg: str) -> str:
+    """One argument in tmux's command syntax: single-quoted (nothing expands inside)."""
+    if "'" in arg or "\n" in arg:
+        raise ValueError(f"not a quit key fm sends: {arg!r}")
+    return f"'{arg}'"

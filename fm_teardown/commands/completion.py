@@ -50,6 +50,7 @@ RUNBOOKS: tuple[str, ...] = (
     "git-lock",
     "mass-cleanup",
     "plan-changed",
+    "agents",
 )
 
 SHELLS: tuple[str, ...] = ("bash", "zsh", "fish")

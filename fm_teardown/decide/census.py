@@ -14,26 +14,33 @@ from observation alone:
 6. anything else (servers, builds, watchers).
 
 Kinds 2-5 are someone still working there: a task with any of them is not finished
-(`finished.classify`). Where a process runs that cannot be told (a tmux server whose panes
-cannot be listed) is doubt. fm itself and its ancestors are left out: they are never signalled.
+(`finished.classify`), and mass cleanup ends none of them. Kinds 3 and 5 are live owners of a
+single teardown (`ownership.owners_of`): an agent `pid:<PID>` each; a person's terminal by
+its pane, or by its terminal when it is in no pane (`terminals`): one owner for the person working
+there, named by the first of its processes to start (the pane's shell, an ssh login's shell).
+Where a process runs that cannot be told (a tmux server whose panes cannot be listed), and
+whether an interpreter in no pane and on no terminal runs an agent when its command line
+cannot be read, are doubt. fm itself and its ancestors are left out: they are never signalled.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
 
-from fm_teardown.model.process_kind import ProcessClass, classify
+from fm_teardown.model.process_kind import ProcessClass, classify_proc, named
 from fm_teardown.model.values import value
-from fm_teardown.model.world import Observation, Placement, Proc
+from fm_teardown.model.world import Observation, PaneRef, Placement, Proc
 
 __all__ = [
     "Kind",
     "Member",
+    "Person",
     "census",
     "doubts",
     "kind_of",
     "placement",
     "still_working",
+    "terminals",
     "where_of",
 ]
 
@@ -61,7 +68,7 @@ class Member:
     place: Placement
 
     def __str__(self) -> str:
-        name = f"{self.proc.name or self.proc.argv0} ({self.proc.pid})"
+        name = named(self.proc)
         if self.place.doubt and self.kind != Kind.OTHER_ENDPOINT:
             return f"{name}, where it runs cannot be told"
         where = where_of(self.place)
@@ -83,7 +90,7 @@ def placement(obs: Observation, proc: Proc) -> Placement:
     found = obs.placements.get(proc.pid)
     if found is not None:
         return found
-    agent = classify(proc.name, proc.argv0) == ProcessClass.AGENT
+    agent = classify_proc(proc) == ProcessClass.AGENT
     return Placement(agent, obs.endpoint_owner.get(proc.pid), tty=proc.tty)
 
 
@@ -137,5 +144,68 @@ def still_working(task: str, obs: Observation) -> tuple[str, ...]:
 
 
 def doubts(task: str, obs: Observation) -> tuple[str, ...]:
-    """Why where a process in TASK's slot or temp dir runs cannot be told."""
-    return tuple(m.place.doubt for m in census(task, obs) if m.place.doubt and m.kind != Kind.OWN)
+    """Why where a process in TASK's slot or temp dir runs, or whether it is an agent, cannot
+    be told."""
+    out = []
+    for m in census(task, obs):
+        if m.place.doubt and m.kind != Kind.OWN:
+            out.append(m.place.doubt)
+        elif m.kind == Kind.OTHER and classify_proc(m.proc) == ProcessClass.UNSURE:
+            out.append(_unsure(m.proc))
+    return tuple(out)
+
+
+def _unsure(proc: Proc) -> str:
+    """An interpreter in no pane and on no terminal whose script cannot be read: an agent in
+    no pane is someone's live work unless it is TASK's own leftover, and that cannot be told
+    of it (spec §15.4: fail closed)."""
+    why = (
+        "its command line could not be read"
+        if proc.args is None
+        else "its command line was cut before what it runs"
+    )
+    return (
+        f"{proc.name or proc.argv0} ({proc.pid}) is an interpreter in no pane and on no "
+        f"terminal, and {why}: whether it runs an agent cannot be told"
+    )
+
+
+@value
+class Person:
+    """A person's terminal working in the slot (kind 5): the processes of one pane, or of
+    one terminal in no pane, that no task's endpoint holds; the owner `pid:<PID>` of a single
+    teardown, named by the first of them to start."""
+
+    members: tuple[Member, ...]
+    pane: PaneRef | None
+    tty: str | None
+
+    @property
+    def pid(self) -> int:
+        return min(self.members, key=lambda m: (m.proc.start_time, m.proc.pid)).proc.pid
+
+    @property
+    def names(self) -> str:
+        """Its processes in the slot, the first to start first: `bash (12), vim (15)`."""
+        ordered = sorted(self.members, key=lambda m: (m.proc.start_time, m.proc.pid))
+        shown = [named(m.proc) for m in ordered[:4]]
+        more = len(ordered) - len(shown)
+        return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+def terminals(task: str, obs: Observation) -> tuple[Person, ...]:
+    """Kind 5 in TASK's slot or temp dir, one per pane (or per terminal, for the processes in
+    no pane): each a person's work, whatever runs there (a shell, an editor, a REPL)."""
+    groups: dict[object, list[Member]] = {}
+    for m in census(task, obs):
+        if m.kind == Kind.TERMINAL and not m.place.doubt:
+            key = m.place.pane if m.place.pane is not None else ("tty", m.place.tty)
+            groups.setdefault(key, []).append(m)
+    return tuple(
+        Person(tuple(ms), ms[0].place.pane, ms[0].place.tty or _first_tty(ms))
+        for ms in groups.values()
+    )
+
+
+def _first_tty(members: list[Member]) -> str | None:
+    return next((m.place.tty for m in members if m.place.tty), None)

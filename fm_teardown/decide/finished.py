@@ -9,7 +9,8 @@ A task is finished when all of these hold:
    is a task still working; and no one else works in its slot or temp dir: no other task's
    endpoint, no agent that is not its own endpoint (in a pane or in none), no terminal no task
    holds (the slot census, `decide.census`); where a process there runs cannot be told (a
-   tmux server whose panes cannot be listed) is not finished either;
+   tmux server whose panes cannot be listed), or whether it is an agent, is not finished
+   either;
 3. it was launched at least `min_age` ago (spawn_gen's epoch, else started_at, else the
    meta's modification time);
 4. for `proceed`, its work is merged: in the default branch (any rung of the proof of
@@ -17,8 +18,11 @@ A task is finished when all of these hold:
    merged; a scout's report or an empty secondmate home counts. A task with no commits of
    its own and a clean tree is finished only when its endpoint is gone.
 
-Each opt-in lifts exactly one condition: `--include-live` (2, not the doubt), `--min-age` (3),
-`--include-pushed` (4: landed is enough). The audit and `--landed` both call `classify`, so
+Each opt-in lifts exactly one condition: `--include-live` (2: its own endpoint alive; never
+someone else working there, nor the doubt: a task `--include-live` takes for its own live
+endpoint refuses when someone else works in its slot too, listed with who, spec §15.4),
+`--min-age` (3), `--include-pushed` (4: landed is enough). A task is offered the opt-ins that
+would include it, and none when none would. The audit and `--landed` both call `classify`, so
 they cannot disagree; a batch calls it again at each task's turn. Pure: the clock and the
 meta's inode are read by the caller and passed in; the words of a reason are
 `report/messages.py`'s.
@@ -28,9 +32,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from fm_teardown.model.causes import OthersAtWork
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.reasons import Finished, FinishedWhy
 from fm_teardown.model.values import value
@@ -41,6 +47,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MIN_AGE",
+    "INCLUDE_LIVE",
+    "INCLUDE_PUSHED",
+    "MIN_AGE_0",
     "Options",
     "classify",
     "identity",
@@ -53,6 +62,10 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION = re.compile(r"(\d+)([smhd]?)")
 _SPAWN_GEN = re.compile(r"s(\d+)\.")
 _NOT_LIVE = ("dead", "missing")
+# The opt-ins, as a not-finished task offers them.
+INCLUDE_LIVE = "--include-live"
+INCLUDE_PUSHED = "--include-pushed"
+MIN_AGE_0 = "--min-age 0"
 
 
 @value
@@ -116,7 +129,56 @@ def classify(
 ) -> Finished:
     """`now`: the clock, in epoch seconds. `working`: who else still works in the task's
     slot or temp dir, each with where it runs (`census.still_working`); `doubt`: why that
-    cannot be told (`census.doubts`)."""
+    cannot be told (`census.doubts`).
+
+    The opt-in a task not finished is offered is one that would include it: the first
+    condition it fails is lifted, then the next, and the opt-ins are offered together only
+    when lifting them all makes it finished (none when no opt-ins would)."""
+    found = _classify(
+        verdict, headline, endpoint, endpoint_detail, record, landed, opts, now, working, doubt
+    )
+    if found.finished or found.opt_in is None:
+        return found
+    needed: list[str] = []
+    lifted, then = opts, found
+    while not then.finished and then.opt_in is not None and then.opt_in not in needed:
+        needed.append(then.opt_in)
+        lifted = _lift(lifted, then.opt_in)
+        then = _classify(
+            verdict,
+            headline,
+            endpoint,
+            endpoint_detail,
+            record,
+            landed,
+            lifted,
+            now,
+            working,
+            doubt,
+        )
+    return replace(found, opt_in=" ".join(needed) if then.finished else None)
+
+
+def _lift(opts: Options, opt_in: str) -> Options:
+    if opt_in == INCLUDE_LIVE:
+        return replace(opts, include_live=True)
+    if opt_in == INCLUDE_PUSHED:
+        return replace(opts, include_pushed=True)
+    return replace(opts, min_age=0.0)
+
+
+def _classify(
+    verdict: Verdict,
+    headline: Reason,
+    endpoint: str | None,
+    endpoint_detail: str,
+    record: Record | None,
+    landed: LandedFacts | None,
+    opts: Options,
+    now: float,
+    working: Sequence[str],
+    doubt: Sequence[str],
+) -> Finished:
     if verdict not in (Verdict.PROCEED, Verdict.STALE) or record is None:
         return refused(verdict, headline, working)
     live = endpoint not in _NOT_LIVE
@@ -124,22 +186,28 @@ def classify(
         return Finished(
             False,
             FinishedWhy.OWN_ENDPOINT_LIVE,
-            "--include-live",
+            INCLUDE_LIVE,
             endpoint=endpoint,
             endpoint_detail=endpoint_detail,
             working=tuple(working),
         )
     if doubt:
         return Finished(False, FinishedWhy.CANNOT_TELL, doubt=doubt[0])
-    if working and not opts.include_live:
-        return Finished(False, FinishedWhy.OTHERS_WORKING, "--include-live", working=tuple(working))
+    if working and live:
+        # Taken by --include-live for its own live endpoint, but someone else works there
+        # too: the task refuses, as a live owner does (spec §15.4).
+        return refused(Verdict.LIVE_OWNER, OthersAtWork(), working)
+    if working:
+        # Another task's endpoint, an agent that is not its own, a person's terminal: no
+        # opt-in lifts it; mass cleanup never ends another's work.
+        return Finished(False, FinishedWhy.OTHERS_WORKING, working=tuple(working))
     when, source = _launched_at(record)
     age = now - when
     if age < opts.min_age:
         return Finished(
             False,
             FinishedWhy.TOO_YOUNG,
-            "--min-age 0",
+            MIN_AGE_0,
             age=age,
             launched_from=source,
             min_age=opts.min_age,
@@ -156,4 +224,4 @@ def classify(
         return Finished(True, FinishedWhy.MERGED, proof=landed.merge_proof)
     if landed.landed and opts.include_pushed:
         return Finished(True, FinishedWhy.PUSHED, summary=summary)
-    return Finished(False, FinishedWhy.NOT_MERGED, "--include-pushed", summary=summary)
+    return Finished(False, FinishedWhy.NOT_MERGED, INCLUDE_PUSHED, summary=summary)

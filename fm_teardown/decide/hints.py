@@ -13,12 +13,13 @@ from collections.abc import Sequence
 from fm_teardown.decide.case import Case
 from fm_teardown.decide.sparing import Blocker
 from fm_teardown.model.causes import LISTED
-from fm_teardown.model.plan import LandedLike, Owner
+from fm_teardown.model.plan import LandedLike, Owner, OwnerKind
 from fm_teardown.model.results import Terminal
 from fm_teardown.model.world import InventoryStatus, Spared
 
 __all__ = [
     "blocked_hints",
+    "inventory_hint",
     "listed",
     "live_owner_hints",
     "shell_where",
@@ -96,17 +97,44 @@ def live_owner_hints(c: Case, live: list[Owner]) -> list[str]:
         hints.append("--force does not lift this: it discards only this task's own work")
     hints.append(f"let {names} finish (or end it), then re-run")
     if len(live) == 1 and not blind:
+        owner = live[0]
+        if owner.kind in (OwnerKind.PROCESS, OwnerKind.TERMINAL):
+            hints.append(_discard_process(c, owner))
+            return hints
         saved = (
-            f"; its uncommitted work is saved first under refs/fm/discarded/{live[0].id}/<time>"
-            if live[0].id in c.fleet.records and c.force_saves
+            f"; its uncommitted work is saved first under refs/fm/discarded/{owner.id}/<time>"
+            if owner.id in c.fleet.records and c.force_saves
             else "; nothing of it is saved first"
         )
         hints.append(
-            f"last resort, destroys {live[0].id}'s live work in this slot (its processes there "
+            f"last resort, destroys {owner.id}'s live work in this slot (its processes there "
             f"are ended and the tree is reset{saved}): "
-            f"fm teardown {c.task} --force --discard-live-owner={live[0].id}"
+            f"fm teardown {c.task} --force --discard-live-owner={owner.id}"
         )
     return hints
+
+
+def _discard_process(c: Case, owner: Owner) -> str:
+    """The last resort against a `pid:` owner (an agent, a person's terminal), saying what is
+    saved and what is not: what its processes hold only in memory is lost; the tree's files
+    are saved (under TASK's name) only where the forced plan saves them."""
+    memory = (
+        "an editor's unsaved buffers, a shell's or REPL's session"
+        if owner.kind == OwnerKind.TERMINAL
+        else "the agent's session"
+    )
+    tree = (
+        f"files written to the tree and its commits are saved first under "
+        f"refs/fm/discarded/{c.task}/<time> when they hold work not landed, then the tree is "
+        "reset"
+        if c.force_saves
+        else "the tree is reset and nothing of it is saved"
+    )
+    return (
+        f"last resort, destroys {owner.id}'s live work in this slot: its processes there are "
+        f"ended and what they hold only in memory is lost ({memory}); {tree}: "
+        f"fm teardown {c.task} --force --discard-live-owner={owner.id}"
+    )
 
 
 def unlanded_hints(c: Case, landed: LandedLike) -> list[str]:
@@ -137,3 +165,12 @@ def unlanded_hints(c: Case, landed: LandedLike) -> list[str]:
         else "nothing is saved first: it is lost"
     )
     return [land, f"or, last, discard it: fm teardown {c.task} --force ({kept})"]
+
+
+def inventory_hint(error: str) -> str:
+    """What to do when the tmux inventory cannot be read: the refusal of one task and of the
+    audit and `--landed` alike."""
+    return (
+        f"point fm at the fleet's tmux server: set FM_TMUX_SOCKET (the socket path) or "
+        f"FM_TMUX_SOCKET_NAME (as for tmux -L); what fm found: {error}; then re-run"
+    )

@@ -4,9 +4,10 @@ Owners are the other records that claim the slot (the same canonical slot, or on
 inside it or containing it), any pool lease on the slot that is not TASK's (a lease held by
 another task is that task's claim), another task whose live endpoint has a process working in
 the slot, an agent in the slot or TASK's temp dir that runs in a pane of no task's endpoint
-(any session, any tmux server of the user: spec §14.1), and (only when another record also
-claims the slot) an agent in the slot in no pane. When none is live, the slot's current owner
-is resolved from the lease, then the launch order.
+(any session, any tmux server of the user: spec §14.1), a person's terminal there that no
+task holds (a shell, an editor, a REPL in someone's pane, an ssh login: spec §15.4), and
+(only when another record also claims the slot) an agent in the slot in no pane. When none is
+live, the slot's current owner is resolved from the lease, then the launch order.
 """
 
 from __future__ import annotations
@@ -16,13 +17,21 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar, overload
 
-from fm_teardown.decide.census import placement
+from fm_teardown.decide.census import placement, terminals
 from fm_teardown.model.leases import lease_name, lease_task
 from fm_teardown.model.plan import Owner, OwnerKind
-from fm_teardown.model.process_kind import ProcessClass, classify
+from fm_teardown.model.process_kind import ProcessClass, classify_proc, is_tmux, named
 from fm_teardown.model.records import Fleet, Record
 from fm_teardown.model.values import value
-from fm_teardown.model.world import EndpointState, Observation, PoolEntry, Proc, SlotClaim
+from fm_teardown.model.world import (
+    EndpointState,
+    Observation,
+    PaneRef,
+    PoolEntry,
+    Proc,
+    SlotClaim,
+    SlotFacts,
+)
 
 __all__ = [
     "Claimants",
@@ -323,6 +332,7 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> Owners:
     # One in no pane is TASK's leftover when TASK is the slot's only claimant, else an owner.
     tmp = obs.tasktmp.get(task_id)
     agents = [*(facts.agents if facts is not None else ()), *_agents(tmp.procs if tmp else ())]
+    by_pane: dict[PaneRef, str] = {}  # the owner each pane's agent made
     for proc in dict.fromkeys(agents):
         if proc.pid in obs.endpoint_owner or proc.pid in obs.env.protected:
             continue
@@ -333,6 +343,7 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> Owners:
             # A window named as a task's endpoint (`fm-<id>`, on any tmux server of the user)
             # whose record fm did not read (another fleet home's, one written since): that
             # task is working here, named as the owner by its id.
+            by_pane.setdefault(pane, named)
             if named in owners and owners[named].live:
                 continue  # an owner already (the slot claim names it, say)
             why = (
@@ -343,6 +354,7 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> Owners:
         elif pane is not None:
             # Someone's pane (a window named as TASK's own but not TASK's endpoint included:
             # on another server, say): refused, never signalled as a stranger.
+            by_pane.setdefault(pane, f"pid:{proc.pid}")
             _add_process_owner(
                 owners,
                 proc,
@@ -356,6 +368,39 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> Owners:
                 slot,
                 f"agent process {_name(proc)} runs in this slot and belongs to no task's endpoint",
             )
+    # A person's terminal no task holds (the census's kind 5: a shell, an editor, a REPL in
+    # someone's pane, an ssh login) is someone's live work, as an agent in a pane is (spec
+    # §15.4): one owner per pane, or per terminal in no pane. In a pane whose agent is an owner
+    # already, it is that owner's too. A slot that holds a tmux server or client (an operator
+    # ran `tmux` there: its first pane's shell is there too) is refused (5) whenever it would
+    # be returned and left alone otherwise (spec §7a): nothing lifts that, so it is what the
+    # refusal says, and no person there is offered for discarding.
+    people = () if _holds_tmux(facts, obs) else terminals(task_id, obs)
+    for person in people:
+        held = by_pane.get(person.pane) if person.pane is not None else None
+        if held is not None and held in owners:
+            prev = owners[held]
+            owners[held] = Owner(
+                prev.id,
+                prev.kind,
+                prev.endpoint,
+                prev.live,
+                prev.slot,
+                f"{prev.why}; its pane's terminal works in this slot too: {person.names}",
+            )
+            continue
+        where = f"in {person.pane}" if person.pane is not None else "in no tmux pane"
+        tty = f", on terminal {person.tty}" if person.tty else ""
+        pid_id = f"pid:{person.pid}"
+        owners[pid_id] = Owner(
+            pid_id,
+            OwnerKind.TERMINAL,
+            EndpointState.ALIVE,
+            True,
+            slot,
+            f"a terminal no task holds (someone's shell, editor or REPL): {person.names} "
+            f"{where}{tty}",
+        )
     return owners.result()
 
 
@@ -412,12 +457,19 @@ class _Overlay:
         return out
 
 
+def _holds_tmux(facts: SlotFacts | None, obs: Observation) -> bool:
+    servers = obs.inventory.server_pids
+    return facts is not None and any(
+        p.pid in servers or is_tmux(p.name, p.argv0) for p in facts.procs if not p.zombie
+    )
+
+
 def _agents(procs: tuple[Proc, ...]) -> list[Proc]:
-    return [p for p in procs if classify(p.name, p.argv0) == ProcessClass.AGENT]
+    return [p for p in procs if classify_proc(p) == ProcessClass.AGENT]
 
 
 def _name(proc: Proc) -> str:
-    return f"{proc.name or proc.argv0} ({proc.pid})"
+    return named(proc)
 
 
 def _add_process_owner(owners: _Overlay, proc: Proc, slot: str, why: str) -> None:

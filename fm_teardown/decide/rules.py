@@ -29,6 +29,7 @@ from fm_teardown.decide.case import Case, GoOn, NeedsLanded, Refusal, Ruling, St
 from fm_teardown.decide.census import doubts
 from fm_teardown.decide.hints import (
     blocked_hints,
+    inventory_hint,
     listed,
     live_owner_hints,
     unlanded_hints,
@@ -311,14 +312,12 @@ def unreadable_inventory(c: Case) -> Refusal | None:
     if c.record.backend != "tmux" or inventory.status != InventoryStatus.ERROR:
         return None
     error = inventory.error or "unknown error"
+    doubt = inventory.doubt
     return _refusal(
         Verdict.UNSAFE,
-        [causes.InventoryUnreadable(error)],
-        [
-            f"point fm at the fleet's tmux server: set FM_TMUX_SOCKET (the socket path) or "
-            f"FM_TMUX_SOCKET_NAME (as for tmux -L); what fm found: {error}; then re-run",
-        ],
-        causes.InventoryUnreadable(error, headline=True),
+        [causes.InventoryUnreadable(error, doubt=doubt)],
+        [inventory_hint(error)],
+        causes.InventoryUnreadable(error, headline=True, doubt=doubt),
     )
 
 

@@ -15,6 +15,7 @@ from enum import StrEnum
 
 from fm_teardown.model.not_landed import NotLandedWhy
 from fm_teardown.model.values import value
+from fm_teardown.model.world import InventoryDoubt
 
 __all__ = [
     "LISTED",
@@ -39,6 +40,7 @@ __all__ = [
     "NotLanded",
     "Observed",
     "ObservedKind",
+    "OthersAtWork",
     "PlanChanged",
     "PlanTokens",
     "PoolNotReady",
@@ -93,6 +95,13 @@ class LiveOwners:
     """The headline of a live-owner refusal: who works in the slot."""
 
     owners: tuple[LiveOwner, ...]
+
+
+@value
+class OthersAtWork:
+    """`--landed --include-live` refuses a task whose own endpoint is alive when someone else
+    works in its slot too (another task's endpoint, an agent, a person's terminal): mass
+    cleanup never ends another's work (spec §15.4). Who works there is said beside it."""
 
 
 @value
@@ -203,6 +212,8 @@ class Observed:
 class InventoryUnreadable:
     error: str
     headline: bool = False
+    # Why a tmux server that answered is no inventory fm may read; None: no answer at all.
+    doubt: InventoryDoubt | None = None
 
 
 @value
@@ -309,6 +320,7 @@ Cause = (
     SlotOwned
     | LiveOwner
     | LiveOwners
+    | OthersAtWork
     | LiveChildren
     | ChildEndpoint
     | NotLanded

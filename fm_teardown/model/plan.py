@@ -44,6 +44,9 @@ class OwnerKind(StrEnum):
     RECORD = "record"  # another task record claims the slot
     LEASE = "lease"  # a pool lease on the slot
     PROCESS = "process"  # an agent process of unknown task, `pid:<PID>`
+    # A person's terminal no task holds (a shell, an editor, a REPL in someone's pane, an ssh
+    # login), `pid:<PID>`: its processes in the slot, by pane or terminal (spec §15.4).
+    TERMINAL = "terminal"
 
 
 @value

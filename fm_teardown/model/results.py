@@ -133,6 +133,9 @@ class EndpointWhat(Enum):
     # The window's panes, their foreground processes or the server are not the ones the
     # decision saw: nothing more typed, nothing killed, decided again.
     CHANGED = auto()
+    # An interrupt came before the kill (during the wait after the quit keys, say): nothing
+    # killed, the agents asked left to quit by themselves.
+    INTERRUPTED = auto()
 
 
 class DriftWhat(Enum):
@@ -176,6 +179,10 @@ class EndpointResult:
     # Windows whose panes got no keys because `synchronize-panes` was on (or unknown).
     synchronized: tuple[str, ...] = ()
     drift: tuple[Drift, ...] = ()  # CHANGED: what differs from the decision
+    # The asked agents' descendants (exit hooks) waited for, and those still running at the
+    # end of the wait.
+    hooks: tuple[ProcRef, ...] = ()
+    hooks_stayed: tuple[ProcRef, ...] = ()
 
     @property
     def outcome(self) -> StepOutcome:

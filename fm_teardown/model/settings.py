@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from fm_teardown.model.errors import invalid
+from fm_teardown.model.process_kind import bad_agent_name, configure
 from fm_teardown.model.values import value
 
-__all__ = ["Settings", "load"]
+__all__ = ["Settings", "agent_names", "load"]
 
 
 @value
@@ -35,6 +36,9 @@ class Settings:
     # Grace between SIGTERM and SIGKILL, and the wait after SIGKILL.
     term_grace: float = 3.0
     quit_grace: float = 5.0  # wait for an agent asked to quit by its keys, before any signal
+    # The longest wait, once the agent asked to quit has descendants (its exit hooks: Claude
+    # Code's SessionEnd, a notes export), for the agent and all of them to be gone.
+    quit_hook_grace: float = 30.0
     kill_wait: float = 3.0
     # Bounded wait for `git fetch` of the default branch (issue 4: a failure is inconclusive).
     fetch_timeout: float = 30.0
@@ -50,6 +54,9 @@ class Settings:
     config_dir: Path | None = None
     grok_home: str | None = None
     attribution_lock_attempts: int = 50
+    # The agents fm knows beyond its own list (FM_AGENT_NAMES: names, scripts or packages;
+    # model/process_kind.py holds the list, `fm runbook agents` prints it).
+    agent_names: tuple[str, ...] = ()
 
 
 def _float(env: Mapping[str, str], name: str, default: float) -> float:
@@ -88,8 +95,26 @@ def _lenient_int(env: Mapping[str, str], name: str, default: int) -> int:
     return int(raw) if raw.isdigit() and int(raw) <= 100 else default
 
 
+def agent_names(env: Mapping[str, str]) -> tuple[str, ...]:
+    """FM_AGENT_NAMES: comma-separated names (spaces around each ignored, empty ones
+    skipped), each a process or script name or a package (`@scope/name` for npm)."""
+    names = tuple(n.strip() for n in env.get("FM_AGENT_NAMES", "").split(",") if n.strip())
+    for name in names:
+        if bad_agent_name(name):
+            raise invalid(
+                f"FM_AGENT_NAMES: {name!r} is not a name: give process, script or package "
+                "names (letters, digits and ._+-, or @scope/name), separated by commas"
+            )
+    return names
+
+
 def load(state_dir_flag: str | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    """The settings of this run, from `env` (else the process's environment) and the flags.
+    The agents fm knows are set here for the whole run (`process_kind.configure`): the list
+    is the built-in one plus FM_AGENT_NAMES."""
     env = os.environ if env is None else env
+    names = agent_names(env)
+    configure(names)
     # FM_HOME falls back to FM_ROOT_OVERRIDE (firstmate's root) before the current directory.
     fm_home = Path(
         os.path.abspath(env.get("FM_HOME") or env.get("FM_ROOT_OVERRIDE") or os.getcwd())
@@ -120,6 +145,7 @@ def load(state_dir_flag: str | None = None, env: Mapping[str, str] | None = None
         treehouse_timeout=_float(env, "FM_TREEHOUSE_TIMEOUT_SECS", Settings.treehouse_timeout),
         term_grace=_float(env, "FM_TERM_GRACE_SECS", Settings.term_grace),
         quit_grace=_float(env, "FM_QUIT_GRACE_SECS", Settings.quit_grace),
+        quit_hook_grace=_float(env, "FM_QUIT_HOOK_GRACE_SECS", Settings.quit_hook_grace),
         kill_wait=_float(env, "FM_KILL_WAIT_SECS", Settings.kill_wait),
         fetch_timeout=_float(env, "FM_GIT_FETCH_TIMEOUT_SECS", Settings.fetch_timeout),
         lock_timeout=_float(env, "FM_LOCK_WAIT_SECS", Settings.lock_timeout),
@@ -140,4 +166,5 @@ def load(state_dir_flag: str | None = None, env: Mapping[str, str] | None = None
         attribution_lock_attempts=_lenient_int(
             env, "FM_ATTRIBUTION_LOCK_ATTEMPTS", Settings.attribution_lock_attempts
         ),
+        agent_names=names,
     )

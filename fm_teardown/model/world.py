@@ -25,6 +25,7 @@ __all__ = [
     "EndpointOwners",
     "EndpointState",
     "Environment",
+    "InventoryDoubt",
     "InventoryStatus",
     "Observation",
     "Orphan",
@@ -42,6 +43,7 @@ __all__ = [
     "TaskTmp",
     "TmuxInventory",
     "Why",
+    "parse_cmdline",
 ]
 
 
@@ -76,6 +78,14 @@ class InventoryStatus(StrEnum):
     ERROR = "error"  # the listing failed otherwise: every endpoint is unreadable
 
 
+class InventoryDoubt(StrEnum):
+    """Why a listing fm got is still no inventory it may read (docs/spec.md §15.3)."""
+
+    FLEET_ELSEWHERE = "fleet-elsewhere"  # another server holds the records' windows
+    SERVER_UNLISTED = "server-unlisted"  # a server that may hold them cannot be listed
+    VANTAGE = "vantage"  # fm does not see the files the fleet's server sees
+
+
 @value
 class TmuxInventory:
     """One listing of every pane of the server."""
@@ -83,6 +93,7 @@ class TmuxInventory:
     status: InventoryStatus
     panes: tuple[Pane, ...] = ()
     error: str | None = None
+    doubt: InventoryDoubt | None = None  # ERROR because of it
 
     @cached_property
     def server_pids(self) -> frozenset[int]:
@@ -92,16 +103,24 @@ class TmuxInventory:
 class Proc:
     """One process as scanned: an immutable value (treat it so; `__slots__` keeps it small).
 
-    `argv0=None` means the scan left argv[0] out: `read_argv0`, the scan's own reader, works
-    it out on first use, as psutil does. A fleet's machine runs thousands of processes and fm
-    only ever classifies a few hundred (panes' trees, processes in slots), so reading every
-    cmdline up front was a third of the scan. `observe` asks for every argv[0] that deciding
-    reads before `decide` runs (`observe.observation.ready`); a process gone by then reads as
-    "" (classified by name). This module reads nothing itself."""
+    `argv0=None` means the scan left its command line out: `read_cmdline`, the scan's own
+    reader, works it out on first use, as psutil does. A fleet's machine runs thousands of
+    processes and fm only ever classifies a few hundred (panes' trees, processes in slots), so
+    reading every cmdline up front was a third of the scan. `observe` asks for every argv[0]
+    that deciding reads before `decide` runs (`observe.observation.ready`); a process gone by
+    then reads as "" (classified by name). This module reads nothing itself.
+
+    The one read gives argv[0] and the arguments after it (`args`, read as far as the
+    reader's bound): what an interpreter runs (`node .../@google/gemini-cli/dist/index.js`)
+    says which agent it is (`process_kind.classify_proc`). `args` is None when the command
+    line could not be read (the process is gone, or hidden); `cut` is True when it was read
+    only in part (longer than the bound, or rewritten without its separators)."""
 
     __slots__ = (
+        "_args",
         "_argv0",
-        "_read_argv0",
+        "_cut",
+        "_read_cmdline",
         "cwd",
         "name",
         "pid",
@@ -121,31 +140,55 @@ class Proc:
         cwd: str | None,
         start_time: float,
         zombie: bool = False,
-        read_argv0: Callable[[int], str] | None = None,
+        read_cmdline: Callable[[int], str] | None = None,
         tty: str | None = None,
         tpgid: int = 0,
+        args: tuple[str, ...] | None = (),
+        cut: bool = False,
     ) -> None:
         self.pid = pid
         self.ppid = ppid
         self.name = name
         self._argv0 = argv0
+        # With argv[0] given, the arguments as given (none unless said); with it left out,
+        # both are read together on first use.
+        self._args = args
+        self._cut = cut
         self.cwd = cwd
         self.start_time = start_time
         self.zombie = zombie
-        self._read_argv0 = read_argv0
+        self._read_cmdline = read_cmdline
         # Its controlling terminal (`/dev/pts/3`), None when it has none or it is not known:
         # names the terminal of a shell fm ends in a slot (perhaps an operator's own).
         self.tty = tty
         # The foreground process group of its controlling terminal as the scan read it (0:
-        # none, or not known): who got the keys typed into a pane whose process this is.
+        # none, or not known): who got the keys typed into a pane whose process it is.
         self.tpgid = tpgid
+
+    def _load(self) -> str:
+        read = self._read_cmdline
+        argv0, self._args, self._cut = parse_cmdline(read(self.pid) if read is not None else "")
+        self._argv0 = argv0
+        return argv0
 
     @property
     def argv0(self) -> str:
+        argv0 = self._argv0
+        return self._load() if argv0 is None else argv0
+
+    @property
+    def args(self) -> tuple[str, ...] | None:
+        """The arguments after argv[0] as read (None: the command line could not be read)."""
         if self._argv0 is None:
-            read = self._read_argv0
-            self._argv0 = read(self.pid) if read is not None else ""
-        return self._argv0
+            self._load()
+        return self._args
+
+    @property
+    def cut(self) -> bool:
+        """The command line was read only in part: past the reader's bound, or rewritten."""
+        if self._argv0 is None:
+            self._load()
+        return self._cut
 
     def _key(self) -> tuple[object, ...]:
         return (self.pid, self.ppid, self.name, self.argv0, self.cwd, self.start_time, self.zombie)
@@ -161,6 +204,18 @@ class Proc:
             f"Proc(pid={self.pid}, ppid={self.ppid}, name={self.name!r}, argv0={self._argv0!r}, "
             f"cwd={self.cwd!r}, start_time={self.start_time}, zombie={self.zombie})"
         )
+
+
+def parse_cmdline(text: str) -> tuple[str, tuple[str, ...] | None, bool]:
+    """argv[0], the arguments after it (None when there is no command line: it could not be
+    read) and whether it was read only in part, from `/proc/<pid>/cmdline`'s text: arguments
+    each ended by a NUL. A text not ended by one was cut at the reader's bound, or rewritten
+    by its process (a title set over it)."""
+    if not text:
+        return "", None, False
+    whole = text.endswith("\0")
+    parts = (text[:-1] if whole else text).split("\0")
+    return parts[0], tuple(parts[1:]), not whole
 
 
 @value

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from fm_teardown.model.paths import is_within
-from fm_teardown.model.process_kind import ProcessClass, base_name, classify
+from fm_teardown.model.process_kind import ProcessClass, base_name, classify_proc
 from fm_teardown.model.records import Record
 from fm_teardown.model.world import (
     Endpoint,
@@ -102,7 +102,7 @@ def endpoint_of(
             pids.add(proc.pid)
             if proc.zombie:
                 continue
-            kind = classify(proc.name, proc.argv0)
+            kind = classify_proc(proc)
             kinds.add(kind)
             if kind == ProcessClass.AGENT:
                 agents.append(f"{proc.name or base_name(proc.argv0)} ({proc.pid})")

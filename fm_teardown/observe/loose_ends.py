@@ -21,7 +21,7 @@ import shlex
 from fm_teardown.adapters import runner
 from fm_teardown.model.leases import lease_name, lease_task
 from fm_teardown.model.paths import ancestors
-from fm_teardown.model.process_kind import ProcessClass, classify
+from fm_teardown.model.process_kind import ProcessClass, classify_proc
 from fm_teardown.model.records import Fleet
 from fm_teardown.model.sidecars import split
 from fm_teardown.model.world import Observation, Orphan
@@ -55,7 +55,7 @@ def orphans(fleet: Fleet, obs: Observation) -> tuple[Orphan, ...]:
             if (q.session, q.window_name) == key and not q.dead
             for p in obs.processes.tree(q.pane_pid)
         ]
-        agents = [p for p in tree if classify(p.name, p.argv0) == ProcessClass.AGENT]
+        agents = [p for p in tree if classify_proc(p) == ProcessClass.AGENT]
         runs = (
             "runs " + ", ".join(f"{p.name} ({p.pid})" for p in agents[:3])
             if agents
@@ -92,7 +92,7 @@ def orphans(fleet: Fleet, obs: Observation) -> tuple[Orphan, ...]:
         for proc in in_free.get(slot, ()):
             if proc.pid in loose or proc.pid in obs.endpoint_owner:
                 continue
-            if classify(proc.name, proc.argv0) == ProcessClass.AGENT:
+            if classify_proc(proc) == ProcessClass.AGENT:
                 loose[proc.pid] = (slot, proc.name or proc.argv0)
     for pid in sorted(loose):
         slot, name = loose[pid]

@@ -16,7 +16,7 @@ from dataclasses import replace
 from fm_teardown.adapters import processes, tmux
 from fm_teardown.adapters.pool import PoolReader
 from fm_teardown.model.paths import Canonicalizer, canonical, tmp_root_of
-from fm_teardown.model.process_kind import ProcessClass, classify
+from fm_teardown.model.process_kind import ProcessClass, classify_proc
 from fm_teardown.model.records import Fleet, RecordProblem, parse_record, read_meta
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.world import (
@@ -24,6 +24,7 @@ from fm_teardown.model.world import (
     EndpointOwners,
     EndpointState,
     Environment,
+    InventoryDoubt,
     InventoryStatus,
     Observation,
     Pane,
@@ -38,6 +39,7 @@ from fm_teardown.model.world import (
     TmuxInventory,
 )
 from fm_teardown.observe.claim import read_claim
+from fm_teardown.observe.cwd_identity import Directories
 from fm_teardown.observe.endpoint import endpoint_of, moved_windows, panes_by_window
 from fm_teardown.observe.gitdir import (
     common_dir,
@@ -48,6 +50,7 @@ from fm_teardown.observe.gitdir import (
     worktree_lock,
 )
 from fm_teardown.observe.lazy import LazyMap
+from fm_teardown.observe.servers import Servers, vantage_problem
 from fm_teardown.observe.tasktmp import task_tmp
 from fm_teardown.observe.window_identity import seen_of
 
@@ -124,10 +127,19 @@ def observe(
     """One pass over the world, with what deciding each task of `deciding` reads worked out
     (`ready`). `canon`: the run's canonicaliser, when loading the fleet already used one."""
     inventory, table = settled_scans(settings)
-    sessions = {r.session for r in fleet.records.values() if r.backend == "tmux"}
-    doubt = tmux.sessions_doubt(settings, inventory, sessions)
+    if vantage_problem(inventory, table) is not None:
+        # Taken again once: a server that exited between the listing and the scan (its last
+        # window just killed) is gone, not seen from elsewhere.
+        inventory, table = settled_scans(settings)
+    windows = {r.window_name for r in fleet.records.values() if r.backend == "tmux"}
+    servers = Servers(settings, inventory, table)
+    slots = {r.worktree for r in fleet.records.values()}
+    doubt = servers.fleet_doubt(windows, slots)
+    vantage = vantage_problem(inventory, table) if doubt is None else None
+    if vantage is not None:
+        doubt = InventoryDoubt.VANTAGE, vantage
     if doubt is not None:
-        inventory = TmuxInventory(InventoryStatus.ERROR, error=doubt)
+        inventory = TmuxInventory(InventoryStatus.ERROR, error=doubt[1], doubt=doubt[0])
     return ready(assemble(settings, fleet, inventory, table, remembered, canon), fleet, deciding)
 
 
@@ -332,7 +344,7 @@ def assemble(
             exists=exists,
             claim=claim,
             pool=reader.view(record.worktree, slot),
-            agents=tuple(p for p in procs if classify(p.name, p.argv0) == ProcessClass.AGENT),
+            agents=tuple(p for p in procs if classify_proc(p) == ProcessClass.AGENT),
             procs=procs,
             git_problem=slot_git_problem(slot, record.project, commons[project], canon, dotgit)
             if dotgit is not None
@@ -371,9 +383,11 @@ def assemble(
 class _Placer:
     """Where a process working in a slot runs (the slot census, docs/spec.md §14.1): in some
     task's endpoint; else in a pane of any tmux server of the user (found through the process's
-    ancestors: a pane's root is a child of its server, which holds a listening socket, whatever
-    the server binary is called); else nowhere but its terminal, if it has one. Another server
-    is listed only when a process in a slot runs in one of its panes, once per run."""
+    ancestors: a pane's process is a child of its server, whatever the server binary is
+    called and whatever terminal it has: `observe/servers.py`); else nowhere but its terminal,
+    if it has one. A process under a tmux server whose panes cannot be listed (its socket
+    file removed, say) is in a pane nobody can name: doubt, never "in no pane". Another
+    server is listed only when a process in a slot runs under it, once per run."""
 
     def __init__(
         self,
@@ -382,17 +396,16 @@ class _Placer:
         table: ProcessTable,
         owners: EndpointOwners,
     ) -> None:
-        self._settings = settings
         self._table = table
         self._owners = owners
         self._fleet_roots = {p.pane_pid: p for p in inventory.panes if not p.dead}
         self._fleet_servers = inventory.server_pids
         self._fleet_socket = tmux.fleet_socket(settings)
-        self._servers: dict[int, tuple[str, TmuxInventory] | None] = {}
+        self._servers = Servers(settings, inventory, table)
 
     def place(self, pid: int) -> Placement:
         proc = self._table.procs[pid]
-        agent = classify(proc.name, proc.argv0) == ProcessClass.AGENT
+        agent = classify_proc(proc) == ProcessClass.AGENT
         owner = self._owners.get(pid)
         if owner is not None:
             return Placement(agent, owner, tty=proc.tty)
@@ -409,41 +422,20 @@ class _Placer:
             if fleet_pane is not None:
                 return _ref(fleet_pane, self._fleet_socket), None
             parent = procs.get(at.ppid)
-            if (
-                parent is not None
-                and parent.pid > 1
-                and parent.pid not in self._fleet_servers
-                and at.tty
-                and not parent.tty
-            ):
-                # `parent` serves `at`'s terminal: a tmux server if it holds a listening socket
-                # that answers as tmux does.
-                served = self._server(parent.pid)
-                if served is not None:
-                    socket, listing = served
-                    if listing.status == InventoryStatus.ERROR:
-                        return None, (
-                            f"{proc.name or proc.argv0} ({proc.pid}) runs under the terminal "
-                            f"server pid {parent.pid} ({socket}), whose panes cannot be listed: "
-                            f"{listing.error or 'unknown error'}"
-                        )
-                    pane = next((p for p in listing.panes if p.pane_pid == at.pid), None)
-                    if pane is not None:
-                        return _ref(pane, socket), None
+            if parent is not None and self._servers.serves(parent, at):
+                server = self._servers.server(parent.pid)
+                if server is None or server.listing is None:
+                    socket = f" ({server.socket})" if server is not None else ""
+                    why = server.why if server is not None else "it holds no socket to ask"
+                    return None, (
+                        f"{proc.name or proc.argv0} ({proc.pid}) runs under the tmux server "
+                        f"pid {parent.pid}{socket}, whose panes cannot be listed: {why}"
+                    )
+                pane = next((p for p in server.listing.panes if p.pane_pid == at.pid), None)
+                if pane is not None:
+                    return _ref(pane, server.socket), None
             at = parent
         return None, None
-
-    def _server(self, pid: int) -> tuple[str, TmuxInventory] | None:
-        if pid not in self._servers:
-            socket = tmux.held_socket(pid)
-            found: tuple[str, TmuxInventory] | None = None
-            if socket is not None:
-                listing = tmux.list_panes_at(self._settings, socket)
-                # No server answering as tmux there (another program's socket): not a pane.
-                if listing.status != InventoryStatus.NO_SERVER:
-                    found = (socket, listing)
-            self._servers[pid] = found
-        return self._servers[pid]
 
 
 def _ref(pane: Pane, server: str) -> PaneRef:
@@ -481,7 +473,9 @@ class SlotProcs:
 
     Deciding one task asks for one or two slots: each is one pass over the processes with a
     prefix test. The audit asks for every slot: past a few, one `procs_by_slot` pass for all
-    the fleet's slots is cheaper than a pass per slot, and the rest are read from it."""
+    the fleet's slots is cheaper than a pass per slot, and the rest are read from it. Where a
+    process's path cannot tell (another mount namespace, a bind mount of a slot), its
+    directory does, by device and inode (`cwd_identity`, one pass for all the slots)."""
 
     FEW = 4
 
@@ -490,6 +484,7 @@ class SlotProcs:
         self._slots = set(slots)
         self._done: dict[str, tuple[Proc, ...]] = {}
         self._all: dict[str, list[Proc]] | None = None
+        self._dirs = Directories(table)
 
     def get(self, slot: str) -> tuple[Proc, ...]:
         found = self._done.get(slot)
@@ -506,8 +501,20 @@ class SlotProcs:
                 for p in self._table.procs.values()
                 if p.cwd and not p.zombie and (p.cwd == slot or p.cwd.startswith(under))
             )
+        found = self._by_directory(slot, found)
         self._done[slot] = found
         return found
+
+    def _by_directory(self, slot: str, by_path: tuple[Proc, ...]) -> tuple[Proc, ...]:
+        """`by_path` without the processes of another mount namespace (their paths name
+        their own directories), with those whose directory is in the slot."""
+        dirs = self._dirs
+        inside = dirs.inside(slot)
+        if not inside and not dirs.foreign:
+            return by_path
+        kept = [p for p in by_path if p.pid not in dirs.foreign]
+        seen = {p.pid for p in kept}
+        return (*kept, *(p for p in inside if p.pid not in seen))
 
 
 def _link_loop(path: str) -> bool:

@@ -27,6 +27,7 @@ from fm_teardown.model.causes import (
     NotLanded,
     Observed,
     ObservedKind,
+    OthersAtWork,
     PlanChanged,
     PlanTokens,
     PoolNotReady,
@@ -74,7 +75,7 @@ def belongs_now(owner: str) -> str:
 def _owner_part(o: LiveOwner) -> str:
     if o.kind == OwnerKind.LEASE and o.id.startswith("lease:"):
         return f"{o.id} holds the pool lease on this slot"
-    if o.kind == OwnerKind.PROCESS:
+    if o.kind in (OwnerKind.PROCESS, OwnerKind.TERMINAL):
         # Its why says where it runs (`tmux pane other:scratch (%4) on <socket>`).
         return f"{o.id} is working in this slot: {o.why}"
     return f"{o.id} is working in this slot"
@@ -162,6 +163,11 @@ def cause_text(c: Cause) -> str:
             return f"{c.id} ({c.kind}, endpoint {c.endpoint}): {c.why}"
         case LiveOwners():
             return "; ".join(_owner_part(o) for o in c.owners)
+        case OthersAtWork():
+            return (
+                "--include-live takes a task whose own endpoint is alive, never one where "
+                "someone else works: mass cleanup ends no agent or terminal that is not its own"
+            )
         case LiveChildren():
             return f"secondmate {c.task}'s home has a live task: {', '.join(c.live)}"
         case ChildEndpoint():

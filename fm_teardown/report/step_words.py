@@ -173,7 +173,15 @@ def _endpoint(r: EndpointResult) -> str:
         case EndpointWhat.CHANGED:
             changes = "; ".join(_drift(d) for d in r.drift)
             typed = "" if r.asked else "no keys sent, "
-            return f"{_farewell(r)}{changes}: {typed}window {ids} not killed; decided again"
+            return (
+                f"{_farewell(r, signalled=False)}{changes}: {typed}window {ids} not killed; "
+                "decided again"
+            )
+        case EndpointWhat.INTERRUPTED:
+            return (
+                f"{_farewell(r, signalled=False)}interrupted before the kill: window {ids} not "
+                "killed, nothing signalled"
+            )
 
 
 def _drift(d: Drift) -> str:
@@ -203,8 +211,10 @@ def _endpoint_changed(task: str, *, before: object, now: object) -> str:
     )
 
 
-def _farewell(r: EndpointResult) -> str:
-    """`asked claude (12): /exit Enter to quit; left on request: claude (12); `."""
+def _farewell(r: EndpointResult, *, signalled: bool = True) -> str:
+    """`asked claude (12): /exit Enter to quit; left on request: claude (12); `. With
+    `signalled` false (nothing was killed after the wait) those still running are said to be
+    left to quit by themselves."""
     parts = []
     if r.synchronized:
         parts.append(
@@ -213,10 +223,19 @@ def _farewell(r: EndpointResult) -> str:
         )
     if r.asked:
         parts.append(f"asked {', '.join(r.asked)} to quit")
+    if r.hooks:
+        done = [p for p in r.hooks if p not in r.hooks_stayed]
+        waited = f"waited {r.grace:g}s for its descendants (exit hooks)"
+        if done:
+            waited += f"; finished: {_procs(tuple(done))}"
+        if r.hooks_stayed:
+            waited += f"; still running when the wait ended: {_procs(r.hooks_stayed)}"
+        parts.append(waited)
     if r.left:
         parts.append(f"left on request: {_procs(r.left)}")
     if r.stayed:
-        parts.append(f"still running after {r.grace:g}s, so signalled: {_procs(r.stayed)}")
+        then = "so signalled" if signalled else "left to quit by itself"
+        parts.append(f"still running after {r.grace:g}s, {then}: {_procs(r.stayed)}")
     return "; ".join(parts) + "; " if parts else ""
 
 
