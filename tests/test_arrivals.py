@@ -308,3 +308,22 @@ def test_late_work_with_force_is_saved_then_discarded(fleet: Fleet) -> None:
     saved = git(fleet.project, "ls-tree", "-r", "--name-only", ref).split()
     assert "late.txt" in saved and "wip.txt" in saved, saved
     assert not t.meta.exists()
+
+
+def test_another_tasks_endpoint_arriving_before_the_recheck_stops_the_run(fleet: Fleet) -> None:
+    """Another task's window with a live agent opens in the slot while fm waits for the slot
+    lock: the look under the lock sees it came, and the run stops (exit 1) naming it and what
+    the decision is now; its agent keeps running."""
+    t = _finished(fleet, "arr-ep", 1)
+    proc, pause = _paused(fleet, "before-recheck", t.id)
+    before = fleet.snapshot(t.slot)
+    other = fleet.task(tid("arr-ep-other"), t.slot, "alive")
+    code, doc = _resume(proc, pause)
+    assert (code, doc["verdict"]) == (1, "failed"), doc
+    outcome, detail = _steps(doc)["processes"]
+    assert outcome == "failed" and STOPPED in detail, detail
+    assert f"{other.id}'s endpoint" in detail and "now live-owner" in detail, detail
+    assert not any(gone(p) for p in other.pids)
+    after = fleet.snapshot(t.slot)
+    assert after["slots"] == before["slots"] and after["pool"] == before["pool"]
+    assert t.meta.exists() and fleet.treehouse_calls() == []

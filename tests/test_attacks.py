@@ -405,11 +405,13 @@ def test_a_refusal_found_at_the_recheck_says_the_endpoint_was_ended(fleet: Fleet
     slot = fleet.slot(1, holder=ID_T1)
     fleet.task(ID_T1, slot, "dead")
     proc, pause = fleet.fm_paused("before-recheck", ID_T1)
-    fleet.task(ID_INTRUDER, slot, "alive")
+    # Another tool claims the tree meanwhile (someone who comes to work in the slot is an
+    # arrival instead: exit 1, tests/test_arrivals.py).
+    git(fleet.project, "worktree", "lock", "--reason", "another tool", str(slot))
     pause.unlink()
     out, _ = proc.communicate(timeout=60)
     doc = json.loads(out)
-    assert (proc.returncode, doc["verdict"]) == (4, "live-owner")
+    assert (proc.returncode, doc["verdict"]) == (5, "unsafe")
     reason = str(doc["reasons"][0])
     assert "already done by this run: endpoint" in reason
     assert "nothing was changed" not in reason

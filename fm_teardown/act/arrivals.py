@@ -21,6 +21,7 @@ from fm_teardown.act.run_state import DecidedOtherwise, Rechecked, Run
 from fm_teardown.decide.census import Kind, Member, census
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.plan import Decision, StepName
+from fm_teardown.model.process_kind import ProcessClass, classify_proc
 from fm_teardown.model.results import Arrived, RecheckAt
 from fm_teardown.model.world import Observation
 
@@ -46,32 +47,45 @@ def check(
     *,
     before: Observation,
 ) -> None:
-    """Raise StepFailed (`Arrived`) when `fresh` no longer holds what decision `d` saw:
-    newcomers in the census of `before`, changed conditions (not under the slot lock, whose
-    caller compares the whole decision), a batch's selection (neither of those two before the
-    branch delete: only the census there)."""
+    """Raise when `fresh` no longer holds what decision `d` saw, in this order:
+
+    1. newcomers in the census of `before` (someone came to work in the slot): StepFailed
+       with `Arrived`, exit 1, whatever the decision made now says (its verdict and why are
+       said with them);
+    2. a decision that now refuses: `DecidedOtherwise`, reported as that refusal (under the
+       slot lock the caller compares the whole decision and reports it itself);
+    3. a batch's selection that no longer holds, or conditions that changed (a lease to
+       return, a live owner it did not know): StepFailed with `Arrived`, exit 1.
+
+    Before the branch delete the slot is the pool's again: only the census counts there (the
+    decision made now differs from the decided one by design, and so may a selection)."""
     now = fresh.planned.decision
     came = tuple(str(m) for m in newcomers(d.task, before, fresh.planned.observation))
-    # After the return the slot is the pool's: the decision made now differs from the decided
-    # one by design (no lease, nothing to return), and so may a batch's selection.
     returned = at == RecheckAt.BRANCH
-    changed = at != RecheckAt.LOCKED and not returned and _conditions_changed(d, now)
-    not_selected = None if returned else fresh.not_selected
-    if not came and not changed and not_selected is None:
-        return
-    if changed and now.refused and not came and not_selected is None:
-        raise DecidedOtherwise(now)
-    raise r.fail(
-        step,
-        target,
-        Arrived(
-            at,
-            came,
-            now.verdict if changed or (came and now.refused) else None,
-            now.headline if now.refused and (changed or came) else None,
-            not_selected,
-        ),
-    )
+    mid_act = at != RecheckAt.LOCKED and not returned
+    changed = mid_act and _conditions_changed(d, now)
+    refused = now.refused and not returned
+    not_selected = None if returned or now.refused else fresh.not_selected
+    if came:
+        raise r.fail(
+            step,
+            target,
+            Arrived(
+                at,
+                came,
+                now.verdict if changed or refused else None,
+                now.headline if refused else None,
+                not_selected,
+            ),
+        )
+    if refused:
+        if mid_act:
+            raise DecidedOtherwise(now)
+        return  # under the slot lock: the caller reports the changed decision
+    if not_selected is not None or changed:
+        raise r.fail(
+            step, target, Arrived(at, (), now.verdict if changed else None, None, not_selected)
+        )
 
 
 def newcomers(task: str, before: Observation, now: Observation) -> tuple[Member, ...]:
@@ -82,13 +96,21 @@ def newcomers(task: str, before: Observation, now: Observation) -> tuple[Member,
     seen = {(m.proc.pid, m.proc.start_time): m for m in census(task, before)}
     out = []
     for m in census(task, now):
-        if m.kind == Kind.OWN or not (m.kind.working or m.place.doubt):
+        if m.kind == Kind.OWN or not (m.kind.working or _doubt(m)):
             continue
         was = seen.get((m.proc.pid, m.proc.start_time))
-        if was is not None and (was.kind == Kind.OWN or was.kind.working or was.place.doubt):
+        if was is not None and (was.kind == Kind.OWN or was.kind.working or _doubt(was)):
             continue  # seen by the decision as what it is
         out.append(m)
     return tuple(out)
+
+
+def _doubt(m: Member) -> bool:
+    """Where it runs, or whether it is an agent (an interpreter whose script cannot be
+    read), cannot be told."""
+    return bool(m.place.doubt) or (
+        m.kind == Kind.OTHER and classify_proc(m.proc) == ProcessClass.UNSURE
+    )
 
 
 def _conditions_changed(d: Decision, now: Decision) -> bool:

@@ -15,7 +15,7 @@ from fm_teardown.decide.sparing import NeverSignalled, never_signalled
 from fm_teardown.model.errors import FmError
 from fm_teardown.model.paths import is_within, tmp_root_of
 from fm_teardown.model.plan import StepName
-from fm_teardown.model.process_kind import terminal_of
+from fm_teardown.model.process_kind import ProcessClass, classify_proc, terminal_of
 from fm_teardown.model.records import Record
 from fm_teardown.model.results import (
     Arrived,
@@ -253,6 +253,8 @@ def _judge(
     if place.doubt is not None:
         return _Judged.STOP
     kind = kind_of(task, place)
+    if kind == Kind.OTHER and classify_proc(p) == ProcessClass.UNSURE:
+        return _Judged.STOP  # whether it runs an agent cannot be told: doubt
     if kind in (Kind.OWN, Kind.OTHER) or seen == Kind.OWN or _discarded(obs, p, place, discarded):
         return _Judged.SIGNAL
     if seen == kind and (kind != Kind.AGENT_NO_PANE or sole):
@@ -285,7 +287,11 @@ def _leftover(obs: Observation, task: str, proc: Proc) -> bool:
     terminal, in no pane of any tmux server (an endpoint's or anyone's), and where it runs told
     beyond doubt (`census.kind_of`'s plain `other`)."""
     place = placement(obs, proc)
-    return place.doubt is None and kind_of(task, place) == Kind.OTHER
+    return (
+        place.doubt is None
+        and kind_of(task, place) == Kind.OTHER
+        and classify_proc(proc) != ProcessClass.UNSURE
+    )
 
 
 def step_save(run: Run, record: Record, owner: str) -> None:

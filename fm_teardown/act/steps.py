@@ -127,20 +127,22 @@ def run(settings: Settings, planned: Planned, flags: Flags, seams: Seams) -> Out
                 r.remembered = tuple(snapshot)
                 again = seams.recheck(RecheckAt.LOCKED, r.remembered, None)
                 d2 = again.planned.decision
-                if _key(d2) != _key(d):
-                    return changed(r, d, d2)
-                # (A stale slot is left to its owner: only TASK's window and record go.)
-                first = next((s for s in d2.plan if s.step != StepName.ENDPOINT), None)
-                if first is not None and d2.verdict == Verdict.PROCEED:
+                # Someone who came to work in the slot stops the run (exit 1) before the
+                # decision is compared (a stale slot is left to its owner: only TASK's window
+                # and record go, whoever works there).
+                first = next((s for s in d.plan if s.step != StepName.ENDPOINT), None)
+                if first is not None and d.verdict == Verdict.PROCEED:
                     arrivals.check(
                         r,
-                        d2,
+                        d,
                         again,
                         RecheckAt.LOCKED,
                         first.step,
                         first.target,
                         before=planned.observation,
                     )
+                if _key(d2) != _key(d):
+                    return changed(r, d, d2)
                 # Report the endpoint as it was before this run ended it.
                 d, record = replace(d2, endpoint=d.endpoint), again.planned.fleet.records[d.task]
                 r.fleet, r.decided = again.planned.fleet, again.planned
