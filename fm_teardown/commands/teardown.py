@@ -15,6 +15,7 @@ from fm_teardown.model import settings
 from fm_teardown.model.errors import ExitCode, FmError, invalid
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.plan import Flags
+from fm_teardown.model.records import shown
 from fm_teardown.pipeline import (
     interrupted_before_acting,
     journalled,
@@ -65,7 +66,8 @@ def teardown(
         expected = _expected_plans(expect_plan or [], tasks, landed)
         if age is None:
             refused = refused or invalid(
-                f"--min-age takes a duration such as 90s, 10m, 1h or 2d (or 0), not '{min_age}'",
+                "--min-age takes a duration of at most 100 years, such as 90s, 10m, 1h or 2d "
+                f"(or 0), not '{shown(min_age or '', 40)}'",
                 USAGE,
             )
         elif (

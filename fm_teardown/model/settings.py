@@ -52,16 +52,31 @@ class Settings:
     attribution_lock_attempts: int = 50
 
 
+# The longest wait or timeout a knob may set: a week. Longer ones are no setting but a typo,
+# and the clock calls fm's waits end in (a poll in milliseconds, a thread's join) overflow
+# past a few weeks: every limit stays one fm can keep.
+MAX_SECONDS = 7 * 86400.0
+
+
+def _shown(raw: str) -> str:
+    """A value as an error line quotes it: one short line, whatever was given."""
+    text = raw if raw.isprintable() else repr(raw)[1:-1]
+    return repr(text if len(text) <= 40 else text[:39] + "…")
+
+
 def _float(env: Mapping[str, str], name: str, default: float) -> float:
     raw = env.get(name, "")
     if raw == "":
         return default
     try:
         value = float(raw)
-    except ValueError:
-        raise invalid(f"{name} must be a number of seconds, got {raw!r}") from None
-    if value < 0 or value != value or value == float("inf"):
-        raise invalid(f"{name} must be a finite number of seconds >= 0, got {raw!r}")
+    except (ValueError, OverflowError):
+        raise invalid(f"{name} must be a number of seconds, got {_shown(raw)}") from None
+    if not 0 <= value <= MAX_SECONDS:  # nan and inf fail this too
+        raise invalid(
+            f"{name} must be a number of seconds from 0 to {MAX_SECONDS:.0f} (a week), "
+            f"got {_shown(raw)}"
+        )
     return value
 
 
@@ -84,8 +99,11 @@ def _lenient_float(env: Mapping[str, str], names: tuple[str, ...], default: floa
 
 
 def _lenient_int(env: Mapping[str, str], name: str, default: int) -> int:
+    """A small count (0 to 100) in plain ASCII digits; anything else falls back to `default`
+    (never read as a number: `int()` takes other scripts' digits and refuses long strings)."""
     raw = env.get(name, "")
-    return int(raw) if raw.isdigit() and int(raw) <= 100 else default
+    ok = raw.isascii() and raw.isdigit() and len(raw) <= 3
+    return int(raw) if ok and int(raw) <= 100 else default
 
 
 def load(state_dir_flag: str | None = None, env: Mapping[str, str] | None = None) -> Settings:
