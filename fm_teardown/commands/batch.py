@@ -20,10 +20,10 @@ from fm_teardown.model.settings import Settings
 from fm_teardown.pipeline import (
     NotSelected,
     interrupted_before_acting,
-    journalled,
+    journal_result,
     with_expected_plan,
 )
-from fm_teardown.report import batch_view, console, journal
+from fm_teardown.report import batch_view, console
 from fm_teardown.report import render as report
 from fm_teardown.selection import Selection, guard
 
@@ -88,8 +88,7 @@ def run(
             except KeyboardInterrupt:
                 # Interrupted while deciding: this task changed nothing.
                 outcome = interrupted_before_acting(task, flags)
-            if journalled(outcome, task) and not flags.no_journal:
-                journal.append(s.data_dir, journal.result_entry(outcome, flags))
+            journal_result(s, outcome, task, flags)
             results.append(outcome)
             d = outcome.decision
             if d is not None and d.slot is not None and outcome.returned_slot:

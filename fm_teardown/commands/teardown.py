@@ -18,7 +18,7 @@ from fm_teardown.model.plan import Flags
 from fm_teardown.model.records import shown
 from fm_teardown.pipeline import (
     interrupted_before_acting,
-    journalled,
+    journal_result,
     run_one,
     with_expected_plan,
 )
@@ -123,11 +123,8 @@ def teardown(
             outcome = run_one(s, task, flags)
         except KeyboardInterrupt:
             outcome = interrupted_before_acting(task, flags)
-    if journalled(outcome, task) and not flags.no_journal:
-        from fm_teardown.report import journal  # a dry run journals nothing
-
-        # Every real run for a valid task id is journalled, refusals included.
-        journal.append(s.data_dir, journal.result_entry(outcome, flags))
+    # Every real run for a valid task id is journalled, refusals included.
+    journal_result(s, outcome, task, flags)
     report.render(outcome, json_out=json_out)
     return outcome.exit_code
 

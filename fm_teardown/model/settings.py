@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from fm_teardown.model.errors import invalid
+from fm_teardown.model.own_files import NOWHERE, WorkPlaces
 from fm_teardown.model.values import value
 
 __all__ = ["Settings", "load"]
@@ -50,6 +51,9 @@ class Settings:
     config_dir: Path | None = None
     grok_home: str | None = None
     attribution_lock_attempts: int = 50
+    # Where fm's own files never go (`model/own_files.py`), as this run found the fleet: set
+    # by the pipeline once it has looked, for the steps that write them; none before that.
+    places: WorkPlaces = NOWHERE
 
 
 # The longest wait or timeout a knob may set: a week. Longer ones are no setting but a typo,
