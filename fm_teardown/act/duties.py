@@ -24,6 +24,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from fm_teardown.adapters import runner, safefile
+from fm_teardown.model.own_files import WorkPlaces
 from fm_teardown.model.paths import canonical
 from fm_teardown.model.records import Record, RecordProblem, read_meta
 from fm_teardown.model.results import (
@@ -295,7 +296,7 @@ def _attribution_lock(data_dir: str, attempts: int) -> Iterator[None]:
 
 
 def append_attribution(
-    data_dir: str, record: Record, now: float, attempts: int
+    data_dir: str, record: Record, now: float, attempts: int, places: WorkPlaces
 ) -> AttributionResult:
     """Append TASK's row to `data/cost-attribution.tsv` in one write: a missing final newline
     first, and the schema marker and header when the last marker is not this schema's.
@@ -306,7 +307,7 @@ def append_attribution(
     if os.path.lexists(data_dir) and not os.path.isdir(data_dir):
         raise DutyWarning(f"the data dir {data_dir} is not a directory")
     path = os.path.join(data_dir, ATTRIBUTION)
-    why = safefile.inside_work(path)  # never inside a slot or a task's temp dir
+    why = safefile.inside_work(path, places)  # never inside a slot or a task's temp dir
     if why is not None:
         raise DutyWarning(f"{why}: the row is not appended")
     os.makedirs(data_dir, exist_ok=True)

@@ -89,7 +89,7 @@ def _remove_route(run: Run, record: Record) -> str | None:
 
     s = run.settings
     try:
-        return remove_route(str(s.data_dir), str(s.state_dir), record.task_id)
+        return remove_route(str(s.data_dir), str(s.state_dir), record.task_id, s.places)
     except RegistryWarning as exc:
         run.warnings.append(RouteLeft(str(exc), record.task_id))
         return None
@@ -117,7 +117,7 @@ def step_attribution(run: Run, record: Record) -> None:
     target = str(s.data_dir / "cost-attribution.tsv")
     try:
         result = append_attribution(
-            str(s.data_dir), record, time.time(), s.attribution_lock_attempts
+            str(s.data_dir), record, time.time(), s.attribution_lock_attempts, s.places
         )
     except (DutyWarning, OSError) as exc:
         run.warnings.append(AttributionFailed(record.task_id))

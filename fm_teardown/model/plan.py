@@ -20,6 +20,7 @@ from fm_teardown.model.world import EndpointState
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from fm_teardown.model.own_files import WorkPlaces
     from fm_teardown.model.records import Fleet
     from fm_teardown.model.results import StepResult
     from fm_teardown.model.world import Observation
@@ -220,3 +221,5 @@ class Planned:
     # `before → now`), and the token.
     plan_inputs: Mapping[str, str] | None = None
     plan_id: str | None = None
+    # Where fm's own files never go, as this look at the fleet found it (`model/own_files.py`).
+    places: WorkPlaces | None = None

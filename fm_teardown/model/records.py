@@ -22,6 +22,7 @@ from fm_teardown.model.values import value
 __all__ = [
     "IDENTITY_KEYS",
     "KINDS",
+    "MAX_EPOCH_DIGITS",
     "MAX_HOME_DEPTH",
     "MAX_RECORD_BYTES",
     "MODES",
@@ -53,6 +54,13 @@ MODES = ("no-mistakes", "direct-PR", "local-only", "secondmate")
 # A record is a handful of short lines; anything bigger is not one of ours.
 MAX_RECORD_BYTES = 64 * 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# `spawn_gen` is `s<epoch>.<pid>.<rand>`; the launch order reads its epoch (as the `\d`s a
+# reader of it matches). An epoch of more digits than a time of any machine has (an int64 of
+# seconds has 19), or in digits other than ASCII, is no launch time: the record is invalid,
+# for its own task, and never a number fm tries to read (Python refuses to convert a string
+# of more than 4300 digits; a float of one is infinite).
+_SPAWN_EPOCH = re.compile(r"s(\d+)\.")
+MAX_EPOCH_DIGITS = 18
 
 
 def shown(value: str, limit: int = 80) -> str:
@@ -249,7 +257,19 @@ def parse_record(task_id: str, meta_path: str, text: str, mtime_ns: int) -> Reco
     home = last.get("home") or None
     if home is not None and (not os.path.isabs(home) or _CONTROL.search(home)):
         raise problem(f"home '{shown(home)}' is not an absolute path")
+    spawn_gen = last.get("spawn_gen") or ""
+    if _absurd_epoch(spawn_gen):
+        raise problem(
+            f"spawn_gen '{shown(spawn_gen, 40)}' does not start with a launch time "
+            f"(s<epoch>. with at most {MAX_EPOCH_DIGITS} digits 0-9)"
+        )
     return _record(task_id, meta_path, mtime_ns, last, session)
+
+
+def _absurd_epoch(spawn_gen: str) -> bool:
+    """Does `spawn_gen` start with an epoch that is no launch time (`_SPAWN_EPOCH`)?"""
+    m = _SPAWN_EPOCH.match(spawn_gen)
+    return m is not None and (not m.group(1).isascii() or len(m.group(1)) > MAX_EPOCH_DIGITS)
 
 
 def quick_record(task_id: str, meta_path: str, text: str, mtime_ns: int) -> Record | None:
@@ -284,6 +304,7 @@ def quick_record(task_id: str, meta_path: str, text: str, mtime_ns: int) -> Reco
         or (last.get("mode") or "no-mistakes") not in MODES
         or (tasktmp is not None and tasktmp != f"/tmp/fm-{task_id}")
         or (home and not home.startswith("/"))
+        or _absurd_epoch(last.get("spawn_gen") or "")
     ):
         return None
     return _record(task_id, meta_path, mtime_ns, last, session)
