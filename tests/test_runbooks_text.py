@@ -15,7 +15,7 @@ RUNBOOK_DIR = ROOT / "fm_teardown" / "runbooks"
 INDEX = ROOT / "docs" / "runbooks" / "README.md"
 # Short enough to read under pressure; unsafe.md, one section per cause of exit 5, is the
 # longest.
-MAX_LINES = 150
+MAX_LINES = 160
 
 # Each refusal cause of exit 5 has its own `##` section; one keyword of its heading per cause.
 UNSAFE_CAUSES = {
