@@ -90,9 +90,10 @@ def save_discarded(record: Record, now: datetime, owner: str | None = None) -> D
         fm restore --project <project> --ref <ref> --to <project>-fm-restore-<id>-<stamp> <id>
 
     It adds a new worktree beside the project on the save and turns the saved files back into
-    uncommitted changes on top of the original HEAD (plain git: `git worktree add --detach DIR
-    <ref>`, then `git -C DIR reset HEAD^`). It works after the slot was reset and returned,
-    because it reads only the ref, never the slot.
+    uncommitted changes on top of the original HEAD (in plain git, `git worktree add --detach
+    DIR <ref>`, then `git -C DIR reset HEAD^`, but with the bytes written as saved: no filter,
+    no conversion). It works after the slot was reset and returned, because it reads only the
+    ref, never the slot.
 
     Raises FmError(Verdict.FAILED) on any failure (including an unborn HEAD); the caller
     then discards nothing.

@@ -45,7 +45,18 @@ from collections.abc import Mapping, Sequence
 
 from fm_teardown.adapters import git_config
 
-__all__ = ["NETWORK", "Call", "call", "overrides_env", "owned", "subcommand"]
+__all__ = [
+    "FIXED",
+    "NETWORK",
+    "SAFE_PROTOCOLS",
+    "Call",
+    "call",
+    "config_pairs",
+    "gitdir_env",
+    "overrides_env",
+    "owned",
+    "subcommand",
+]
 
 # Overrides every git command gets, whatever the repository says.
 FIXED: tuple[tuple[str, str], ...] = (
@@ -177,7 +188,7 @@ def overrides_env(pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
     return env
 
 
-def driver_overrides(scan: git_config.Scan) -> list[tuple[str, str]]:
+def _driver_overrides(scan: git_config.Scan) -> list[tuple[str, str]]:
     """Each driver key the config names, emptied (or git's own program)."""
     out: list[tuple[str, str]] = []
     for section, sub, key in sorted(scan.keys):
@@ -188,7 +199,7 @@ def driver_overrides(scan: git_config.Scan) -> list[tuple[str, str]]:
     return out
 
 
-def policy_env(env: Mapping[str, str], *, network: bool) -> dict[str, str]:
+def _policy_env(env: Mapping[str, str], *, network: bool) -> dict[str, str]:
     """`env` (the runner's policy environment) with what names a program ahead of the config
     dropped and set to name nothing; for the network, the user's own ssh and proxy kept and
     the transports git speaks itself allowed, for any other command no transport at all (a
@@ -212,7 +223,7 @@ def policy_env(env: Mapping[str, str], *, network: bool) -> dict[str, str]:
     return out
 
 
-def ssh_command(env: Mapping[str, str], user: Sequence[tuple[str, str]]) -> str:
+def _ssh_command(env: Mapping[str, str], user: Sequence[tuple[str, str]]) -> str:
     """The ssh command a fetch uses: the user's global `core.sshCommand`, else their
     `GIT_SSH`, else plain `ssh` (their own `GIT_SSH_COMMAND`, when set, wins over all)."""
     for key, val in reversed(user):
@@ -239,7 +250,7 @@ def call(
     network = sub in NETWORK
     if at is not None and sub in _DIFFS:
         args[at + 1 : at + 1] = ["--no-ext-diff", "--no-textconv"]
-    base = policy_env(env, network=network)
+    base = _policy_env(env, network=network)
     scan = git_config.scan(scan_from or repo, base, submodules=sub in _RECURSING)
     argv = ["git", "--no-pager", "-C", repo, *args]
     if scan.problem is not None:
@@ -253,8 +264,8 @@ def call(
     pairs = list(FIXED)
     if network:
         pairs += [(k, v) for k, v in user if k != "core.sshcommand"]
-    pairs.append(("core.sshCommand", ssh_command(base, user) if network else "ssh"))
-    pairs += driver_overrides(scan)
+    pairs.append(("core.sshCommand", _ssh_command(base, user) if network else "ssh"))
+    pairs += _driver_overrides(scan)
     base.update(overrides_env(pairs))
     return Call(argv, base)
 
