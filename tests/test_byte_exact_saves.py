@@ -49,6 +49,7 @@ def test_a_forced_save_and_its_restore_are_byte_for_byte(fleet: Fleet) -> None:
     for name, data in WORK.items():
         (slot / name).write_bytes(data)
     os.chmod(slot / "tool.sh", 0o755)
+    os.symlink("tracked.lf", slot / "link")
     plants = Plants(fleet.root, "bytes")
     common = fleet.project / ".git"
     for key, val in (
@@ -71,3 +72,4 @@ def test_a_forced_save_and_its_restore_are_byte_for_byte(fleet: Fleet) -> None:
     assert plants.fired() == [], plants.fired()
     assert files_of(dest) == work  # every byte and exec bit as the slot held them
     assert os.access(dest / "tool.sh", os.X_OK)
+    assert os.readlink(dest / "link") == "tracked.lf"  # a link, as it was

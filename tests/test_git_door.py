@@ -252,3 +252,20 @@ def test_no_git_command_of_fm_runs_a_program_the_repository_names(fleet: Fleet, 
     names = {m.split("\n", 1)[0].split(":", 1)[1] for m in plants.fired(by_fm=False)}
     assert {"fsmonitor", "clean", "reference-transaction", "mergeDriver"} <= names, names
     assert os.path.isdir(dest)
+
+
+def test_a_slot_whose_git_config_fm_cannot_read_is_kept_and_says_why(fleet: Fleet) -> None:
+    """A config file git would read that fm cannot read (here a FIFO, which would hang a
+    reader): fm runs no git there, so whether the work is landed cannot be told."""
+    task = tid("unread")
+    slot = fleet.slot(1, holder=task)
+    fleet.task(task, slot, "dead")
+    gitdir = Path(git(slot, "rev-parse", "--path-format=absolute", "--git-dir"))
+    os.mkfifo(gitdir / "config.worktree")
+    before = fleet.snapshot(slot)
+    for args in ((task, "--dry-run"), (task,)):
+        code, doc = fleet.fm_json("teardown", *args)
+        assert code == 3 and doc["verdict"] == "unlanded", doc
+        said = " ".join(doc["reasons"])
+        assert "fm did not run git: the git config file is not a regular file" in said, said
+    assert fleet.snapshot(slot) == before

@@ -263,7 +263,7 @@ def _signature(st: os.stat_result) -> tuple[int, ...]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _read(path: str, limit: int) -> tuple[bytes, tuple[int, ...]] | None:
+def _read(path: str, limit: int, what: str = "file") -> tuple[bytes, tuple[int, ...]] | None:
     """A regular file's bytes and stat signature (followed through links, as git does);
     None when it does not exist; _Unreadable when it exists but is not a regular file git
     could read (a FIFO must not hang fm), is too large, or cannot be read."""
@@ -272,21 +272,21 @@ def _read(path: str, limit: int) -> tuple[bytes, tuple[int, ...]] | None:
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
-        raise _Unreadable(f"cannot read {path}: {exc.strerror}") from None
+        raise _Unreadable(f"cannot read the {what} ({exc.strerror}): {path}") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise _Unreadable(f"{path} is not a regular file")
+            raise _Unreadable(f"the {what} is not a regular file: {path}")
         if st.st_size > limit:
-            raise _Unreadable(f"{path} is larger than {limit >> 20} MiB")
+            raise _Unreadable(f"the {what} is larger than {limit >> 20} MiB: {path}")
         chunks = []
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
             if sum(map(len, chunks)) > limit:
-                raise _Unreadable(f"{path} is larger than {limit >> 20} MiB")
+                raise _Unreadable(f"the {what} is larger than {limit >> 20} MiB: {path}")
         return b"".join(chunks), _signature(st)
     except OSError as exc:
-        raise _Unreadable(f"cannot read {path}: {exc.strerror}") from None
+        raise _Unreadable(f"cannot read the {what} ({exc.strerror}): {path}") from None
     finally:
         os.close(fd)
 
@@ -305,17 +305,17 @@ def _config(path: str) -> _Parsed | None:
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
-        raise _Unreadable(f"cannot read {path}: {exc.strerror}") from None
+        raise _Unreadable(f"cannot read the git config file ({exc.strerror}): {path}") from None
     cached = _configs.get(path)
     if cached is not None and cached[0] == _signature(st):
         return cached[1]
-    got = _read(path, _MAX_CONFIG)
+    got = _read(path, _MAX_CONFIG, "git config file")
     if got is None:
         return None
     data, sig = got
     entries = parse(data)
     if entries is None:
-        raise _Unreadable(f"{path} is not a config file git can read")
+        raise _Unreadable(f"the git config file has a line git rejects: {path}")
     keys, includes, fmt = set(), [], None
     for section, sub, key, val in entries:
         if sub is not None and key in _DRIVER_KEYS.get(section, ()):
@@ -367,14 +367,18 @@ def _walk(
     keys |= found
     for raw in includes:
         if raw is None:
-            raise _Unreadable(f"{path}: an include without a path")
+            raise _Unreadable(f"a git config include without a path: {path}")
         target = _interpolate(raw, env)
         if target is None:
-            raise _Unreadable(f"{path}: cannot expand the include path {os.fsdecode(raw)!r}")
+            raise _Unreadable(
+                f"a git config include path fm cannot expand ({os.fsdecode(raw)!r}): {path}"
+            )
         if not os.path.isabs(target):
             target = path[: path.rfind("/") + 1] + target
         if depth + 1 > _MAX_INCLUDE_DEPTH:
-            raise _Unreadable(f"{path}: includes nested deeper than {_MAX_INCLUDE_DEPTH}")
+            raise _Unreadable(
+                f"git config includes nested deeper than {_MAX_INCLUDE_DEPTH}: {path}"
+            )
         _walk(target, env, keys, depth + 1)
     return fmt
 
@@ -533,23 +537,23 @@ def _gitlinks(gitdir: str, oid_len: int) -> tuple[bytes, ...]:
         except (FileNotFoundError, NotADirectoryError):
             continue
         except OSError as exc:
-            raise _Unreadable(f"cannot read {path}: {exc.strerror}") from None
+            raise _Unreadable(f"cannot read the index ({exc.strerror}): {path}") from None
         split = split or name != "index"
         cached = _indexes.get(path)
         if cached is not None and cached[0] == _signature(st):
             paths += cached[1]
             continue
-        got = _read(path, _MAX_INDEX)
+        got = _read(path, _MAX_INDEX, "index")
         if got is None:
             continue
         try:
             found = tuple(_gitlinks_in(got[0], oid_len))
         except (ValueError, IndexError):
-            raise _Unreadable(f"{path} is not an index fm can read") from None
+            raise _Unreadable(f"the index is not one fm can read: {path}") from None
         _indexes[path] = (got[1], found)
         paths += found
     if split and b"" in paths:
-        raise _Unreadable(f"the split index of {gitdir} records a submodule fm cannot place")
+        raise _Unreadable(f"the split index records a submodule fm cannot place: {gitdir}")
     return tuple(p for p in paths if p)
 
 
@@ -611,7 +615,7 @@ def _scan_repo(
         if subdir is None or os.path.realpath(subdir) in seen:
             continue
         if depth + 1 > _MAX_DEPTH:
-            raise _Unreadable(f"submodules nested deeper than {_MAX_DEPTH} in {worktree}")
+            raise _Unreadable(f"submodules nested deeper than {_MAX_DEPTH}: {worktree}")
         _scan_repo(subdir, subtree, env, keys, submodules, seen, depth + 1)
 
 

@@ -17,7 +17,8 @@ through `runner.git` (and `git_many`, `rev`, `git_private`), which asks this mod
   git), its program emptied: `filter.<f>.clean/smudge/process` (and `required=false`),
   `diff.<d>.command/textconv`, `merge.<m>.driver` (git then fails that merge rather than run
   it), `remote.<r>.uploadpack/receivepack` back to git's own, `remote.<r>.vcs` to none;
-- `--no-ext-diff --no-textconv` for every command that makes a diff, `--no-pager` for all;
+- `--no-ext-diff --no-textconv` for every command that makes a diff (no pager runs: git's
+  output is never a terminal, and the pager is `cat` all the same);
 - an environment without the variables that would name a program ahead of the overrides
   (`GIT_EXTERNAL_DIFF`, `GIT_SSH`, `GIT_SSH_COMMAND`, `GIT_ASKPASS`, `SSH_ASKPASS`,
   `GIT_EDITOR`, `GIT_PAGER`, `GIT_PROXY_COMMAND`, `GIT_CONFIG_PARAMETERS`, ...), with
@@ -53,6 +54,7 @@ __all__ = [
     "call",
     "config_pairs",
     "gitdir_env",
+    "needs_network",
     "overrides_env",
     "owned",
     "subcommand",
@@ -133,10 +135,12 @@ _NETWORK_KEPT = ("GIT_SSH_COMMAND", "GIT_SSH", "GIT_PROXY_COMMAND", "GIT_ALLOW_P
 # The transports git speaks itself (no remote helper).
 SAFE_PROTOCOLS = ("file", "git", "ssh", "http", "https")
 
-# Commands that reach the network, and those that make a diff.
+# Commands that reach the network (`git remote` only for some of its subcommands), and those
+# that make a diff.
 NETWORK = frozenset(
     {"fetch", "pull", "push", "ls-remote", "clone", "remote", "fetch-pack", "send-pack"}
 )
+_REMOTE_NETWORK = frozenset({"update", "prune", "show"})
 _DIFFS = frozenset(
     {"diff", "log", "show", "diff-tree", "diff-index", "diff-files", "format-patch", "whatchanged"}
 )
@@ -169,6 +173,18 @@ def subcommand(args: Sequence[str]) -> int | None:
         else:
             return i
     return None
+
+
+def needs_network(command: Sequence[str]) -> bool:
+    """Whether the git command (its subcommand first) reaches a remote."""
+    if not command or command[0] not in NETWORK:
+        return False
+    if command[0] != "remote":
+        return True
+    rest = list(command[1:])
+    if rest[:1] == ["set-head"]:
+        return "-a" in rest or "--auto" in rest
+    return bool(rest) and rest[0] in _REMOTE_NETWORK
 
 
 class Call:
@@ -247,20 +263,20 @@ def call(
     args = list(args)
     at = subcommand(args)
     sub = args[at] if at is not None else None
-    network = sub in NETWORK
+    network = at is not None and needs_network(args[at:])
     if at is not None and sub in _DIFFS:
         args[at + 1 : at + 1] = ["--no-ext-diff", "--no-textconv"]
     base = _policy_env(env, network=network)
     scan = git_config.scan(scan_from or repo, base, submodules=sub in _RECURSING)
-    argv = ["git", "--no-pager", "-C", repo, *args]
+    argv = ["git", "-C", repo, *args]
     if scan.problem is not None:
-        return Call(argv, base, f"fm did not run git in {repo}: {scan.problem}")
+        return Call(argv, base, f"fm did not run git: {scan.problem}")
     if network and at is not None:
         why = _network_refusal(scan, sub or "", args[at + 1 :])
         if why is not None:
             return Call(argv, base, f"fm did not run git {sub}: {why}")
         if sub in _PACK_OPTION:
-            argv.insert(argv.index(sub, 4) + 1, _PACK_OPTION[sub])
+            argv.insert(3 + at + 1, _PACK_OPTION[sub])
     pairs = list(FIXED)
     if network:
         pairs += [(k, v) for k, v in user if k != "core.sshcommand"]

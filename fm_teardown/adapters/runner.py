@@ -498,7 +498,7 @@ def _door(
     policy = environment(None, base)
     at = git_door.subcommand(args)
     user: Sequence[tuple[str, str]] = ()
-    if at is not None and args[at] in git_door.NETWORK:
+    if at is not None and git_door.needs_network(args[at:]):
         user = _user_network_config(repo, policy)
     call = git_door.call(repo, args, policy, user=user, scan_from=scan_from)
     if call.refused is not None:
