@@ -294,7 +294,9 @@ def _read(path: str, limit: int, what: str = "file") -> tuple[bytes, tuple[int, 
 # One parsed config file: its driver keys, its includes (value as written), its object format.
 _Parsed = tuple[frozenset[tuple[str, str, str]], tuple[bytes | None, ...], str | None]
 _configs: dict[str, tuple[tuple[int, ...], _Parsed]] = {}
-_indexes: dict[str, tuple[tuple[int, ...], tuple[bytes, ...]]] = {}
+_indexes: dict[str, tuple[tuple[int, ...], tuple[tuple[bytes, ...], bool]]] = {}
+_gitfiles: dict[str, tuple[tuple[int, ...], str | None]] = {}
+_commons: dict[str, tuple[tuple[int, ...] | None, str]] = {}
 
 
 def _config(path: str) -> _Parsed | None:
@@ -387,8 +389,21 @@ def _truthy(text: str | None) -> bool:
     return (text or "").strip().lower() in ("1", "true", "yes", "on")
 
 
+_ENV_FILES = ("GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_GLOBAL", "HOME")
+_ENV_FILES_MORE = ("XDG_CONFIG_HOME", "PATH")
+_user_and_system_made: dict[tuple[str | None, ...], list[str]] = {}
+
+
 def _user_and_system(env: Mapping[str, str]) -> list[str]:
     """The config files git reads outside any repository (the user's and the system's)."""
+    key = tuple(env.get(k) for k in (*_ENV_FILES, *_ENV_FILES_MORE))
+    files = _user_and_system_made.get(key)
+    if files is None:
+        files = _user_and_system_made[key] = _user_and_system_files(env)
+    return files
+
+
+def _user_and_system_files(env: Mapping[str, str]) -> list[str]:
     files: list[str] = []
     if not _truthy(env.get("GIT_CONFIG_NOSYSTEM")):
         if env.get("GIT_CONFIG_SYSTEM") is not None:
@@ -414,8 +429,16 @@ def _user_and_system(env: Mapping[str, str]) -> list[str]:
 # -- finding the repository --------------------------------------------------------------
 
 
-def _gitfile(dotgit: str) -> str | None:
-    """The git dir a `.git` file names (relative to the file's directory), None if none."""
+def _gitfile(dotgit: str, st: os.stat_result | None = None) -> str | None:
+    """The git dir a `.git` file names (relative to the file's directory), None if none;
+    `st`: its stat, when taken already (then cached while it is the same)."""
+    if st is not None:
+        cached = _gitfiles.get(dotgit)
+        if cached is not None and cached[0] == _signature(st):
+            return cached[1]
+        found = _gitfile(dotgit)
+        _gitfiles[dotgit] = (_signature(st), found)
+        return found
     try:
         got = _read(dotgit, 1 << 16)
     except _Unreadable:
@@ -447,7 +470,7 @@ def find_repo(start: str) -> tuple[str, str] | None:
         except OSError:
             st = None
         if st is not None:
-            gitdir = dotgit if stat.S_ISDIR(st.st_mode) else _gitfile(dotgit)
+            gitdir = dotgit if stat.S_ISDIR(st.st_mode) else _gitfile(dotgit, st)
             if gitdir is not None and _is_gitdir(gitdir):
                 return gitdir, path
         if _is_gitdir(path):
@@ -460,13 +483,23 @@ def find_repo(start: str) -> tuple[str, str] | None:
 
 def common_of(gitdir: str) -> str:
     """The common dir a git dir shares (its `commondir` file), or the git dir itself."""
+    path = os.path.join(gitdir, "commondir")
     try:
-        got = _read(os.path.join(gitdir, "commondir"), 1 << 16)
+        sig: tuple[int, ...] | None = _signature(os.stat(path))
+    except OSError:
+        sig = None
+    cached = _commons.get(gitdir)
+    if cached is not None and cached[0] == sig:
+        return cached[1]
+    try:
+        got = _read(path, 1 << 16) if sig is not None else None
     except _Unreadable:
         got = None
-    if got is None or not got[0].strip():
-        return gitdir
-    return os.path.normpath(os.path.join(gitdir, os.fsdecode(got[0].strip())))
+    common = gitdir
+    if got is not None and got[0].strip():
+        common = os.path.normpath(os.path.join(gitdir, os.fsdecode(got[0].strip())))
+    _commons[gitdir] = (sig, common)
+    return common
 
 
 # -- the index's submodules --------------------------------------------------------------
@@ -523,38 +556,42 @@ def _gitlinks_in(data: bytes, oid_len: int) -> list[bytes]:
     return out
 
 
+def _index_gitlinks(path: str, oid_len: int) -> tuple[tuple[bytes, ...], bool]:
+    """The gitlink paths of one index file, and whether it may be split (it has a `link`
+    extension: its other entries are in a shared index); cached while its stat is the same."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return (), False
+    except OSError as exc:
+        raise _Unreadable(f"cannot read the index ({exc.strerror}): {path}") from None
+    cached = _indexes.get(path)
+    if cached is not None and cached[0] == _signature(st):
+        return cached[1]
+    got = _read(path, _MAX_INDEX, "index")
+    if got is None:
+        return (), False
+    try:
+        found = (tuple(_gitlinks_in(got[0], oid_len)), b"link" in got[0])
+    except (ValueError, IndexError):
+        raise _Unreadable(f"the index is not one fm can read: {path}") from None
+    _indexes[path] = (got[1], found)
+    return found
+
+
 def _gitlinks(gitdir: str, oid_len: int) -> tuple[bytes, ...]:
     """The submodule paths the index of `gitdir` records (its shared indexes' too)."""
-    paths: list[bytes] = []
-    split = False
-    names = ["index"]
-    with contextlib.suppress(OSError):
-        names += [n for n in os.listdir(gitdir) if n.startswith("sharedindex.")]
-    for name in names:
-        path = os.path.join(gitdir, name)
-        try:
-            st = os.stat(path)
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        except OSError as exc:
-            raise _Unreadable(f"cannot read the index ({exc.strerror}): {path}") from None
-        split = split or name != "index"
-        cached = _indexes.get(path)
-        if cached is not None and cached[0] == _signature(st):
-            paths += cached[1]
-            continue
-        got = _read(path, _MAX_INDEX, "index")
-        if got is None:
-            continue
-        try:
-            found = tuple(_gitlinks_in(got[0], oid_len))
-        except (ValueError, IndexError):
-            raise _Unreadable(f"the index is not one fm can read: {path}") from None
-        _indexes[path] = (got[1], found)
-        paths += found
-    if split and b"" in paths:
+    paths, split = _index_gitlinks(os.path.join(gitdir, "index"), oid_len)
+    if not split:
+        return tuple(p for p in paths if p)
+    if b"" in paths:
         raise _Unreadable(f"the split index records a submodule fm cannot place: {gitdir}")
-    return tuple(p for p in paths if p)
+    more: list[bytes] = []
+    with contextlib.suppress(OSError):
+        for name in os.listdir(gitdir):
+            if name.startswith("sharedindex."):
+                more += _index_gitlinks(os.path.join(gitdir, name), oid_len)[0]
+    return tuple(p for p in (*paths, *more) if p)
 
 
 # -- the scan ----------------------------------------------------------------------------
@@ -595,9 +632,10 @@ def _scan_repo(
     seen: set[str],
     depth: int,
 ) -> None:
-    seen.add(os.path.realpath(gitdir))
-    if len(seen) > _MAX_REPOS:
-        raise _Unreadable(f"more than {_MAX_REPOS} submodules")
+    if submodules:
+        seen.add(os.path.normpath(gitdir))
+        if len(seen) > _MAX_REPOS:
+            raise _Unreadable(f"more than {_MAX_REPOS} submodules")
     fmt = None
     for path in _repo_files(gitdir):
         fmt = _walk(path, env, keys) or fmt
@@ -612,7 +650,7 @@ def _scan_repo(
         except OSError:
             continue  # not checked out: git does not go in
         subdir = dotgit if stat.S_ISDIR(st.st_mode) else _gitfile(dotgit)
-        if subdir is None or os.path.realpath(subdir) in seen:
+        if subdir is None or os.path.normpath(subdir) in seen:
             continue
         if depth + 1 > _MAX_DEPTH:
             raise _Unreadable(f"submodules nested deeper than {_MAX_DEPTH}: {worktree}")

@@ -197,11 +197,24 @@ class Call:
 def overrides_env(pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
     """The overrides as `GIT_CONFIG_COUNT`/`KEY_n`/`VALUE_n` (exact: no quoting, a name may
     hold any character a config file allows)."""
-    env = {"GIT_CONFIG_COUNT": str(len(pairs))}
-    for i, (key, val) in enumerate(pairs):
-        env[f"GIT_CONFIG_KEY_{i}"] = key
-        env[f"GIT_CONFIG_VALUE_{i}"] = val
+    key = tuple(pairs)
+    env = _overrides_made.get(key)
+    if env is None:
+        env = {"GIT_CONFIG_COUNT": str(len(pairs))}
+        for i, (name, val) in enumerate(pairs):
+            env[f"GIT_CONFIG_KEY_{i}"] = name
+            env[f"GIT_CONFIG_VALUE_{i}"] = val
+        if len(_overrides_made) > 64:
+            _overrides_made.clear()
+        _overrides_made[key] = env
     return env
+
+
+# The overrides' environment, made once per set of overrides (a fleet's slots share them).
+_overrides_made: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+# The last policy environment made from a runner environment, per network or not: the same
+# runner environment (one for all of `git_many`'s commands) gives the same one.
+_policy_made: dict[bool, tuple[Mapping[str, str], dict[str, str]]] = {}
 
 
 def _driver_overrides(scan: git_config.Scan) -> list[tuple[str, str]]:
@@ -216,6 +229,15 @@ def _driver_overrides(scan: git_config.Scan) -> list[tuple[str, str]]:
 
 
 def _policy_env(env: Mapping[str, str], *, network: bool) -> dict[str, str]:
+    """`_make_policy_env`, a copy of the one made last from the same `env` object."""
+    made = _policy_made.get(network)
+    if made is None or made[0] is not env:
+        made = (env, _make_policy_env(env, network=network))
+        _policy_made[network] = made
+    return dict(made[1])
+
+
+def _make_policy_env(env: Mapping[str, str], *, network: bool) -> dict[str, str]:
     """`env` (the runner's policy environment) with what names a program ahead of the config
     dropped and set to name nothing; for the network, the user's own ssh and proxy kept and
     the transports git speaks itself allowed, for any other command no transport at all (a

@@ -168,7 +168,7 @@ def run_many(argvs: Sequence[Sequence[str]], *, timeout: float, width: int) -> l
     for argv in argvs:
         if _is_git(argv):
             repo, args = _git_args(argv, None)
-            calls.append(_door(repo, args, None, None))
+            calls.append(_door(repo, args, None, None, policy=env))
         else:
             calls.append((argv, env))
     return _many(calls, timeout, width)
@@ -480,7 +480,10 @@ def git_many(
 ) -> list[Result]:
     """`git -C repo args...` for each (repo, args), `width` at a time (`run_many`), each
     through the git door."""
-    return _many([_door(repo, args, None, None) for repo, args in calls], timeout, width)
+    policy = environment()  # once for all: copying the environment costs more than the rest
+    return _many(
+        [_door(repo, args, None, None, policy=policy) for repo, args in calls], timeout, width
+    )
 
 
 def _door(
@@ -489,13 +492,16 @@ def _door(
     env: Mapping[str, str] | None,
     base: Mapping[str, str] | None,
     scan_from: str | None = None,
+    policy: Mapping[str, str] | None = None,
 ) -> tuple[list[str], dict[str, str]] | Result:
     """The argv and environment the door gives `git -C repo args...`, or the Result of a
     command it will not run. `env` is added after the door's own settings, which it may not
-    change (only the repository and index variables a private git dir sets)."""
+    change (only the repository and index variables a private git dir sets); `policy`: the
+    runner's environment for `base`, when made already."""
     from fm_teardown.adapters import git_door
 
-    policy = environment(None, base)
+    if policy is None:
+        policy = environment(None, base)
     at = git_door.subcommand(args)
     user: Sequence[tuple[str, str]] = ()
     if at is not None and git_door.needs_network(args[at:]):
