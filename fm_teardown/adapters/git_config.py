@@ -30,7 +30,6 @@ import contextlib
 import os
 import pwd
 import re
-import shutil
 import stat
 from collections.abc import Iterator, Mapping
 
@@ -335,13 +334,21 @@ def _config(path: str) -> _Parsed | None:
     return parsed
 
 
+def _prefix(env: Mapping[str, str]) -> str:
+    """Where the git on PATH is installed (`/usr` for `/usr/bin/git`): git's own prefix, for
+    its system config and `%(prefix)/` (shutil.which would cost its imports)."""
+    for folder in (env.get("PATH") or os.defpath).split(os.pathsep):
+        git = os.path.join(folder or ".", "git")
+        if os.path.isfile(git) and os.access(git, os.X_OK):
+            return os.path.dirname(os.path.dirname(os.path.realpath(git)))
+    return "/usr"
+
+
 def _interpolate(raw: bytes, env: Mapping[str, str]) -> str | None:
     """An include path as git expands it (`~/`, `~user/`, `%(prefix)/`), None if it cannot."""
     path = os.fsdecode(raw)
     if path.startswith("%(prefix)/"):
-        git = shutil.which("git", path=env.get("PATH")) or "/usr/bin/git"
-        prefix = os.path.dirname(os.path.dirname(os.path.realpath(git)))
-        return os.path.join(prefix, path[len("%(prefix)/") :])
+        return os.path.join(_prefix(env), path[len("%(prefix)/") :])
     if not path.startswith("~"):
         return path
     user, slash, rest = path[1:].partition("/")
@@ -410,10 +417,7 @@ def _user_and_system_files(env: Mapping[str, str]) -> list[str]:
             files.append(env["GIT_CONFIG_SYSTEM"])
         else:
             files.append("/etc/gitconfig")
-            git = shutil.which("git", path=env.get("PATH"))
-            if git:
-                prefix = os.path.dirname(os.path.dirname(os.path.realpath(git)))
-                files.append(os.path.join(prefix, "etc", "gitconfig"))
+            files.append(os.path.join(_prefix(env), "etc", "gitconfig"))
     if env.get("GIT_CONFIG_GLOBAL") is not None:
         files.append(env["GIT_CONFIG_GLOBAL"])
     else:
