@@ -354,3 +354,28 @@ def test_the_config_parser_reads_what_git_reads(
     got = [_name(sec, sub, key).encode("utf-8", "surrogateescape") for sec, sub, key, _ in ours]
     assert got == [t[0] for t in theirs], text
     assert [v for *_, v in ours] == [t[1] if len(t) == 2 else None for t in theirs], text
+
+
+@pytest.mark.non_root
+def test_a_config_file_fm_may_not_read_means_no_git_runs_there(
+    tmp_path: Path, marks: Marks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An included file the user may not read: git itself would die on it; fm says why and
+    runs nothing. The user's own unreadable global config is theirs, and git's to report."""
+    r = repo(tmp_path)
+    plant(r, ("core.fsmonitor", marks.program("fsmonitor")))
+    secret = tmp_path / "secret.gitconfig"
+    secret.write_text('[filter "hidden"]\n\tclean = whatever\n')
+    secret.chmod(0)
+    gitdir = r / ".git"
+    (gitdir / "config").write_text(
+        (gitdir / "config").read_text() + f"[include]\n\tpath = {secret}\n"
+    )
+    got = runner.git(str(r), "status", "--porcelain")
+    assert got.rc is None and "cannot read the git config file" in got.err, got
+    assert "secret.gitconfig" in got.err
+    (gitdir / "config").write_text((gitdir / "config").read_text().replace(str(secret), "x"))
+    user_config(tmp_path, monkeypatch, "")
+    (tmp_path / "user.gitconfig").chmod(0)
+    assert runner.git(str(r), "rev-parse", "HEAD").ok
+    assert marks.ran() == []
