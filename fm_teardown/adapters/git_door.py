@@ -16,26 +16,31 @@ through `runner.git` (and `git_many`, `rev`, `git_private`), which asks this mod
   every driver the config files name (`adapters/git_config.py` reads them without running
   git), its program emptied: `filter.<f>.clean/smudge/process` (and `required=false`),
   `diff.<d>.command/textconv`, `merge.<m>.driver` (git then fails that merge rather than run
-  it), `remote.<r>.uploadpack/receivepack` back to git's own, `remote.<r>.vcs` to none;
+  it), `remote.<r>.vcs` to none;
 - `--no-ext-diff --no-textconv` for every command that makes a diff (no pager runs: git's
   output is never a terminal, and the pager is `cat` all the same);
 - an environment without the variables that would name a program ahead of the overrides
   (`GIT_EXTERNAL_DIFF`, `GIT_SSH`, `GIT_SSH_COMMAND`, `GIT_ASKPASS`, `SSH_ASKPASS`,
   `GIT_EDITOR`, `GIT_PAGER`, `GIT_PROXY_COMMAND`, `GIT_CONFIG_PARAMETERS`, ...), with
-  `GIT_ASKPASS` and `GIT_PROXY_COMMAND` empty (git then asks no program) and only the
-  transports git itself speaks allowed (`GIT_ALLOW_PROTOCOL`: no remote helper a remote URL
-  or `insteadOf` names).
+  `GIT_ASKPASS` and `GIT_PROXY_COMMAND` empty (git then asks no program), and no transport
+  at all for a command that needs no network (`GIT_ALLOW_PROTOCOL` empty: a partial clone's
+  lazy fetch would run the remote's `uploadpack`, where the first value in the files wins
+  over any override).
 
 Where fm needs the network (a fetch), the user's own global config still applies: their
 `core.sshCommand` and credential helpers (`~/.gitconfig`, read with `git config --global`),
-and their own `GIT_SSH_COMMAND`, `GIT_SSH` and `GIT_PROXY_COMMAND`, never the repository's.
-A fetch from a remote the config gives a remote helper (`remote.<r>.vcs`) is not run, and
-says so.
+and their own `GIT_SSH_COMMAND`, `GIT_SSH` and `GIT_PROXY_COMMAND`, never the repository's;
+git's own `git-upload-pack` (or `git-receive-pack`), given on the command line; only the
+transports git itself speaks (`GIT_ALLOW_PROTOCOL`: no remote helper that a URL or
+`insteadOf` names, no `ext::`). A fetch that cannot run without a program the config names
+(`remote.<r>.vcs`; an `uploadpack` of its own in a partial clone, or in a command that takes
+no `--upload-pack`) is not run, and the refusal says why.
 
-What git runs of its own (`git-upload-pack` for a local fetch, `git status` inside each
-submodule) inherits the overrides; the submodules' own drivers are read too. The system's
-config (`/etc/gitconfig`) is the administrator's and stays. The pool's `treehouse` runs git
-itself: that is the pool's program, not fm's, and outside this door.
+What git runs of its own (a `git status` inside each submodule, a fetch's `rev-list`)
+inherits the overrides, and the submodules' own drivers are read too. The user's and the
+system's config apply, but for these programs: a driver they define (git-lfs's filter, say)
+is emptied as well, since the tree's attributes choose which one runs. The pool's `treehouse`
+runs git itself: that is the pool's program, not fm's, and outside this door.
 """
 
 from __future__ import annotations
