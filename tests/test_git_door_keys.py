@@ -7,6 +7,7 @@ against git's own."""
 
 from __future__ import annotations
 
+import ast
 import http.server
 import itertools
 import os
@@ -379,3 +380,40 @@ def test_a_config_file_fm_may_not_read_means_no_git_runs_there(
     (tmp_path / "user.gitconfig").chmod(0)
     assert runner.git(str(r), "rev-parse", "HEAD").ok
     assert marks.ran() == []
+
+
+# -- one door ---------------------------------------------------------------------------------
+
+PACKAGE = Path(__file__).resolve().parent.parent / "fm_teardown"
+_STARTS = {"subprocess", "os.system", "os.popen", "os.posix_spawn", "os.posix_spawnp"}
+
+
+def _starts_processes(tree: ast.AST) -> set[str]:
+    """What in a module's code can start a process: `subprocess`, `os.system`, `os.exec*`..."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if "subprocess" in names or getattr(node, "module", None) == "subprocess":
+                found.add("subprocess")
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            name = f"{node.value.id}.{node.attr}"
+            if name in _STARTS or name.startswith(("os.exec", "os.spawn")):
+                found.add(name)
+    return found
+
+
+def test_only_the_runner_starts_processes_so_every_git_goes_through_the_door() -> None:
+    """git runs only through `runner` (a `runner.run` of a git argv is sent to the door too);
+    the one other process start is `fm demo` starting fm itself."""
+    starters = {
+        str(path.relative_to(PACKAGE)): found
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if "standin" not in path.parts
+        for found in [_starts_processes(ast.parse(path.read_text(encoding="utf-8")))]
+        if found
+    }
+    assert starters == {
+        "adapters/runner.py": {"subprocess", "os.posix_spawn"},
+        "commands/demo.py": {"subprocess"},
+    }, starters
