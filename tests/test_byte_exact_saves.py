@@ -29,6 +29,7 @@ WORK = {
     "new.lf": b"lf only\n",
     "version.id": b"$Id: 0000000000000000000000000000000000000000 $\nbody\n",
     "text.u16": b"\xff\xfe" + "h\u00e9llo\n".encode("utf-16-le"),
+    "odd.u16": b"\xff\xfe\x41",  # not UTF-16 at all: git would refuse to add it
     "shout.flt": b"lower case, as written\n",
     "plain.txt": b"no attributes, LF only\n",  # core.autocrlf would add CRs on checkout
     "bytes.bin": b"\x00\r\n\xff binary\r\n",
