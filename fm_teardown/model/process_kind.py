@@ -22,10 +22,12 @@ __all__ = [
     "AGENT_SUBSTRINGS",
     "HARNESS_DIRS",
     "SHELLS",
+    "WRAPPERS",
     "ProcessClass",
     "base_name",
     "classify",
     "is_tmux",
+    "is_wrapper",
     "terminal_of",
 ]
 
@@ -37,6 +39,11 @@ AGENT_NAMES = frozenset(
 )
 AGENT_PREFIXES = ("muse-bin-", "cursor-agent")
 HARNESS_DIRS = frozenset({*AGENT_SUBSTRINGS, "cursor-agent", "pi", "muse"})
+# Programs a pane runs that only hold what runs under them: firstmate's spawn types
+# `treehouse enter <slot>` into the pane, which opens the task's shell in the slot as its
+# child. Such a process with a child is seen through (the endpoint is what runs under it);
+# without one it is what it is (another program: `other`).
+WRAPPERS = frozenset({"treehouse"})
 
 
 # Memoised by name (here, `is_tmux` and `classify`): an audit classifies every process of every
@@ -66,6 +73,12 @@ def is_tmux(name: str, argv0: str) -> bool:
 
     Ending a tmux server ends every window of the fleet with it."""
     return any(b == "tmux" or b.startswith("tmux:") for b in (base_name(name), base_name(argv0)))
+
+
+@lru_cache(maxsize=4096)
+def is_wrapper(name: str, argv0: str) -> bool:
+    """A program that only holds what runs under it (`treehouse enter`), by name or argv[0]."""
+    return base_name(name) in WRAPPERS or base_name(argv0) in WRAPPERS
 
 
 class ProcessClass(StrEnum):
