@@ -96,14 +96,15 @@ def _remove_route(run: Run, record: Record) -> str | None:
 
 
 def step_auth(run: Run, record: Record) -> None:
-    """The grok and kimi hook auth entries named by TASK's token files (proceed and stale)."""
+    """The grok, kimi and agy hook auth entries named by TASK's token files (proceed and
+    stale)."""
     from fm_teardown.act.duties import remove_auth_entries
 
     s = run.settings
     state_dir = os.path.dirname(record.meta_path)
-    found = remove_auth_entries(state_dir, record.task_id, s.home, s.grok_home)
+    found = remove_auth_entries(state_dir, record.task_id, s.home, s.grok_home, s.agy_config_home)
     run.warnings.extend(found.warnings)
-    target = f"state/{record.task_id}.grok-turnend-token, .kimi-turnend-token"
+    target = f"state/{record.task_id}.grok-turnend-token, .kimi-turnend-token, .agy-turnend-token"
     run.note(StepName.AUTH, target, found)
 
 

@@ -210,8 +210,8 @@ def _record_steps(record: Record) -> tuple[Step, ...]:
     return (
         Step(
             StepName.AUTH,
-            f"state/{record.task_id}.grok-turnend-token, .kimi-turnend-token",
-            "remove the grok and kimi hook auth entries the token files name, if any",
+            f"state/{record.task_id}.grok-turnend-token, .kimi-turnend-token, .agy-turnend-token",
+            "remove the grok, kimi and agy hook auth entries the token files name, if any",
         ),
         Step(
             StepName.ATTRIBUTION,

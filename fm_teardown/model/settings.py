@@ -50,6 +50,9 @@ class Settings:
     config_dir: Path | None = None
     grok_home: str | None = None
     attribution_lock_attempts: int = 50
+    # firstmate's agy harness: its global config root (FM_AGY_CONFIG_HOME, else
+    # $HOME/.gemini/config), where its turn-end plugin keeps one auth entry per task.
+    agy_config_home: str | None = None
 
 
 def _float(env: Mapping[str, str], name: str, default: float) -> float:
@@ -140,4 +143,6 @@ def load(state_dir_flag: str | None = None, env: Mapping[str, str] | None = None
         attribution_lock_attempts=_lenient_int(
             env, "FM_ATTRIBUTION_LOCK_ATTEMPTS", Settings.attribution_lock_attempts
         ),
+        agy_config_home=env.get("FM_AGY_CONFIG_HOME")
+        or (os.path.join(env["HOME"], ".gemini", "config") if env.get("HOME") else None),
     )
