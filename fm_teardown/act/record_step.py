@@ -1,6 +1,7 @@
 """Steps 8 and 9 (the order and why: `act/steps.py`): the record goes last. It is checked
-unchanged, then its duties run (the hook auth entries, the cost-attribution row), then
-tasktmp, the `state/<id>.*` sidecars, and the meta last."""
+unchanged, then its duties run (the hook auth entries, the cost-attribution row, TASK's
+browser stack and the remote-job sweep: `act/leaks.py`), then tasktmp, the `state/<id>.*`
+sidecars, and the meta last."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import shutil
 import stat
 
 from fm_teardown.act import faults
+from fm_teardown.act.leaks import step_leaks
 from fm_teardown.act.run_state import Run
 from fm_teardown.model import sidecars as _sidecars
 from fm_teardown.model.plan import StepName
@@ -44,6 +46,8 @@ def step_record(run: Run, record: Record) -> None:
         raise run.fail(StepName.RECORD, record.meta_path, RecordResult(RecordWhat.REWRITTEN))
     step_auth(run, record)
     step_attribution(run, record)
+    # TASK's browser stack and the remote-job sweep (spec §15.5), best effort: `act/leaks.py`.
+    step_leaks(run, record)
     route = _remove_route(run, record) if record.kind == "secondmate" else None
     removed = []
     try:
