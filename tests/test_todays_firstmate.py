@@ -135,6 +135,22 @@ def test_the_spawns_lease_is_never_called_another_owners_work(fleet: Fleet) -> N
     assert "--discard-live-owner" not in r.stdout + r.stderr
 
 
+def test_a_lease_in_the_tasks_name_under_another_id_is_not_called_someones_work(
+    fleet: Fleet,
+) -> None:
+    """The record names one lease id, the pool holds another in the task's own name
+    (`fm-<id>`): not provably this task's lease (4, nothing changed), but never worded as
+    another owner's live work to destroy."""
+    slot = fleet.slot(1, holder=f"fm-{ID_T1}", lease_id="b" * 32)
+    fleet.task(ID_T1, slot, "dead", extra={"treehouse_lease": "a" * 32})
+    before = state_hash(fleet.state)
+    r = fleet.fm("teardown", ID_T1)
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert f"held in {ID_T1}'s own name" in r.stderr, r.stderr
+    assert "destroys" not in r.stderr and "live work" not in r.stderr, r.stderr
+    assert state_hash(fleet.state) == before
+
+
 def test_another_tasks_spawn_lease_is_that_task(fleet: Fleet) -> None:
     """A lease held as `fm-<other>` is the other task's claim: named by its id (a live task:
     4), never as an anonymous `lease:fm-<other>`."""

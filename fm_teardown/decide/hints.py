@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from fm_teardown.decide.case import Case
 from fm_teardown.decide.sparing import Blocker
 from fm_teardown.model.causes import LISTED
-from fm_teardown.model.plan import LandedLike, Owner
+from fm_teardown.model.leases import holder_tasks
+from fm_teardown.model.plan import LandedLike, Owner, OwnerKind
 from fm_teardown.model.results import Terminal
 from fm_teardown.model.world import InventoryStatus, Spared
 
@@ -95,7 +96,15 @@ def live_owner_hints(c: Case, live: list[Owner]) -> list[str]:
     elif c.flags.force:
         hints.append("--force does not lift this: it discards only this task's own work")
     hints.append(f"let {names} finish (or end it), then re-run")
-    if len(live) == 1 and not blind:
+    if len(live) == 1 and not blind and _in_tasks_name(c, live[0]):
+        # A lease held in TASK's own name (`<id>` or `fm-<id>`) under another lease id than
+        # the record's: not provably TASK's, but never worded as someone else's live work.
+        hints.append(
+            f"{live[0].id} is held in {c.task}'s own name, under another lease id than its "
+            f"record names ({c.record.lease_id}): if it is {c.task}'s own lease, return it "
+            f"with this task: fm teardown {c.task} --force --discard-live-owner={live[0].id}"
+        )
+    elif len(live) == 1 and not blind:
         saved = (
             f"; its uncommitted work is saved first under refs/fm/discarded/{live[0].id}/<time>"
             if live[0].id in c.fleet.records and c.force_saves
@@ -107,6 +116,15 @@ def live_owner_hints(c: Case, live: list[Owner]) -> list[str]:
             f"fm teardown {c.task} --force --discard-live-owner={live[0].id}"
         )
     return hints
+
+
+def _in_tasks_name(c: Case, owner: Owner) -> bool:
+    """A lease owner whose holder names TASK (its id, or firstmate's spawn's `fm-<id>`)."""
+    return (
+        owner.kind == OwnerKind.LEASE
+        and owner.id.startswith("lease:")
+        and (c.task in holder_tasks(owner.id[len("lease:") :]))
+    )
 
 
 def unlanded_hints(c: Case, landed: LandedLike) -> list[str]:
