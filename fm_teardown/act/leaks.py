@@ -66,15 +66,24 @@ _MARKER_BYTES = 4096
 
 
 def step_leaks(run: Run, record: Record) -> None:
-    """TASK's browser stack, then the remote-job sweep: each noted as a step only when there
-    was something to end (or to leave), each leaving a warning when something was left."""
+    """TASK's browser stack (not a secondmate's, as in the script), then the remote-job sweep:
+    each noted as a step only when there was something to end (or to leave), each leaving a
+    warning when something was left."""
     s = run.settings
-    browser = reap_browser(s, record.task_id)
+    try:
+        # As the script: a secondmate's browser is its home's business, not its teardown's.
+        browser = reap_browser(s, record.task_id) if record.kind != "secondmate" else None
+    except OSError as exc:  # best effort: what could not be read is left, and said
+        why = f"could not be read ({exc.strerror or exc})"
+        browser = BrowserResult(BrowserWhat.UNREADABLE, session_of(s, record.task_id), other=why)
     if browser is not None:
         run.note(StepName.BROWSER, browser.session, browser)
         if browser.left:
             run.warnings.append(BrowserLeft(browser))
-    swept = sweep_remote_jobs(s.kill_wait)
+    try:
+        swept = sweep_remote_jobs(s.kill_wait)
+    except OSError as exc:
+        swept = RemoteJobsResult(error=exc.strerror or str(exc))
     if swept is not None:
         run.note(StepName.REMOTE_JOBS, f"*{WORKER_SUFFIX}", swept)
         if swept.outcome == StepOutcome.SKIPPED:
