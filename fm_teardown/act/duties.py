@@ -3,8 +3,8 @@
 When the plan returns the slot: the fleet's hook files are removed from the slot before the
 return (the next task's slot must not fire turn-end signals for a dead task); after a verified
 return, TASK's branch is deleted by compare-and-swap and TASK's own slot claim is removed.
-Whenever the record is removed (proceed and stale alike): the grok and kimi hook auth entries
-named by TASK's token files are removed, and one cost-attribution row is appended.
+Whenever the record is removed (proceed and stale alike): the grok, kimi and agy hook auth
+entries named by TASK's token files are removed, and one cost-attribution row is appended.
 
 Nothing here follows a symlink: paths inside the slot are walked with directory file
 descriptors opened `O_NOFOLLOW`, and an unlink removes a link, never its target.
@@ -197,22 +197,36 @@ def remove_own_claim(path: str, task: str, still_names: Callable[[str, str], boo
 # -- hook auth entries --------------------------------------------------------------------------
 
 
-def _auth_dirs(home: str | None, grok_home: str | None) -> dict[str, str | None]:
+def _auth_dirs(
+    home: str | None, grok_home: str | None, agy_config_home: str | None = None
+) -> dict[str, str | None]:
     """token sidecar suffix -> the directory of the entries it names."""
     return {
         "grok-turnend-token": os.path.join(grok_home, "hooks", "fm-turn-end.d")
         if grok_home
         else None,
         "kimi-turnend-token": os.path.join(home, ".kimi-code", "fm-turn-end.d") if home else None,
+        # agy's turn-end hook is one global plugin; each task's entry is its token's file.
+        "agy-turnend-token": os.path.join(
+            agy_config_home, "plugins", "fm-turn-end", "fm-turn-end.d"
+        )
+        if agy_config_home
+        else None,
     }
 
 
 def remove_auth_entries(
-    state_dir: str, task: str, home: str | None, grok_home: str | None
+    state_dir: str,
+    task: str,
+    home: str | None,
+    grok_home: str | None,
+    agy_config_home: str | None = None,
 ) -> AuthResult:
+    """The hook auth entries TASK's token files name (grok, kimi, agy), removed; a token file
+    that is unreadable or holds no usable token, or an entry that cannot go, only warns."""
     removed: list[str] = []
     warnings: list[AuthLeft] = []
-    for suffix, directory in _auth_dirs(home, grok_home).items():
+    for suffix, directory in _auth_dirs(home, grok_home, agy_config_home).items():
         token_file = os.path.join(state_dir, f"{task}.{suffix}")
         try:
             text, _ = read_meta(token_file)

@@ -73,6 +73,9 @@ class StepName(StrEnum):
     AUTH = "auth"  # the grok/kimi hook auth entries (spec §10)
     ATTRIBUTION = "attribution"  # the cost-attribution row (spec §10)
     RECORD = "record"
+    # With the record's duties, noted only when there was something to end (spec §15.5):
+    BROWSER = "browser"  # TASK's headless browser stack (its chrome-devtools-axi session)
+    REMOTE_JOBS = "remote-jobs"  # remote-job workers whose code root is gone
 
 
 class StepOutcome(StrEnum):

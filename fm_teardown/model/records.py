@@ -42,6 +42,7 @@ __all__ = [
     "quick_record",
     "read_meta",
     "record_refusal",
+    "remote_problem",
     "shown",
     "task_id_problem",
 ]
@@ -138,10 +139,13 @@ class InvalidRecord:
 
 
 class RecordProblem(Exception):
-    def __init__(self, problem: str, claimed: tuple[str, ...] | None = None) -> None:
+    def __init__(
+        self, problem: str, claimed: tuple[str, ...] | None = None, hints: tuple[str, ...] = ()
+    ) -> None:
         super().__init__(problem)
         self.problem = problem
         self.claimed = claimed
+        self.hints = hints  # what to do instead, when TASK's own record is refused for it
 
 
 def read_meta(path: str) -> tuple[str, int]:
@@ -215,6 +219,11 @@ def parse_record(task_id: str, meta_path: str, text: str, mtime_ns: int) -> Reco
 
     if not text.strip():
         raise problem("is empty: a record being written, or one left half-written")
+    remote = last.get("remote_host")
+    if remote:
+        # Before any other check: a record of a task on another host names paths of that
+        # host; nothing of it is validated, observed or touched here (spec §15.5).
+        raise RecordProblem(*remote_problem(task_id, remote, claimed))
     for key in IDENTITY_KEYS:
         n = counts.get(key, 0)
         if n != 1:
@@ -305,6 +314,7 @@ def quick_record(task_id: str, meta_path: str, text: str, mtime_ns: int) -> Reco
         or (tasktmp is not None and tasktmp != f"/tmp/fm-{task_id}")
         or (home and not home.startswith("/"))
         or _absurd_epoch(last.get("spawn_gen") or "")
+        or last.get("remote_host")
     ):
         return None
     return _record(task_id, meta_path, mtime_ns, last, session)
@@ -337,6 +347,26 @@ def _record(
         harness=last.get("harness") or None,
         model=last.get("model") or None,
         effort=last.get("effort") or None,
+    )
+
+
+def remote_problem(
+    task_id: str, host: str, claimed: tuple[str, ...] | None
+) -> tuple[str, tuple[str, ...] | None, tuple[str, ...]]:
+    """Why a record naming `remote_host=` (a secondmate on another host, as firstmate's spawn
+    records one) is not torn down here, and the command that tears it down on its host:
+    firstmate's own remote retirement, run from the fleet's firstmate checkout."""
+    shown_host = shown(host)
+    return (
+        f"names remote_host={shown_host}: task {task_id} runs on host {shown_host} and is torn "
+        "down there, not here (nothing it names on this host was read or touched)",
+        claimed,
+        (
+            f"tear it down on {shown_host}: bin/fm-on.sh {task_id} "
+            f"fm-remote-secondmate-control.sh retire {task_id} (from the fleet's firstmate "
+            f"checkout: it runs the teardown on {shown_host} over ssh); then remove "
+            f"state/{task_id}.meta and its '- {task_id} ...' line in data/secondmates.md here",
+        ),
     )
 
 
@@ -377,7 +407,7 @@ def load_record(state_dir: Path, task_id: str) -> Record:
             "`fm teardown --dry-run` lists the fleet's tasks",
         ) from None
     except RecordProblem as exc:
-        raise refused(record_refusal(meta_path, exc.problem), unchanged=True) from None
+        raise refused(record_refusal(meta_path, exc.problem), *exc.hints, unchanged=True) from None
 
 
 @value

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from enum import Enum, auto
 
+from fm_teardown.model.leaks import BrowserResult, RemoteJobsResult
 from fm_teardown.model.not_landed import NotLandedWhy
 from fm_teardown.model.plan import StepOutcome
 from fm_teardown.model.values import value
@@ -510,4 +511,6 @@ StepResult = (
     | AttributionResult
     | PoolResult
     | RecordResult
+    | BrowserResult
+    | RemoteJobsResult
 )

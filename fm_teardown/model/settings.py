@@ -61,6 +61,17 @@ class Settings:
     # Where fm's own files never go (`model/own_files.py`), as this run found the fleet: set
     # by the pipeline once it has looked, for the steps that write them; none before that.
     places: WorkPlaces = NOWHERE
+    # firstmate's agy harness: its global config root (FM_AGY_CONFIG_HOME, else
+    # $HOME/.gemini/config), where its turn-end plugin keeps one auth entry per task.
+    agy_config_home: str | None = None
+    # firstmate's code root (FM_ROOT_OVERRIDE, else FM_HOME): its path names the home's
+    # browser sessions (`fm-<home tag>-<id>`); chrome-devtools-axi's session registry
+    # (FM_BROWSER_SESSIONS_ROOT, else $HOME/.chrome-devtools-axi/sessions); the wait between
+    # SIGTERM and SIGKILL when a task's browser stack is ended by signal
+    # (FM_BROWSER_REAP_GRACE_SECS).
+    fm_root: str | None = None
+    browser_sessions_root: str | None = None
+    browser_reap_grace: float = 2.0
 
 
 # The longest wait or timeout a knob may set: a week. Longer ones are no setting but a typo,
@@ -189,4 +200,18 @@ def load(state_dir_flag: str | None = None, env: Mapping[str, str] | None = None
             env, "FM_ATTRIBUTION_LOCK_ATTEMPTS", Settings.attribution_lock_attempts
         ),
         agent_names=names,
+        agy_config_home=env.get("FM_AGY_CONFIG_HOME")
+        or (os.path.join(env["HOME"], ".gemini", "config") if env.get("HOME") else None),
+        fm_root=os.path.abspath(env["FM_ROOT_OVERRIDE"])
+        if env.get("FM_ROOT_OVERRIDE")
+        else str(fm_home),
+        browser_sessions_root=env.get("FM_BROWSER_SESSIONS_ROOT")
+        or (
+            os.path.join(env["HOME"], ".chrome-devtools-axi", "sessions")
+            if env.get("HOME")
+            else None
+        ),
+        browser_reap_grace=_lenient_float(
+            env, ("FM_BROWSER_REAP_GRACE_SECS",), Settings.browser_reap_grace
+        ),
     )
