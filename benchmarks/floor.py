@@ -66,6 +66,7 @@ SCAFFOLD = frozenset(
         ".claude/settings.local.json",
         ".fm-grok-turnend",
         ".fm-kimi-turnend",
+        ".fm-agy-turnend",
         ".opencode/plugins/fm-turn-end.js",
         ".opencode/plugins/fm-busy-state.js",
     }

@@ -3,7 +3,9 @@
 With `audit.py` (the fleet audit) and `selection.py` (what a batch tears down), the only
 module that strings the stages together. `run_one` is one task's run as every command runs
 it: the gate, firstmate's lifecycle locks, a re-run that converges, the intent journalled
-before acting, then the stages themselves. `act` gets what it needs from the other stages
+before acting, then the stages themselves. Where fm's own files never go (`WorkPlaces`) is
+worked out each time the fleet is looked at and passed down with the plan and the outcome;
+nothing of one run is kept for the next. `act` gets what it needs from the other stages
 through the `Seams` built here (plain callables), so it imports neither `observe` nor this
 module; `commands` journals the result and renders what `run_one` returns.
 """
@@ -15,14 +17,24 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from fm_teardown.adapters import safefile
 from fm_teardown.decide import fingerprint
 from fm_teardown.decide import rules as decide
-from fm_teardown.model.causes import Cause, NeverApproved, PlanChanged, PlanTokens
+from fm_teardown.decide.before_acting import acts, other_launch, own_file_blocked
+from fm_teardown.model.causes import (
+    Cause,
+    NeverApproved,
+    OtherLaunch,
+    OwnFile,
+    OwnFileBlocked,
+    PlanChanged,
+    PlanTokens,
+)
 from fm_teardown.model.errors import ExitCode, FmError, Verdict, invalid, plan_changed_exit
 from fm_teardown.model.outcome import Outcome
-from fm_teardown.model.paths import Canonicalizer, canonical, is_within
+from fm_teardown.model.own_files import NOWHERE, WorkPlaces
+from fm_teardown.model.paths import Canonicalizer
 from fm_teardown.model.plan import Decision, Flags, LandedLike, Planned
 from fm_teardown.model.reasons import NotSelectedReason
 from fm_teardown.model.records import (
@@ -37,10 +49,14 @@ from fm_teardown.model.settings import Settings
 from fm_teardown.model.world import Observation, Proc, ProcessTable, TmuxInventory
 from fm_teardown.observe.observation import assemble, observe
 
+if TYPE_CHECKING:
+    from fm_teardown.report.journal import TornDown
+
 __all__ = [
     "Guard",
     "NotSelected",
     "interrupted_before_acting",
+    "journal_result",
     "journalled",
     "load",
     "meta_inode",
@@ -80,27 +96,39 @@ def plan(
     canon = Canonicalizer()  # one per look at the world: loading and observing share it
     fleet = load(settings, task, canon)
     obs = observe(settings, fleet, remembered, deciding=(task,), canon=canon)
-    # fm's own files (journal, cost table, locks) are never written inside these slots. A
-    # slot holding FM_HOME itself is fm's own home (a secondmate's fleet lives in its home;
-    # a record naming FM_HOME or `/` is refused as a protected root anyway).
-    home = canonical(str(settings.fm_home.absolute()))
-    safefile.forbid(s for s in obs.slot_of.values() if not is_within(home, s))
-    tmp = canonical("/tmp")
-    safefile.forbid_task_tmps(
-        [canonical(r.tasktmp) for r in fleet.records.values() if r.tasktmp]
-        + [os.path.join(tmp, f"fm-{r.task_id}") for r in fleet.records.values()]
-    )
+    from fm_teardown.observe.own_places import work_places
+
+    # fm's own files (journal, cost table, locks) never go inside these, for this run only.
+    places = work_places(settings, fleet, canon)
     facts: list[LandedLike] = []
     decision = _decide_with_landed(
         settings, task, fleet, obs, flags, fetch=fetch, facts=facts, known=known
     )
+    decision = _lock_placed(settings, decision, places)
     landed = facts[0] if facts else None
     if known is not None:
-        return Planned(decision, fleet, obs, landed, None, None)
+        return Planned(decision, fleet, obs, landed, None, None, places)
     me = os.getpid()
     words = fingerprint.words(decision, obs, landed, fm_pid=me)
     token = fingerprint.token(fingerprint.digests(decision, obs, landed, fm_pid=me))
-    return Planned(decision, fleet, obs, landed, words, token)
+    return Planned(decision, fleet, obs, landed, words, token, places)
+
+
+def _lock_placed(settings: Settings, d: Decision, places: WorkPlaces) -> Decision:
+    """A plan that would act refuses (dry run and real run alike) when the slot lock it takes
+    before touching the slot would be written inside a task's work (spec §14.8): before the
+    endpoint step, not after it."""
+    if not acts(d):
+        return d
+    from fm_teardown.act.lock import lock_path
+    from fm_teardown.adapters import safefile
+
+    assert d.slot is not None
+    path = lock_path(settings.state_dir, d.slot)
+    inside = safefile.inside_work(str(path), places)
+    if inside is None:
+        return d
+    return own_file_blocked(d, OwnFileBlocked(OwnFile.SLOT_LOCK, str(path), inside))
 
 
 def _landed_facts(settings: Settings, record: Record, *, fetch: bool) -> LandedLike:
@@ -224,14 +252,14 @@ def _teardown(
     task: str,
     flags: Flags,
     guard: Guard | None = None,
-    intent: Callable[[Decision, str], str | None] | None = None,
+    intent: Callable[[Decision, Planned], OwnFileBlocked | None] | None = None,
 ) -> Outcome:
     """`fm teardown TASK [--dry-run]`: decide, and for a real run act; never raises FmError.
 
     `guard` (a batch's re-selection) sees the plan before anything is done and may stop the
-    task there: NotSelected. `intent(decision, plan_id)` journals the run's intent right
+    task there: NotSelected. `intent(decision, planned)` journals the run's intent right
     before its first destructive step and returns why it could not (the run then refuses),
-    or None."""
+    or None. Every outcome after the plan carries the places it found (`WorkPlaces`)."""
     try:
         planned = plan(settings, task, flags)
     except FmError as err:
@@ -243,9 +271,13 @@ def _teardown(
     if flags.expect_plan is not None:
         refused = _expected_plan_refusal(planned, flags.expect_plan, dry_run=flags.dry_run)
         if refused is not None:
-            return refused
+            return replace(refused, places=planned.places)
     if flags.dry_run:
-        return replace(Outcome.of_decision(planned.decision, dry_run=True), plan_id=planned.plan_id)
+        return replace(
+            Outcome.of_decision(planned.decision, dry_run=True),
+            plan_id=planned.plan_id,
+            places=planned.places,
+        )
     from fm_teardown.act import steps as act
     from fm_teardown.act.run_state import Rechecked, Seams
     from fm_teardown.model.results import RecheckAt
@@ -283,8 +315,8 @@ def _teardown(
     def landed_now(record: Record) -> LandedLike:
         return _landed_facts(settings, record, fetch=False)
 
-    def write_intent(d: Decision) -> str | None:
-        return intent(d, planned.plan_id or "") if intent is not None else None
+    def write_intent(d: Decision) -> OwnFileBlocked | None:
+        return intent(d, planned) if intent is not None else None
 
     seams = Seams(
         recheck=recheck,
@@ -296,11 +328,12 @@ def _teardown(
         claim_names=still_names,
         intent=write_intent,
     )
+    placed = replace(settings, places=planned.places or NOWHERE)  # for fm's own files
     try:
-        done = act.run(settings, planned, flags, seams)
+        done = act.run(placed, planned, flags, seams)
     except FmError as err:  # the re-check found TASK's own record gone or unsafe
         done = Outcome.of_error(task, err, dry_run=False)
-    return replace(done, plan_id=planned.plan_id)
+    return replace(done, plan_id=planned.plan_id, places=planned.places)
 
 
 def run_one(
@@ -325,12 +358,13 @@ def run_one(
             invalid("--discard-live-owner needs the id of the live owner"),
             dry_run=flags.dry_run,
         )
-    if not flags.dry_run and task_id_problem(task) is None:
+    if task_id_problem(task) is None:
         from fm_teardown.observe import gate
 
+        # A dry run says what the real run would: it refuses a gate agent as well.
         refused = gate.refusal(os.environ, os.getcwd())
         if refused is not None:
-            return Outcome.of_error(task, refused, dry_run=False)
+            return Outcome.of_error(task, refused, dry_run=flags.dry_run)
     if task_id_problem(task) is not None:
         return _teardown(s, task, flags, guard)
     from fm_teardown.act import lifecycle
@@ -397,49 +431,153 @@ def _decided(
     journal_required: bool,
     converge: bool,
 ) -> Outcome:
-    if converge and not os.path.lexists(s.state_dir / f"{task}.meta"):
-        from fm_teardown.report import journal  # only without a record: a dry run reads none
-
-        when = journal.torn_down_at(s.data_dir, task)
-        if when is not None:
-            return _already_torn_down(task, when, dry_run=flags.dry_run)
-    if flags.dry_run or flags.no_journal:
-        return _teardown(s, task, flags, guard)
     from fm_teardown.report import journal
 
+    if converge and not os.path.lexists(s.state_dir / f"{task}.meta"):
+        # Only without a record: a dry run of a task that has one reads the journal only for
+        # a teardown of it that ended partway (below).
+        done = journal.torn_down_at(s.data_dir, task)
+        if done is not None:
+            return _already_torn_down(task, done, dry_run=flags.dry_run)
     left = journal.unfinished(s.data_dir, task).get(task)
-    outcome = _teardown(
-        s, task, flags, guard, intent=_intent_writer(s, flags, required=journal_required)
-    )
+    changed = _launch_changed(s, task, left) if left is not None else None
+    if changed is not None:
+        assert left is not None
+        return _other_launch(s, task, flags, guard, left, changed)
+    if flags.dry_run or flags.no_journal:
+        outcome = _teardown(s, task, flags, guard)
+        if flags.dry_run and not flags.no_journal and journal_required:
+            outcome = _journal_predicted(s, outcome)
+    else:
+        outcome = _teardown(
+            s, task, flags, guard, intent=_intent_writer(s, flags, required=journal_required)
+        )
     if left is not None:
         outcome = replace(outcome, warnings=(journal.unfinished_line(left), *outcome.warnings))
     return outcome
 
 
-def _already_torn_down(task: str, when: str, *, dry_run: bool) -> Outcome:
+def _journal_predicted(s: Settings, outcome: Outcome) -> Outcome:
+    """A dry run whose plan would act refuses where its real run's intent line would: the
+    journal cannot be written there (a link, a directory, not writable, inside a slot or a
+    task's temp dir)."""
+    from fm_teardown.report import journal
+
+    d = outcome.decision
+    if d is None or not acts(d) or outcome.places is None:
+        return outcome
+    problem = journal.write_problem(s.data_dir, outcome.places)
+    if problem is None:
+        return outcome
+    blocked = OwnFileBlocked(OwnFile.JOURNAL, str(s.data_dir / journal.JOURNAL), problem)
+    refused = Outcome.of_decision(own_file_blocked(d, blocked), dry_run=True)
+    return replace(refused, plan_id=outcome.plan_id, places=outcome.places)
+
+
+def _launch_changed(
+    s: Settings, task: str, intent: Mapping[str, object]
+) -> tuple[tuple[str, str, str], ...] | None:
+    """How TASK's record now differs from the launch an unfinished teardown of it was tearing
+    down (`spawn_gen`, `worktree`), or None: the same launch, no record, or an intent that
+    does not say (written by an older fm)."""
+    launch = intent.get("launch")
+    if not isinstance(launch, dict):
+        return None
+    try:
+        record = load_record(s.state_dir, task)
+    except FmError:
+        return None  # the run itself says why
+    now = {"spawn_gen": record.spawn_gen, "worktree": record.worktree}
+    changed = tuple(
+        (name, str(launch.get(name) or "none"), str(now[name] or "none"))
+        for name in ("spawn_gen", "worktree")
+        if (launch.get(name) or None) != now[name]
+    )
+    return changed or None
+
+
+def _other_launch(
+    s: Settings,
+    task: str,
+    flags: Flags,
+    guard: Guard | None,
+    intent: Mapping[str, object],
+    changed: tuple[tuple[str, str, str], ...],
+) -> Outcome:
+    """A teardown of TASK ended partway and TASK's record now names another launch: decided
+    as a dry run (nothing is done), and a plan that would act refuses (exit 5) so that the
+    new launch is reviewed first; the real run's refusal line closes the unfinished one."""
+    from fm_teardown.report import journal
+
+    seen = _teardown(s, task, replace(flags, dry_run=True), guard)
+    seen = replace(seen, dry_run=flags.dry_run)
+    d = seen.decision
+    if d is not None and acts(d):
+        cause = OtherLaunch(task, str(intent.get("time") or "?"), changed)
+        refused = Outcome.of_decision(other_launch(d, cause, dry_run=flags.dry_run), dry_run=False)
+        seen = replace(refused, dry_run=flags.dry_run, plan_id=seen.plan_id, places=seen.places)
+    return replace(seen, warnings=(journal.unfinished_line(dict(intent)), *seen.warnings))
+
+
+def _already_torn_down(task: str, done: TornDown, *, dry_run: bool) -> Outcome:
     """A re-run's result for a task the journal says was torn down: done, nothing to do."""
+    if done.unfinished:
+        reason = (
+            f"already torn down at {done.when}: its record is gone; the teardown that started "
+            "then journalled no result (it ended after its record step, the last one)"
+        )
+    else:
+        reason = (
+            f"already torn down at {done.when}: its record is gone, there is nothing left to do"
+        )
     return Outcome(
         task=task,
         dry_run=dry_run,
         verdict=Verdict.ALREADY,
         exit_code=int(ExitCode.OK),
-        reasons=(f"already torn down at {when}: its record is gone, there is nothing left to do",),
+        reasons=(reason,),
     )
 
 
 def _intent_writer(
     s: Settings, flags: Flags, *, required: bool
-) -> Callable[[Decision, str], str | None]:
-    """Journal a real run's intent; why it could not (the run then refuses), or None."""
+) -> Callable[[Decision, Planned], OwnFileBlocked | None]:
+    """Journal a real run's intent, and the launch it tears down; why it could not (the run
+    then refuses), or None."""
     from fm_teardown.report import journal
 
-    def write(d: Decision, plan_id: str) -> str | None:
-        line = journal.intent_entry(d.task, plan_id, [str(st.step) for st in d.plan], flags)
-        if journal.append(s.data_dir, line) or not required:
+    def write(d: Decision, planned: Planned) -> OwnFileBlocked | None:
+        record = planned.fleet.records.get(d.task)
+        launch = (
+            {"spawn_gen": record.spawn_gen, "worktree": record.worktree}
+            if record is not None
+            else None
+        )
+        steps = [str(st.step) for st in d.plan]
+        line = journal.intent_entry(d.task, planned.plan_id or "", steps, flags, launch)
+        if not required:
+            journal.append(s.data_dir, line, planned.places)  # warns when it cannot
             return None
-        return f"the journal {s.data_dir / journal.JOURNAL} cannot be written"
+        problem = journal.try_append(s.data_dir, line, planned.places)
+        if problem is None:
+            return None
+        return OwnFileBlocked(OwnFile.JOURNAL, str(s.data_dir / journal.JOURNAL), problem)
 
     return write
+
+
+def journal_result(s: Settings, outcome: Outcome, task: str, flags: Flags) -> None:
+    """Append a real run's result line (`journalled` says which runs have one), never inside a
+    task's work: where fm's own files never go is what the run found, or, for a run that
+    ended before it looked at the fleet, what the fleet shows now; a fleet that cannot be read
+    shows nothing, and then no line is written (a warning says so)."""
+    if not journalled(outcome, task) or flags.no_journal:
+        return
+    from fm_teardown.observe.own_places import work_places_now
+    from fm_teardown.report import journal
+
+    places = outcome.places if outcome.places is not None else work_places_now(s)
+    journal.append(s.data_dir, journal.result_entry(outcome, flags), places)
 
 
 def with_expected_plan(flags: Flags, task: str, expected: dict[str, str]) -> Flags:

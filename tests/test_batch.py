@@ -221,7 +221,7 @@ def test_an_interrupted_batch_stops_at_a_step_boundary_and_converges(fleet: Flee
     ]
     assert all((fleet.state / f"{t}.meta").exists() for t in (ID_I1, ID_I2, ID_I3))
     assert doc["not_done"] == [ID_I1, ID_I2, ID_I3]
-    assert doc["finish"] == f"fm teardown {ID_I1} {ID_I2} {ID_I3}"
+    assert doc["finish"] == f"fm teardown -- {ID_I1} {ID_I2} {ID_I3}"
     assert [(e["task"], e["exit_code"]) for e in journal(fleet)] == [(ID_I1, 130)]
     code, doc = fleet.fm_json("teardown", ID_I1, ID_I2, ID_I3)  # the same command converges
     assert (code, [v for _, v, _ in summary(doc)]) == (0, ["proceed"] * 3)
@@ -265,7 +265,7 @@ def test_a_batch_interrupted_after_its_first_task_is_finished_by_the_same_comman
     assert proc.returncode == 130, err
     assert not (fleet.state / f"{ID_B1}.meta").exists()
     assert all((fleet.state / f"{t}.meta").exists() for t in ids[1:])
-    finish = f"fm teardown {ID_B2} {ID_B3} {ID_B4}"
+    finish = f"fm teardown -- {ID_B2} {ID_B3} {ID_B4}"
     assert f"not done: {ID_B2}, {ID_B3}, {ID_B4}; to finish them: {finish}" in out
 
     again = fleet.fm("teardown", *ids)  # the very same command
@@ -274,7 +274,8 @@ def test_a_batch_interrupted_after_its_first_task_is_finished_by_the_same_comman
     assert line.startswith(f"{ID_B1}: already torn down at 20"), line
     assert not any((fleet.state / f"{t}.meta").exists() for t in ids)
     # The finishing command the summary named converges too, now that all are done.
-    code, doc = fleet.fm_json("teardown", *finish.split()[2:])
+    r = fleet.fm("teardown", "--json", *finish.split()[2:])  # its options go before `--`
+    code, doc = r.returncode, json.loads(r.stdout)
     assert (code, [v for _, v, _ in summary(doc)]) == (0, ["already-torn-down"] * 3)
     # Re-runs that did nothing leave no line of their own: the journal keeps the teardowns'.
     done = [(e["task"], e["exit_code"]) for e in journal(fleet) if e["exit_code"] == 0]

@@ -30,7 +30,10 @@ from fm_teardown.model.causes import (
     NotLanded,
     Observed,
     ObservedKind,
+    OtherLaunch,
     OthersAtWork,
+    OwnFile,
+    OwnFileBlocked,
     PlanChanged,
     PlanTokens,
     PoolNotReady,
@@ -209,6 +212,21 @@ CAUSES: list[tuple[Cause, str]] = [
     (PlanTokens("abc", "def"), "approved plan abc; the plan now def"),
     (RecordRefused("/st/t.meta", "names backend 'x'"), "record /st/t.meta names backend 'x'"),
     (RecordRefused("/st/t.meta", "names backend 'x'", own=True), "its record names backend 'x'"),
+    (
+        OwnFileBlocked(OwnFile.JOURNAL, "/d/teardown-log.jsonl", "it is a symlink"),
+        "the journal /d/teardown-log.jsonl cannot be written (it is a symlink): a real run "
+        "journals its intent before it changes anything",
+    ),
+    (
+        OwnFileBlocked(OwnFile.SLOT_LOCK, "/st/.slot-1.lock", "/st is inside the slot /p/1"),
+        "the slot lock /st/.slot-1.lock would be written where fm never writes its own files: "
+        "/st is inside the slot /p/1",
+    ),
+    (
+        OtherLaunch("t", "2026-01-01T00:00:00Z", (("spawn_gen", "s1.1.a", "s2.1.b"),)),
+        "a teardown of t that started at 2026-01-01T00:00:00Z ended partway, and it was of "
+        "another launch (spawn_gen s1.1.a → s2.1.b): the record now names a new launch",
+    ),
 ]
 
 
@@ -223,6 +241,7 @@ def test_every_kind_of_cause_is_pinned() -> None:
     assert set(get_args(Cause)) <= kinds
     assert set(AtRiskKind) <= {c.kind for c, _ in CAUSES if isinstance(c, AtRisk)}
     assert set(ObservedKind) <= {c.kind for c, _ in CAUSES if isinstance(c, Observed)}
+    assert set(OwnFile) <= {c.file for c, _ in CAUSES if isinstance(c, OwnFileBlocked)}
     assert set(PoolProblem) <= {c.problem for c, _ in CAUSES if isinstance(c, PoolNotReady)}
 
 

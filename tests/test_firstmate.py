@@ -291,12 +291,13 @@ def test_a_gate_agent_must_not_drive_the_fleet(fleet: Fleet) -> None:
     assert first_error_line(r.stderr).startswith("error: no-mistakes gate agent must not drive")
     assert "inside a no-mistakes gate worktree" in first_error_line(r.stderr)
     assert fleet.snapshot(slot) == before and not any(gone(p) for p in t1.pids)
-    # Dry runs are not refused; the bypass lifts it for real runs.
+    # A dry run says what the real run would (spec §15.9); the bypass lifts it for both.
     assert (
         fleet.fm("teardown", ID_T1, "--dry-run", env=fleet.env(NO_MISTAKES_GATE="1")).returncode
-        == 0
+        == 5
     )
     env = fleet.env(NO_MISTAKES_GATE="1", FM_GATE_REFUSE_BYPASS="1")
+    assert fleet.fm("teardown", ID_T1, "--dry-run", env=env).returncode == 0
     assert fm_teardown(fleet, ID_T1, env=env).returncode == 0
 
 

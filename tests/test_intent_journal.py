@@ -43,10 +43,15 @@ def test_a_journal_that_cannot_be_written_refuses_the_real_run(fleet: Fleet) -> 
     assert list((fleet.data / "teardown-log.jsonl").iterdir()) == []
 
 
-def test_a_dry_run_needs_no_journal(fleet: Fleet) -> None:
+def test_a_dry_run_predicts_the_journal_it_would_need(fleet: Fleet) -> None:
+    """The dry run writes nothing, but it refuses where the real run's intent line would
+    (spec §15.9), and with --no-journal it proceeds as that real run would."""
     t = task(fleet, "ij-dry")
     (fleet.data / "teardown-log.jsonl").mkdir()
     code, doc = fleet.fm_json("teardown", t.id, "--dry-run")
+    assert (code, doc["verdict"]) == (5, "unsafe")
+    assert "cannot be written (it is not a regular file)" in doc["reasons"][0]
+    code, doc = fleet.fm_json("teardown", t.id, "--dry-run", "--no-journal")
     assert (code, doc["verdict"]) == (0, "proceed")
 
 

@@ -192,6 +192,7 @@ def test_scaffold_list_is_the_contracts() -> None:
         ".claude/settings.local.json",
         ".fm-grok-turnend",
         ".fm-kimi-turnend",
+        ".fm-agy-turnend",
         ".opencode/plugins/fm-turn-end.js",
         ".opencode/plugins/fm-busy-state.js",
     )

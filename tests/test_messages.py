@@ -11,6 +11,14 @@ import pytest
 from fm_teardown.adapters import processes
 from fm_teardown.decide.hints import shell_where
 from fm_teardown.model.errors import Verdict
+from fm_teardown.model.leaks import (
+    BrowserLeft,
+    BrowserResult,
+    BrowserWhat,
+    RemoteJobsResult,
+    Worker,
+    WorkersLeft,
+)
 from fm_teardown.model.not_landed import OwnWork
 from fm_teardown.model.outcome import Skipped
 from fm_teardown.model.plan import Step, StepName, StepOutcome
@@ -643,6 +651,15 @@ WARNINGS: list[tuple[RunWarning, str]] = [
     (
         SavedForOther("refs/fm/discarded/b/1", "b", "a"),
         "the work saved under refs/fm/discarded/b/1 is b's (the discarded live owner's), not a's",
+    ),
+    (
+        BrowserLeft(BrowserResult(BrowserWhat.NOT_BRIDGE, "fm-firstmate-0a1b2c3d-t", 42)),
+        "browser session fm-firstmate-0a1b2c3d-t left as it is: pid 42 runs, but its argv names "
+        "no chrome-devtools-axi bridge",
+    ),
+    (
+        WorkersLeft(RemoteJobsResult(survived=(Worker(7, "/gone/root"),))),
+        "abandoned remote-job workers survived ending: 7 (pruned code root /gone/root)",
     ),
     ("a decision's own words", "a decision's own words"),
 ]

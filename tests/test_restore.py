@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -404,14 +405,20 @@ def test_a_symlinked_journal_is_refused(fleet: Fleet, slot: Path) -> None:
 def test_a_failing_worktree_add_leaves_nothing_behind(fleet: Fleet, slot: Path) -> None:
     make_dirty(slot)
     assert fleet.fm("teardown", TASK, "--force").returncode == 0
-    hooks = fleet.root / "hooks"
-    hooks.mkdir()
-    (hooks / "post-checkout").write_text("#!/bin/sh\necho 'hook says no' >&2\nexit 1\n")
-    os.chmod(hooks / "post-checkout", 0o755)
-    git(fleet.project, "config", "core.hooksPath", str(hooks))
+    # fm runs no hook a repository names (spec §15.1): the failure comes from git itself,
+    # here a `git` on PATH that refuses `worktree add`.
+    wrapper = fleet.root / "failing-git"
+    wrapper.mkdir()
+    real = shutil.which("git")
+    (wrapper / "git").write_text(
+        '#!/bin/sh\ncase " $* " in *" worktree add "*) echo "worktree says no" >&2; exit 1;; esac\n'
+        f'exec {real} "$@"\n'
+    )
+    os.chmod(wrapper / "git", 0o755)
+    env = fleet.env(PATH=f"{wrapper}:{fleet.env()['PATH']}")
     kept, trees = refs(fleet), worktrees(fleet)
     dest = fleet.root / "back"
-    r = run(fleet, TASK, to=dest)
+    r = run(fleet, TASK, to=dest, env=env)
     assert r.returncode == 1, r.stderr
     assert "git worktree add failed" in r.stderr and "nothing was restored" in r.stderr
     assert not os.path.lexists(dest)
@@ -454,15 +461,19 @@ def test_a_relative_to_is_taken_from_the_current_directory_and_the_suggestion_is
 def test_an_interrupt_while_restoring_leaves_nothing_behind(fleet: Fleet, slot: Path) -> None:
     make_dirty(slot)
     assert fleet.fm("teardown", TASK, "--force").returncode == 0
-    hooks = fleet.root / "hooks"
-    hooks.mkdir()
-    # Ctrl-C reaches fm (git's parent) while git is checking the save out.
-    (hooks / "post-checkout").write_text('#!/bin/sh\nkill -INT "$(ps -o ppid= -p "$PPID")"\n')
-    os.chmod(hooks / "post-checkout", 0o755)
-    git(fleet.project, "config", "core.hooksPath", str(hooks))
+    # Ctrl-C reaches fm (git's parent) while git is adding the worktree: a `git` on PATH
+    # that signals its parent first (fm runs no hook a repository names, spec §15.1).
+    wrapper = fleet.root / "interrupting-git"
+    wrapper.mkdir()
+    (wrapper / "git").write_text(
+        '#!/bin/sh\ncase " $* " in *" worktree add "*) kill -INT "$PPID";; esac\n'
+        f'exec {shutil.which("git")} "$@"\n'
+    )
+    os.chmod(wrapper / "git", 0o755)
+    env = fleet.env(PATH=f"{wrapper}:{fleet.env()['PATH']}")
     kept, trees = refs(fleet), worktrees(fleet)
     dest = fleet.root / "back"
-    code, doc = run_json(fleet, TASK, to=dest)
+    code, doc = run_json(fleet, TASK, to=dest, env=env)
     assert code == 130, doc
     assert "interrupted; nothing was restored" in doc["reasons"][0]
     assert not os.path.lexists(dest)

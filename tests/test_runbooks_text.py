@@ -15,7 +15,7 @@ RUNBOOK_DIR = ROOT / "fm_teardown" / "runbooks"
 INDEX = ROOT / "docs" / "runbooks" / "README.md"
 # Short enough to read under pressure; unsafe.md, one section per cause of exit 5, is the
 # longest.
-MAX_LINES = 140
+MAX_LINES = 160
 
 # Each refusal cause of exit 5 has its own `##` section; one keyword of its heading per cause.
 UNSAFE_CAUSES = {
@@ -34,6 +34,8 @@ UNSAFE_CAUSES = {
     "the tmux inventory": "inventory",
     "a secondmate home too deep": "too deep",
     "the no-mistakes gate": "gate",
+    "fm's own file (the journal, the slot lock)": "own file",
+    "a teardown that ended partway, of another launch": "another launch",
     "what fm does not carry from the shell script": "shell script",
 }
 

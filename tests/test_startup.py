@@ -93,10 +93,11 @@ def test_one_task_dry_run_works_out_only_what_its_decision_reads(fleet: Fleet) -
     # typer's parsing never pulls in pydantic (fm_teardown/cli_values.py); no terminal: no
     # rich; a dry run signals nothing: no psutil.
     assert seen["loaded"] == [], seen
-    # A dry run writes no journal, and runs no step: the journal's module is not loaded, and
-    # no step result's class is ever made a dataclass (`model/values.py` makes a class's
-    # `__init__` at its first instance).
-    assert "fm_teardown.report.journal" not in seen["own"], seen["own"]
+    # A dry run writes no journal (it reads it, for a teardown of the task that ended
+    # partway, and asks whether its real run could write its intent there: spec §15.9), and
+    # runs no step: no step result's class is ever made a dataclass (`model/values.py` makes a
+    # class's `__init__` at its first instance).
+    assert not (fleet.data / "teardown-log.jsonl").exists()
     assert [n for n in seen["made"] if n.endswith("Result")] == [], seen["made"]
     # The audit reads them all, of course.
     audit = probe(fleet, "teardown", "--dry-run")

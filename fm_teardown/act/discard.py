@@ -4,6 +4,11 @@ The slot's files are committed on top of its HEAD (uncommitted and untracked cha
 files left out) in a private temporary index, so neither the slot's own index nor its files
 are touched, and the commit is kept under `refs/fm/discarded/<id>/<UTC time>` in the project
 repository: TASK's own work, or a discarded live owner's under that owner's id (spec §7a).
+
+The files are read as they are (spec §15.1): through a private git dir of fm's own over the
+repository's objects (`runner.private_repo`), in which no filter, end-of-line conversion,
+`ident` or `working-tree-encoding` applies, so the save holds the very bytes the slot held and
+`fm restore` gives them back; no program the repository names runs.
 """
 
 from __future__ import annotations
@@ -12,7 +17,6 @@ import os
 import shlex
 import shutil
 import tempfile
-from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from fm_teardown.adapters import runner
@@ -86,9 +90,10 @@ def save_discarded(record: Record, now: datetime, owner: str | None = None) -> D
         fm restore --project <project> --ref <ref> --to <project>-fm-restore-<id>-<stamp> <id>
 
     It adds a new worktree beside the project on the save and turns the saved files back into
-    uncommitted changes on top of the original HEAD (plain git: `git worktree add --detach DIR
-    <ref>`, then `git -C DIR reset HEAD^`). It works after the slot was reset and returned,
-    because it reads only the ref, never the slot.
+    uncommitted changes on top of the original HEAD (in plain git, `git worktree add --detach
+    DIR <ref>`, then `git -C DIR reset HEAD^`, but with the bytes written as saved: no filter,
+    no conversion). It works after the slot was reset and returned, because it reads only the
+    ref, never the slot.
 
     Raises FmError(Verdict.FAILED) on any failure (including an unborn HEAD); the caller
     then discards nothing.
@@ -176,17 +181,19 @@ def _snapshot(
     wt = record.worktree
     tmp = tempfile.mkdtemp(prefix="fm-discard-")
     try:
-        index = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
-        r = _git(wt, "read-tree", head, env=index)
+        private = runner.private_repo(wt, wt, tmp)
+        if isinstance(private, runner.Result):
+            raise _failed(f"cannot read the slot's repository: {private.why()}")
+        r = runner.git_private(private, "read-tree", head)
         if not r.ok:
             raise _failed(f"git read-tree HEAD failed: {r.why()}")
-        r = _git(wt, "add", "-A", env=index)
+        r = runner.git_private(private, "add", "-A")
         if not r.ok:
             raise _failed(f"git add -A failed: {r.why()}")
-        _add_force_added(wt, index, tmp)
+        _add_force_added(private, tmp)
         if records:
-            _add_paths(wt, index, tmp, [os.fsencode(p) for p in records], "task records")
-        r = _git(wt, "write-tree", env=index)
+            _add_paths(private, tmp, [os.fsencode(p) for p in records], "task records")
+        r = runner.git_private(private, "write-tree")
         tree = r.text
         if not r.ok or not _HEX_OID.fullmatch(tree):
             raise _failed(f"git write-tree failed: {r.why()}")
@@ -208,7 +215,9 @@ def _snapshot(
         )
         if records:
             message += "task records saved with the home: " + ", ".join(records) + "\n"
-        r = _git(wt, "commit-tree", "--no-gpg-sign", tree, "-p", head, "-m", message, env=ident)
+        r = runner.git_private(
+            private, "commit-tree", "--no-gpg-sign", tree, "-p", head, "-m", message, env=ident
+        )
         commit = r.text
         if not r.ok or not _HEX_OID.fullmatch(commit):
             raise _failed(f"git commit-tree failed: {r.why()}")
@@ -217,14 +226,15 @@ def _snapshot(
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _add_force_added(wt: str, index: Mapping[str, str], tmp: str) -> None:
+def _add_force_added(private: runner.PrivateRepo, tmp: str) -> None:
     """Also keep files the slot's own index tracks although they match an ignore rule.
 
     `git add -A` on a fresh index skips ignored files, but a file someone `git add -f`-ed is
     the task's work (status shows it as a change), so it must be saved like any other.
     """
+    wt = private.worktree
     real = _git(wt, "ls-files", "-z", "--cached")
-    ours = _git(wt, "ls-files", "-z", "--cached", env=index)
+    ours = runner.git_private(private, "ls-files", "-z", "--cached")
     if not real.ok or not ours.ok:
         raise _failed(f"git ls-files failed: {(real if not real.ok else ours).why()}")
     have = set(ours.out.split(b"\0"))
@@ -234,22 +244,21 @@ def _add_force_added(wt: str, index: Mapping[str, str], tmp: str) -> None:
         if p and p not in have and os.path.lexists(os.path.join(os.fsencode(wt), p))
     ]
     if extra:
-        _add_paths(wt, index, tmp, extra, "force-added files")
+        _add_paths(private, tmp, extra, "force-added files")
 
 
-def _add_paths(wt: str, index: Mapping[str, str], tmp: str, paths: list[bytes], what: str) -> None:
+def _add_paths(private: runner.PrivateRepo, tmp: str, paths: list[bytes], what: str) -> None:
     """`git add -f` these paths of the slot to the temporary index, ignore rules or not."""
     spec = os.path.join(tmp, "pathspec")
     with open(spec, "wb") as fh:
         fh.write(b"\0".join(paths) + b"\0")
-    r = _git(
-        wt,
+    r = runner.git_private(
+        private,
         "--literal-pathspecs",
         "add",
         "-f",
         f"--pathspec-from-file={spec}",
         "--pathspec-file-nul",
-        env=index,
     )
     if not r.ok:
         raise _failed(f"git add -f of {what} failed: {r.why()}")

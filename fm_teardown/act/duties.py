@@ -3,8 +3,8 @@
 When the plan returns the slot: the fleet's hook files are removed from the slot before the
 return (the next task's slot must not fire turn-end signals for a dead task); after a verified
 return, TASK's branch is deleted by compare-and-swap and TASK's own slot claim is removed.
-Whenever the record is removed (proceed and stale alike): the grok and kimi hook auth entries
-named by TASK's token files are removed, and one cost-attribution row is appended.
+Whenever the record is removed (proceed and stale alike): the grok, kimi and agy hook auth
+entries named by TASK's token files are removed, and one cost-attribution row is appended.
 
 Nothing here follows a symlink: paths inside the slot are walked with directory file
 descriptors opened `O_NOFOLLOW`, and an unlink removes a link, never its target.
@@ -24,6 +24,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from fm_teardown.adapters import runner, safefile
+from fm_teardown.model.own_files import WorkPlaces
 from fm_teardown.model.paths import canonical
 from fm_teardown.model.records import Record, RecordProblem, read_meta
 from fm_teardown.model.results import (
@@ -196,22 +197,36 @@ def remove_own_claim(path: str, task: str, still_names: Callable[[str, str], boo
 # -- hook auth entries --------------------------------------------------------------------------
 
 
-def _auth_dirs(home: str | None, grok_home: str | None) -> dict[str, str | None]:
+def _auth_dirs(
+    home: str | None, grok_home: str | None, agy_config_home: str | None = None
+) -> dict[str, str | None]:
     """token sidecar suffix -> the directory of the entries it names."""
     return {
         "grok-turnend-token": os.path.join(grok_home, "hooks", "fm-turn-end.d")
         if grok_home
         else None,
         "kimi-turnend-token": os.path.join(home, ".kimi-code", "fm-turn-end.d") if home else None,
+        # agy's turn-end hook is one global plugin; each task's entry is its token's file.
+        "agy-turnend-token": os.path.join(
+            agy_config_home, "plugins", "fm-turn-end", "fm-turn-end.d"
+        )
+        if agy_config_home
+        else None,
     }
 
 
 def remove_auth_entries(
-    state_dir: str, task: str, home: str | None, grok_home: str | None
+    state_dir: str,
+    task: str,
+    home: str | None,
+    grok_home: str | None,
+    agy_config_home: str | None = None,
 ) -> AuthResult:
+    """The hook auth entries TASK's token files name (grok, kimi, agy), removed; a token file
+    that is unreadable or holds no usable token, or an entry that cannot go, only warns."""
     removed: list[str] = []
     warnings: list[AuthLeft] = []
-    for suffix, directory in _auth_dirs(home, grok_home).items():
+    for suffix, directory in _auth_dirs(home, grok_home, agy_config_home).items():
         token_file = os.path.join(state_dir, f"{task}.{suffix}")
         try:
             text, _ = read_meta(token_file)
@@ -295,7 +310,7 @@ def _attribution_lock(data_dir: str, attempts: int) -> Iterator[None]:
 
 
 def append_attribution(
-    data_dir: str, record: Record, now: float, attempts: int
+    data_dir: str, record: Record, now: float, attempts: int, places: WorkPlaces
 ) -> AttributionResult:
     """Append TASK's row to `data/cost-attribution.tsv` in one write: a missing final newline
     first, and the schema marker and header when the last marker is not this schema's.
@@ -306,7 +321,7 @@ def append_attribution(
     if os.path.lexists(data_dir) and not os.path.isdir(data_dir):
         raise DutyWarning(f"the data dir {data_dir} is not a directory")
     path = os.path.join(data_dir, ATTRIBUTION)
-    why = safefile.inside_work(path)  # never inside a slot or a task's temp dir
+    why = safefile.inside_work(path, places)  # never inside a slot or a task's temp dir
     if why is not None:
         raise DutyWarning(f"{why}: the row is not appended")
     os.makedirs(data_dir, exist_ok=True)

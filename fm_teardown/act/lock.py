@@ -18,6 +18,7 @@ from pathlib import Path
 
 from fm_teardown.adapters import interrupts, safefile
 from fm_teardown.model.errors import FmError, Verdict
+from fm_teardown.model.own_files import NOWHERE, WorkPlaces
 
 __all__ = ["lock_path", "slot_lock"]
 
@@ -27,7 +28,9 @@ def lock_path(state_dir: Path, slot: str) -> Path:
 
 
 @contextmanager
-def slot_lock(state_dir: Path, slot: str, timeout: float) -> Iterator[None]:
+def slot_lock(
+    state_dir: Path, slot: str, timeout: float, places: WorkPlaces = NOWHERE
+) -> Iterator[None]:
     """Hold the slot's lock; the file is removed on release, so the state dir stays clean.
 
     Removing an flock file is safe only if every taker checks, once it holds the lock, that
@@ -35,7 +38,7 @@ def slot_lock(state_dir: Path, slot: str, timeout: float) -> Iterator[None]:
     while a newcomer creates and locks a fresh one): so a taker retries until it does.
     """
     path = lock_path(state_dir, slot)
-    inside = safefile.inside_work(str(path))
+    inside = safefile.inside_work(str(path), places)
     if inside is not None:
         # A lock file created inside a slot would be another task's tree (or reset away).
         raise FmError(

@@ -1,6 +1,7 @@
 """Steps 8 and 9 (the order and why: `act/steps.py`): the record goes last. It is checked
-unchanged, then its duties run (the hook auth entries, the cost-attribution row), then
-tasktmp, the `state/<id>.*` sidecars, and the meta last."""
+unchanged, then its duties run (the hook auth entries, the cost-attribution row, TASK's
+browser stack and the remote-job sweep: `act/leaks.py`), then tasktmp, the `state/<id>.*`
+sidecars, and the meta last."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import shutil
 import stat
 
 from fm_teardown.act import faults
+from fm_teardown.act.leaks import step_leaks
 from fm_teardown.act.run_state import Run
 from fm_teardown.model import sidecars as _sidecars
 from fm_teardown.model.plan import StepName
@@ -44,6 +46,8 @@ def step_record(run: Run, record: Record) -> None:
         raise run.fail(StepName.RECORD, record.meta_path, RecordResult(RecordWhat.REWRITTEN))
     step_auth(run, record)
     step_attribution(run, record)
+    # TASK's browser stack and the remote-job sweep (spec §15.5), best effort: `act/leaks.py`.
+    step_leaks(run, record)
     route = _remove_route(run, record) if record.kind == "secondmate" else None
     removed = []
     try:
@@ -89,21 +93,22 @@ def _remove_route(run: Run, record: Record) -> str | None:
 
     s = run.settings
     try:
-        return remove_route(str(s.data_dir), str(s.state_dir), record.task_id)
+        return remove_route(str(s.data_dir), str(s.state_dir), record.task_id, s.places)
     except RegistryWarning as exc:
         run.warnings.append(RouteLeft(str(exc), record.task_id))
         return None
 
 
 def step_auth(run: Run, record: Record) -> None:
-    """The grok and kimi hook auth entries named by TASK's token files (proceed and stale)."""
+    """The grok, kimi and agy hook auth entries named by TASK's token files (proceed and
+    stale)."""
     from fm_teardown.act.duties import remove_auth_entries
 
     s = run.settings
     state_dir = os.path.dirname(record.meta_path)
-    found = remove_auth_entries(state_dir, record.task_id, s.home, s.grok_home)
+    found = remove_auth_entries(state_dir, record.task_id, s.home, s.grok_home, s.agy_config_home)
     run.warnings.extend(found.warnings)
-    target = f"state/{record.task_id}.grok-turnend-token, .kimi-turnend-token"
+    target = f"state/{record.task_id}.grok-turnend-token, .kimi-turnend-token, .agy-turnend-token"
     run.note(StepName.AUTH, target, found)
 
 
@@ -117,7 +122,7 @@ def step_attribution(run: Run, record: Record) -> None:
     target = str(s.data_dir / "cost-attribution.tsv")
     try:
         result = append_attribution(
-            str(s.data_dir), record, time.time(), s.attribution_lock_attempts
+            str(s.data_dir), record, time.time(), s.attribution_lock_attempts, s.places
         )
     except (DutyWarning, OSError) as exc:
         run.warnings.append(AttributionFailed(record.task_id))

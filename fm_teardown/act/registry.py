@@ -15,6 +15,7 @@ import stat
 import time
 
 from fm_teardown.adapters import safefile
+from fm_teardown.model.own_files import WorkPlaces
 
 __all__ = ["LOCK", "LOCK_WAIT_SECS", "REGISTRY", "RegistryWarning", "remove_route"]
 
@@ -35,11 +36,11 @@ def _routes(line: bytes, task: bytes) -> bool:
     return line == b"- " + task or line.startswith(b"- " + task + b" ")
 
 
-def remove_route(data_dir: str, state_dir: str, task: str) -> str:
+def remove_route(data_dir: str, state_dir: str, task: str, places: WorkPlaces) -> str:
     """Remove `task`'s route lines from `data_dir/secondmates.md`; what was done, in words.
     Raises RegistryWarning when it cannot be done safely."""
     path = os.path.join(data_dir, REGISTRY)
-    inside = safefile.inside_work(path)
+    inside = safefile.inside_work(path, places)
     if inside is not None:
         # Its rewrite goes through a temporary file beside it: never inside a task's work.
         raise RegistryWarning(f"{inside}: {path} left alone")

@@ -1,12 +1,15 @@
 """`fm restore --to DIR`: a save brought back as a new worktree (spec §12).
 
 The directory is created by fm itself, inside its parent opened without following links, and
-is known by its device and inode from then on: `git worktree add --detach` on the save, then
-`git reset` to the commit the save was parented on, so the saved files are uncommitted
-modifications and untracked files again. Before each step the directory must still be the one
-made; a failed step or an interrupt removes what was made (only it) and says what is left.
-The save's ref is never moved or deleted. Also where a restore goes by default (beside the
-main checkout, never in a slot) and the command that restores the newest save.
+is known by its device and inode from then on: `git worktree add --detach --no-checkout` on
+the save, the save's files written as they are (through a private git dir of fm's own, in
+which no filter, end-of-line conversion, `ident` or `working-tree-encoding` applies: the bytes
+the slot held, spec §15.1), then `git reset` to the commit the save was parented on, so the
+saved files are uncommitted modifications and untracked files again. Before each step the
+directory must still be the one made; a failed step or an interrupt removes what was made
+(only it) and says what is left. The save's ref is never moved or deleted. Also where a
+restore goes by default (beside the main checkout, never in a slot) and the command that
+restores the newest save.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import os
 import shlex
 import shutil
 import stat
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from fm_teardown.adapters import interrupts, runner
@@ -40,41 +45,63 @@ def make_worktree(
         raise FmError(Verdict.FAILED, f"{save.ref} changed while fm restore was reading it")
     made = _make_dir(real, dest, task)
     done = Restored(project, save, made.path)
-    with interrupts.while_acting():
-        steps = (
-            (
-                "git worktree add",
-                project.path,
-                ("worktree", "add", "--detach", made.path, save.commit),
-            ),
-            # HEAD and the index back on the commit the save was parented on; the files stay.
-            ("git reset", made.path, ("reset", "--quiet", save.head)),
-        )
-        for what, repo, args in steps:
-            if not made.still_there():
-                left = _undo(project.path, made)
-                raise FmError(
-                    Verdict.FAILED,
-                    f"{shown(made.path)} is no longer the directory fm restore created; "
-                    f"nothing was restored{left}",
-                    (f"the save is untouched under {save.ref}",),
-                )
-            r = _git(repo, *args)
-            if not r.ok:
-                left = _undo(project.path, made)
-                raise FmError(
-                    Verdict.FAILED,
-                    f"{what} failed: {r.why()}; nothing was restored{left}",
-                    (f"the save is untouched under {save.ref}",),
-                )
-            if interrupts.requested():
-                left = _undo(project.path, made)
-                # Ctrl-C or SIGTERM while restoring: what was made is removed again; exit 130.
-                raise Interrupted(
-                    f"interrupted; nothing was restored{left}",
-                    (f"the save is untouched under {save.ref}",),
-                )
+    tmp = tempfile.mkdtemp(prefix="fm-restore-")
+    try:
+        with interrupts.while_acting():
+            _steps(project, save, made, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return done, made
+
+
+def _steps(project: Project, save: Save, made: Made, tmp: str) -> None:
+    """The worktree registered on the save without its files, the save's files written as
+    they are, HEAD and the index back on the commit the save was parented on."""
+    steps: tuple[tuple[str, Callable[[], runner.Result]], ...] = (
+        (
+            "git worktree add",
+            lambda: _git(
+                project.path, "worktree", "add", "--detach", "--no-checkout", made.path, save.commit
+            ),
+        ),
+        ("writing the saved files", lambda: _write_files(project.path, made.path, save, tmp)),
+        # HEAD and the index back on the commit the save was parented on; the files stay.
+        ("git reset", lambda: _git(made.path, "reset", "--quiet", save.head)),
+    )
+    for what, step in steps:
+        if not made.still_there():
+            left = _undo(project.path, made)
+            raise FmError(
+                Verdict.FAILED,
+                f"{shown(made.path)} is no longer the directory fm restore created; "
+                f"nothing was restored{left}",
+                (f"the save is untouched under {save.ref}",),
+            )
+        r = step()
+        if not r.ok:
+            left = _undo(project.path, made)
+            raise FmError(
+                Verdict.FAILED,
+                f"{what} failed: {r.why()}; nothing was restored{left}",
+                (f"the save is untouched under {save.ref}",),
+            )
+        if interrupts.requested():
+            left = _undo(project.path, made)
+            # Ctrl-C or SIGTERM while restoring: what was made is removed again; exit 130.
+            raise Interrupted(
+                f"interrupted; nothing was restored{left}",
+                (f"the save is untouched under {save.ref}",),
+            )
+
+
+def _write_files(project: str, dest: str, save: Save, tmp: str) -> runner.Result:
+    """The files of the save, written into `dest` byte for byte through a private git dir
+    (its own index: the new worktree's is made by the reset after)."""
+    private = runner.private_repo(project, dest, tmp)
+    if isinstance(private, runner.Result):
+        return private
+    r = runner.git_private(private, "read-tree", save.commit)
+    return r if not r.ok else runner.git_private(private, "checkout-index", "--all")
 
 
 @dataclass

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from fm_teardown.act import faults
 from fm_teardown.adapters import interrupts, processes
 from fm_teardown.adapters.interrupts import Interrupted
+from fm_teardown.model.causes import OwnFileBlocked
 from fm_teardown.model.plan import Decision, Flags, LandedLike, Planned, Step, StepName, StepOutcome
 from fm_teardown.model.reasons import NotSelectedReason
 from fm_teardown.model.records import Fleet, Record
@@ -90,7 +91,7 @@ class Seams:
     tasktmp: Callable[[str], TaskTmp]
     branch_held: Callable[[str, str], tuple[str, BranchUse] | None]
     claim_names: Callable[[str, str], bool]
-    intent: Callable[[Decision], str | None] = lambda _decision: None
+    intent: Callable[[Decision], OwnFileBlocked | None] = lambda _decision: None
 
 
 class StepFailed(Exception):

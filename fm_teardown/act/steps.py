@@ -75,6 +75,7 @@ from fm_teardown.act.run_state import (
 )
 from fm_teardown.adapters import interrupts
 from fm_teardown.adapters.interrupts import Interrupted
+from fm_teardown.decide.before_acting import own_file_blocked
 from fm_teardown.model.errors import ExitCode, FmError, Lead, Verdict
 from fm_teardown.model.outcome import Outcome, Signal
 from fm_teardown.model.plan import Decision, Flags, Planned, Step, StepName, StepOutcome
@@ -103,15 +104,8 @@ def run(settings: Settings, planned: Planned, flags: Flags, seams: Seams) -> Out
     decided_endpoint = planned.observation.endpoints[d.task]
     unjournalled = seams.intent(d)
     if unjournalled is not None:
-        reason = f"{unjournalled}: a real run journals its intent before it changes anything"
-        refused = replace(
-            d,
-            verdict=Verdict.UNSAFE,
-            reasons=(reason,),
-            headline=unjournalled,
-            hints=("make the data dir's journal writable, or run without it: --no-journal",),
-        )
-        return Outcome.of_decision(refused, dry_run=False)
+        # The words and hint its dry run gave (decide/before_acting.py).
+        return Outcome.of_decision(own_file_blocked(d, unjournalled), dry_run=False)
     try:
         with interrupts.while_acting():
             # 0. intent: journalled above, before anything is destroyed.
@@ -119,7 +113,7 @@ def run(settings: Settings, planned: Planned, flags: Flags, seams: Seams) -> Out
             boundary("before-endpoint")
             snapshot = step_endpoint(r, record, decided_endpoint, planned.observation.env.protected)
             boundary("after-endpoint")
-            with slot_lock(settings.state_dir, d.slot, settings.lock_timeout):
+            with slot_lock(settings.state_dir, d.slot, settings.lock_timeout, settings.places):
                 # 2. lock, re-observe, re-decide: a changed decision stops the run; so does
                 # someone who came to work in the slot since, or for a batch's task a
                 # selection that no longer holds.
@@ -261,7 +255,7 @@ def _decided_again(r: Run, d: Decision) -> Outcome:
     """TASK's window changed under the endpoint step: decide again (under the slot lock, as
     the re-check does) and report that decision; nothing more was typed or killed."""
     assert d.slot is not None
-    with slot_lock(r.settings.state_dir, d.slot, r.settings.lock_timeout):
+    with slot_lock(r.settings.state_dir, d.slot, r.settings.lock_timeout, r.settings.places):
         after = r.seams.recheck(RecheckAt.LOCKED, (), None).planned.decision
     r.warnings.append(DecidedAgain(d.task, d.verdict, after.verdict))
     if after.verdict in (Verdict.PROCEED, Verdict.STALE):

@@ -1,5 +1,9 @@
 """The one door for subprocesses: every git, gh and treehouse call of the package goes here.
 
+Every git command goes through `git` (or `git_many`, `rev`, `git_private`; a `run` of a git
+argv is sent there too), which runs it under the git door's policy (`git_door.py`): no
+program a repository names runs (spec §15.1).
+
 Each command runs with stdin closed, in a session of its own (no controlling terminal, so ssh
 or a credential helper that would ask for a passphrase fails instead of waiting for a human
 who is not there, and a Ctrl-C at the terminal does not reach it), with a timeout after which
@@ -28,10 +32,13 @@ from fm_teardown.model.values import value
 __all__ = [
     "HEX_OID",
     "LOCAL_GIT_TIMEOUT",
+    "PrivateRepo",
     "Result",
     "environment",
     "git",
     "git_many",
+    "git_private",
+    "private_repo",
     "rev",
     "run",
     "run_many",
@@ -113,12 +120,37 @@ def run(
 ) -> Result:
     """Run one command (see the module doc); `env` adds to the policy's environment, `base`
     replaces the environment the policy starts from (this process's), `stdin` is written to
-    its standard input (closed otherwise)."""
-    started = _start(argv, cwd, environment(env, base), piped_stdin=stdin is not None)
+    its standard input (closed otherwise). A git command goes through the git door."""
+    if _is_git(argv):
+        repo, args = _git_args(argv, cwd)
+        return git(repo, *args, timeout=timeout, env=env, stdin=stdin, base=base)
+    return _run(argv, cwd, environment(env, base), timeout, stdin)
+
+
+def _run(
+    argv: Sequence[str],
+    cwd: str | None,
+    env: Mapping[str, str],
+    timeout: float,
+    stdin: str | bytes | None = None,
+) -> Result:
+    started = _start(argv, cwd, env, piped_stdin=stdin is not None)
     if isinstance(started, Result):
         return started
     data = stdin.encode() if isinstance(stdin, str) else stdin
     return _finish(started, timeout, data)
+
+
+def _is_git(argv: Sequence[str]) -> bool:
+    return bool(argv) and os.path.basename(argv[0]) == "git"
+
+
+def _git_args(argv: Sequence[str], cwd: str | None) -> tuple[str, list[str]]:
+    """The directory a git argv runs in (`cwd`, then its leading `-C` options) and the rest."""
+    repo, args = cwd or os.getcwd(), list(argv[1:])
+    while len(args) >= 2 and args[0] == "-C":
+        repo, args = os.path.join(repo, args[1]), args[2:]
+    return repo, args
 
 
 def run_many(argvs: Sequence[Sequence[str]], *, timeout: float, width: int) -> list[Result]:
@@ -129,11 +161,26 @@ def run_many(argvs: Sequence[Sequence[str]], *, timeout: float, width: int) -> l
     killed, and a new one starts as soon as any running one is done. Their pipes (and, where
     the system has them, pidfds telling their exits) are watched together: no thread and no
     polling, since a thread per command costs more CPU than the commands' own start when they
-    are many and quick (one `git status` per slot of a fleet)."""
+    are many and quick (one `git status` per slot of a fleet). A git command goes through the
+    git door."""
     env = environment()
+    calls: list[tuple[Sequence[str], Mapping[str, str]] | Result] = []
+    for argv in argvs:
+        if _is_git(argv):
+            repo, args = _git_args(argv, None)
+            calls.append(_door(repo, args, None, None, policy=env))
+        else:
+            calls.append((argv, env))
+    return _many(calls, timeout, width)
+
+
+def _many(
+    calls: Sequence[tuple[Sequence[str], Mapping[str, str]] | Result], timeout: float, width: int
+) -> list[Result]:
+    """`run_many` of each (argv, environment), a Result standing for one not to run."""
     found: dict[str, str] = {}
-    results: list[Result | None] = [None] * len(argvs)
-    todo = list(enumerate(argvs))
+    results: list[Result | None] = [c if isinstance(c, Result) else None for c in calls]
+    todo = [(i, c) for i, c in enumerate(calls) if not isinstance(c, Result)]
     todo.reverse()
     running: dict[int, _Running] = {}
     closing = _inherited_fds() if hasattr(os, "posix_spawn") else None
@@ -141,7 +188,7 @@ def run_many(argvs: Sequence[Sequence[str]], *, timeout: float, width: int) -> l
     with getattr(selectors, "PollSelector", selectors.DefaultSelector)() as sel:
         while todo or running:
             while todo and len(running) < max(1, width):
-                i, argv = todo.pop()
+                i, (argv, env) = todo.pop()
                 if argv and argv[0] not in found:
                     found[argv[0]] = _on_path(argv[0], env)
                 exe = found.get(argv[0])
@@ -415,17 +462,80 @@ def git(
     *args: str,
     timeout: float = LOCAL_GIT_TIMEOUT,
     env: Mapping[str, str] | None = None,
+    stdin: str | bytes | None = None,
+    base: Mapping[str, str] | None = None,
 ) -> Result:
-    return run(["git", "-C", repo, *args], timeout=timeout, env=env)
+    """`git -C repo args...` through the git door (`git_door.py`): `env` adds to the
+    environment (never to what the door sets), `base` replaces the one the policy starts from,
+    `stdin` is written to its standard input. A command the door will not run (a config it
+    cannot read, a remote helper) is not started: its Result says why (rc None)."""
+    door = _door(repo, args, env, base)
+    if isinstance(door, Result):
+        return door
+    return _run(door[0], None, door[1], timeout, stdin)
 
 
 def git_many(
     calls: Sequence[tuple[str, Sequence[str]]], *, width: int, timeout: float = LOCAL_GIT_TIMEOUT
 ) -> list[Result]:
-    """`git -C repo args...` for each (repo, args), `width` at a time (`run_many`)."""
-    return run_many(
-        [["git", "-C", repo, *args] for repo, args in calls], timeout=timeout, width=width
+    """`git -C repo args...` for each (repo, args), `width` at a time (`run_many`), each
+    through the git door."""
+    policy = environment()  # once for all: copying the environment costs more than the rest
+    return _many(
+        [_door(repo, args, None, None, policy=policy) for repo, args in calls], timeout, width
     )
+
+
+def _door(
+    repo: str,
+    args: Sequence[str],
+    env: Mapping[str, str] | None,
+    base: Mapping[str, str] | None,
+    scan_from: str | None = None,
+    policy: Mapping[str, str] | None = None,
+) -> tuple[list[str], dict[str, str]] | Result:
+    """The argv and environment the door gives `git -C repo args...`, or the Result of a
+    command it will not run. `env` is added after the door's own settings, which it may not
+    change (only the repository and index variables a private git dir sets); `policy`: the
+    runner's environment for `base`, when made already."""
+    from fm_teardown.adapters import git_door
+
+    if policy is None:
+        policy = environment(None, base)
+    at = git_door.subcommand(args)
+    user: Sequence[tuple[str, str]] = ()
+    if at is not None and git_door.needs_network(args[at:]):
+        user = _user_network_config(repo, policy)
+    call = git_door.call(repo, args, policy, user=user, scan_from=scan_from)
+    if call.refused is not None:
+        return Result(None, b"", call.refused)
+    out = call.env
+    out.update((k, v) for k, v in (env or {}).items() if not git_door.owned(k))
+    return call.argv, out
+
+
+# The user's global credential helpers and ssh command, per repository (its conditional
+# includes may depend on it), read once per run for the commands that need the network.
+_user_net: dict[str, list[tuple[str, str]]] = {}
+
+
+def _user_network_config(repo: str, policy: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(key, value) of the user's global `credential.*helper` and `core.sshCommand`, in order,
+    as `git config --global` reads them (their includes followed): never the repository's."""
+    from fm_teardown.adapters import git_door
+
+    key = os.path.abspath(repo)
+    if key not in _user_net:
+        door = _door(
+            repo,
+            ["config", "--global", "--includes", "-z", "--get-regexp",
+             r"^(credential\.(.*\.)?helper|core\.sshcommand)$"],
+            None,
+            policy,
+        )  # fmt: skip
+        r = door if isinstance(door, Result) else _run(door[0], None, door[1], LOCAL_GIT_TIMEOUT)
+        _user_net[key] = git_door.config_pairs(r.out) if r.rc == 0 else []
+    return _user_net[key]
 
 
 # A full object name, SHA-1 or SHA-256.
@@ -436,3 +546,84 @@ def rev(repo: str, spec: str) -> str | None:
     """The commit `spec` names in `repo`, or None when it does not name one."""
     r = git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{spec}^{{commit}}")
     return r.text if r.ok and HEX_OID.fullmatch(r.text) else None
+
+
+@value
+class PrivateRepo:
+    """A git dir of fm's own, for moving a tree's bytes as they are (spec §15.1): it shares a
+    repository's objects, but none of its config, attributes or hooks. Its `info/attributes`
+    turns every conversion off for every path (no filter, no end-of-line conversion, no
+    `ident`, no `working-tree-encoding`: they outrank every `.gitattributes`), and it keeps
+    only the repository's settings that say what a path is (file modes, links, case, ignore
+    files, shared permissions) and its ignore rules (`info/exclude`). `index`: the index it
+    uses (the repository's own is never touched)."""
+
+    gitdir: str
+    worktree: str
+    index: str
+    objects: str
+    settings: tuple[tuple[str, str], ...]
+
+
+_SETTINGS = (
+    r"^(core\.(filemode|symlinks|ignorecase|precomposeunicode|protectntfs|protecthfs"
+    r"|excludesfile|sharedrepository)|extensions\.objectformat)$"
+)
+_NO_CONVERSION = b"* -text -eol -crlf -ident -filter -working-tree-encoding -diff -merge\n"
+
+
+def private_repo(repo: str, worktree: str, tmp: str) -> PrivateRepo | Result:
+    """A private git dir in the directory `tmp` (fm's own, empty) for the worktree
+    `worktree` over the objects of the repository at `repo`; the Result of what failed."""
+    from fm_teardown.adapters import git_config, git_door
+
+    common = git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    if not common.ok or not os.path.isabs(common.text):
+        return common if not common.ok else Result(None, b"", "git names no common dir")
+    got = git(repo, "config", "-z", "--get-regexp", _SETTINGS)
+    if got.rc not in (0, 1):
+        return got
+    pairs = git_door.config_pairs(got.out)
+    fmt = next((v.lower() for k, v in reversed(pairs) if k == "extensions.objectformat"), "sha1")
+    exclude, why = git_config.file_bytes(os.path.join(common.text, "info", "exclude"))
+    if why is not None:
+        return Result(None, b"", why)
+    gitdir = os.path.join(tmp, "git")
+    for sub in ("refs/heads", "objects", "info"):
+        os.makedirs(os.path.join(gitdir, sub))
+    config = b"[core]\n\trepositoryformatversion = 0\n\tbare = false\n"
+    if fmt != "sha1":
+        config = b"[core]\n\trepositoryformatversion = 1\n\tbare = false\n"
+        config += b"[extensions]\n\tobjectformat = " + fmt.encode() + b"\n"
+    for name, data in (
+        ("HEAD", b"ref: refs/heads/fm-private\n"),
+        ("config", config),
+        ("info/attributes", _NO_CONVERSION),
+        ("info/exclude", exclude or b""),
+    ):
+        with open(os.path.join(gitdir, name), "xb") as fh:
+            fh.write(data)
+    return PrivateRepo(
+        gitdir,
+        worktree,
+        os.path.join(tmp, "index"),
+        os.path.join(common.text, "objects"),
+        tuple((k, v) for k, v in pairs if k != "extensions.objectformat"),
+    )
+
+
+def git_private(
+    p: PrivateRepo,
+    *args: str,
+    timeout: float = LOCAL_GIT_TIMEOUT,
+    env: Mapping[str, str] | None = None,
+) -> Result:
+    """`git args...` in the private git dir `p` on its worktree, through the git door."""
+    from fm_teardown.adapters import git_door
+
+    extra = {**git_door.gitdir_env(p.gitdir, p.worktree, p.index, p.objects), **(env or {})}
+    settings = [a for k, v in p.settings for a in ("-c", f"{k}={v}")]
+    door = _door(p.worktree, [*settings, *args], extra, None, scan_from=p.gitdir)
+    if isinstance(door, Result):
+        return door
+    return _run(door[0], None, door[1], timeout)

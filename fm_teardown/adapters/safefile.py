@@ -8,11 +8,11 @@ descriptor, so that a swap between the check and the open is caught. A file whos
 lacks its newline gets one first, so fm's line never glues onto someone else's.
 
 fm's own files (the journal, the cost table, the locks) are never written inside a task's
-work either (spec §14.8): when a directory on the path to one of them is, resolved, inside a
-slot of the fleet (`forbid`: the slots the records name, registered once they are observed) or
-inside a task's temp dir (`forbid_task_tmps`: `/tmp/fm-<id>` of every task the records name,
-and every `tasktmp=`), fm does not create or write anything there
-(`InsideWork`); its callers warn, and a real run that needs its journal refuses.
+work either (spec §14.8, §15.2): when a directory on the path to one of them is, resolved,
+inside a slot or a task's temp dir of the run's `WorkPlaces` (`model/own_files.py`: what the
+run found when it looked at the fleet, passed down by the caller; nothing is kept here between
+runs), fm does not create or write anything there (`InsideWork`); its callers warn, and a
+real run that needs its journal refuses.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterable
 
+from fm_teardown.model.own_files import WorkPlaces
 from fm_teardown.model.paths import canonical, is_within
 
 __all__ = [
@@ -29,8 +29,6 @@ __all__ = [
     "InsideWork",
     "LinkRefused",
     "append_line",
-    "forbid",
-    "forbid_task_tmps",
     "inside_work",
     "open_single",
     "problem",
@@ -41,11 +39,6 @@ __all__ = [
 # Every task's temp dir is `/tmp/fm-<id>` (the record format fixes it).
 TASK_TMP_PREFIX = "fm-"
 
-# The canonical slots of the fleets this process observed, and their tasks' temp dirs: fm's
-# own files never go there.
-_FORBIDDEN: set[str] = set()
-_TASK_TMPS: set[str] = set()
-
 
 class LinkRefused(OSError):
     """The file is a link (symbolic or hard) or not a regular file: fm does not write it."""
@@ -54,18 +47,6 @@ class LinkRefused(OSError):
 class InsideWork(LinkRefused):
     """A directory on the way to one of fm's own files lies inside a slot or a task's temp
     dir: fm does not write there (another task's tree, or a tree the pool resets)."""
-
-
-def forbid(slots: Iterable[str]) -> None:
-    """Register slots (canonical paths) that fm's own files must never be inside."""
-    _FORBIDDEN.update(s for s in slots if s and os.path.isabs(s))
-
-
-def forbid_task_tmps(dirs: Iterable[str]) -> None:
-    """Register the temp dirs (canonical) of the tasks the fleet records. Only those: a
-    directory merely named `/tmp/fm-<something>` (a test harness's, a backup's) is no task's
-    until a record names that task, and fm's own files may live there."""
-    _TASK_TMPS.update(d for d in dirs if d and os.path.isabs(d))
 
 
 def task_tmp_of(real: str) -> str | None:
@@ -78,24 +59,24 @@ def task_tmp_of(real: str) -> str | None:
     return os.path.join(tmp, first) if first.startswith(TASK_TMP_PREFIX) else None
 
 
-def inside_work(path: str) -> str | None:
+def inside_work(path: str, places: WorkPlaces) -> str | None:
     """Why fm must not write its own file `path`, or None: the directory holding it, every
-    link on the way resolved, is inside a slot of the fleet or a task's temp dir."""
+    link on the way resolved, is inside a slot or a task's temp dir of `places`."""
     where = os.path.dirname(os.path.abspath(path))
     real = canonical(where)
-    for tmp in sorted(_TASK_TMPS, key=len, reverse=True):
+    for tmp in sorted(places.task_tmps, key=len, reverse=True):
         if is_within(real, tmp):
             return f"{where} is inside the task temp dir {tmp}"
-    for slot in sorted(_FORBIDDEN, key=len, reverse=True):
+    for slot in sorted(places.slots, key=len, reverse=True):
         if is_within(real, slot):
             said = where if real == where else f"{where} (resolved: {real})"
             return f"{said} is inside the slot {slot}, a task's work"
     return None
 
 
-def refuse_inside_work(path: str) -> None:
+def refuse_inside_work(path: str, places: WorkPlaces) -> None:
     """Raise `InsideWork` when fm must not write its own file `path` (`inside_work`)."""
-    why = inside_work(path)
+    why = inside_work(path, places)
     if why is not None:
         raise InsideWork(errno.EPERM, f"{why}: fm does not write its own files there", path)
 
@@ -113,9 +94,8 @@ def problem(st: os.stat_result) -> str | None:
 
 def open_single(path: str, flags: int, mode: int = 0o644) -> int:
     """Open `path` (created if absent) only if it is a regular file with one link and not a
-    symlink, checked before the open and again on the descriptor, and never inside a task's
-    work (`inside_work`); raises `LinkRefused`."""
-    refuse_inside_work(path)
+    symlink, checked before the open and again on the descriptor; raises `LinkRefused`.
+    Where it lies is the caller's to check first (`refuse_inside_work`)."""
     try:
         why = problem(os.lstat(path))
     except FileNotFoundError:
@@ -144,9 +124,11 @@ def _needs_newline(fd: int) -> bool:
     return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
-def append_line(path: str, line: bytes) -> None:
-    """Append one line (ending in a newline) in one write, a missing final newline first.
-    Raises `LinkRefused` or another `OSError`; the caller warns and goes on."""
+def append_line(path: str, line: bytes, places: WorkPlaces) -> None:
+    """Append one line (ending in a newline) in one write, a missing final newline first,
+    never inside a task's work (`places`). Raises `LinkRefused` (`InsideWork`) or another
+    `OSError`; the caller warns and goes on."""
+    refuse_inside_work(path, places)
     fd = open_single(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     try:
         payload = (b"\n" if _needs_newline(fd) else b"") + line

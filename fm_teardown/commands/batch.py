@@ -16,20 +16,22 @@ from fm_teardown.adapters import interrupts
 from fm_teardown.model.errors import ExitCode
 from fm_teardown.model.outcome import Outcome, Result, Skipped
 from fm_teardown.model.plan import Flags
+from fm_teardown.model.reasons import NotSelectedReason, NotSelectedWhy
 from fm_teardown.model.results import arrived
 from fm_teardown.model.settings import Settings
 from fm_teardown.pipeline import (
     NotSelected,
     interrupted_before_acting,
-    journalled,
+    journal_result,
     with_expected_plan,
 )
-from fm_teardown.report import batch_view, console, journal
+from fm_teardown.report import batch_view, console
 from fm_teardown.report import render as report
 from fm_teardown.selection import Selection, guard
 
 if TYPE_CHECKING:
     from fm_teardown.decide.finished import Options
+    from fm_teardown.model.plan import Planned
     from fm_teardown.pipeline import Guard
 
 __all__ = ["exit_code", "run"]
@@ -63,12 +65,16 @@ def run(
     """Tear down `selection` one task after another; the batch's exit code. `again`: the
     options a command finishing this batch repeats (`--state-dir DIR`)."""
     tasks = list(selection.tasks)
+    not_selected = list(selection.not_selected)
+    if landed and plans is not None:
+        # An approved task is never dropped: one `--landed` no longer selects is decided at
+        # its turn all the same, and its changed plan refuses (plan-changed) and counts.
+        tasks = sorted({*tasks, *plans})
+        not_selected = [n for n in not_selected if n.task not in plans]
     results: list[Result] = []
     progress = not json_out and sys.stderr.isatty()
     if landed and not json_out:
-        batch_view.render_selection(
-            selection.tasks, [(n.task, n.finished) for n in selection.not_selected]
-        )
+        batch_view.render_selection(tasks, [(n.task, n.finished) for n in not_selected])
     returned: dict[str, str] = {}  # slot -> the task of this batch that returned it
     stopped = False
     with interrupts.while_batch():
@@ -80,6 +86,8 @@ def run(
             if progress:
                 console.progress(i + 1, len(tasks), task)
             again_selected = guard(task, selection, returned, opts if landed else None)
+            if landed and plans is not None and task in plans:
+                again_selected = _approved(again_selected, plans[task])
             try:
                 mine = flags if plans is None else with_expected_plan(flags, task, plans)
                 outcome = one(s, task, mine, again_selected)
@@ -89,8 +97,7 @@ def run(
             except KeyboardInterrupt:
                 # Interrupted while deciding: this task changed nothing.
                 outcome = interrupted_before_acting(task, flags)
-            if journalled(outcome, task) and not flags.no_journal:
-                journal.append(s.data_dir, journal.result_entry(outcome, flags))
+            journal_result(s, outcome, task, flags)
             results.append(outcome)
             d = outcome.decision
             if d is not None and d.slot is not None and outcome.returned_slot:
@@ -106,7 +113,11 @@ def run(
                 break
         code = exit_code(results, interrupted=stopped)
         not_done = _not_done(results)
-        finish = _finish_command(not_done, flags, plans, landed, opts, again) if not_done else None
+        finish = (
+            _finish_command(not_done, _acted(results), flags, plans, landed, opts, again)
+            if not_done
+            else None
+        )
         if json_out:
             doc = batch_view.batch_json(results, dry_run=flags.dry_run, code=code)
             if finish is not None:
@@ -114,12 +125,27 @@ def run(
                 doc["finish"] = finish
             if landed:
                 doc["not_selected"] = batch_view.not_selected_json(
-                    [(n.task, n.verdict, n.finished) for n in selection.not_selected]
+                    [(n.task, n.verdict, n.finished) for n in not_selected]
                 )
             report.emit_json(doc)
         else:
             batch_view.render_summary(results, code, not_done, finish)
     return code
+
+
+def _approved(check: Guard, token: str) -> Guard:
+    """A task's re-selection at its turn, when an approved token names it: a task that is no
+    longer selected (relaunched, no longer finished) because its plan is no longer the one
+    approved is not skipped but refused as a changed plan (the token check after the guard
+    says what changed); a slot this batch already returned still skips it."""
+
+    def check_approved(planned: Planned) -> NotSelectedReason | None:
+        why = check(planned)
+        if why is None or why.why == NotSelectedWhy.SLOT_RETURNED or planned.plan_id == token:
+            return why
+        return None
+
+    return check_approved
 
 
 def _not_done(results: list[Result]) -> list[str]:
@@ -132,31 +158,45 @@ def _not_done(results: list[Result]) -> list[str]:
     ]
 
 
+def _acted(results: list[Result]) -> set[str]:
+    """The tasks of the batch whose real run started acting (their plan no longer holds)."""
+    return {r.task or "" for r in results if isinstance(r, Outcome) and r.acted}
+
+
 def _finish_command(
     left: list[str],
+    acted: set[str],
     flags: Flags,
     plans: dict[str, str] | None,
     landed: bool,
     opts: Options | None,
     again: tuple[str, ...],
 ) -> str:
-    """One command that finishes what a stopped batch left: the tasks not done, by name (a
-    task finished meanwhile is reported `already torn down`), or `--landed` again."""
+    """One command that finishes what a stopped batch left, runnable as printed.
+
+    `--landed` again when the batch selected by itself without approved tokens; else the
+    tasks not done, by name, after `--` (a task id may start with `-`); a task finished
+    meanwhile is reported `already torn down`. Approved tokens are repeated only when every
+    one of them can still hold: a task whose run started acting has another plan now, and a
+    token of it would only refuse (the command then names the tasks without tokens: review
+    with its `--dry-run`)."""
     import shlex
 
-    if landed:
-        words = ["fm", "teardown", "--landed"]
+    words = ["fm", "teardown"]
+    if landed and plans is None:
+        words.append("--landed")
         if opts is not None:
             words += ["--include-live"] if opts.include_live else []
             words += ["--include-pushed"] if opts.include_pushed else []
-            words += ["--min-age", f"{opts.min_age:g}s"]
-    else:
-        words = ["fm", "teardown", *left]
+            words += ["--min-age", f"{int(opts.min_age)}s"]  # never `1e+06s`
+    elif plans is not None and all(t in plans and t not in acted for t in left):
         for task in left:
-            if plans is not None and task in plans:
-                words += ["--expect-plan", f"{task}={plans[task]}"]
+            words += ["--expect-plan", f"{task}={plans[task]}"]
     if flags.dry_run:
         words.append("--dry-run")
     if flags.no_journal:
         words.append("--no-journal")
-    return shlex.join([*words, *again])
+    words += again
+    if not (landed and plans is None):
+        words += ["--", *left]
+    return shlex.join(words)

@@ -185,6 +185,7 @@ def _run(sb: Sandbox, argv: Sequence[str], cwd: Path, *, check: bool = True) -> 
 
 
 def _git(sb: Sandbox, cwd: Path, *args: str) -> str:
+    # Through the git door as every git command of fm (the runner sends a git argv there).
     return _run(sb, ["git", *args], cwd).strip()
 
 

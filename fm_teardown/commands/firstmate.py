@@ -38,9 +38,8 @@ def run(args: list[str]) -> int:
     from fm_teardown.model.errors import ExitCode, FmError
     from fm_teardown.model.plan import Flags
     from fm_teardown.model.records import load_record, task_id_problem
-    from fm_teardown.pipeline import journalled, run_one
+    from fm_teardown.pipeline import journal_result, run_one
     from fm_teardown.report import firstmate_view as view
-    from fm_teardown.report import journal
     from fm_teardown.report import render as report
 
     if args[:1] in (["--help"], ["-h"]):
@@ -66,8 +65,7 @@ def run(args: list[str]) -> int:
     flags = Flags(force=force)
     # The script had no journal: a journal that cannot be written only warns here.
     outcome = run_one(s, task, flags, journal_required=False, converge=False)
-    if journalled(outcome, task):
-        journal.append(s.data_dir, journal.result_entry(outcome, flags))
+    journal_result(s, outcome, task, flags)
     view.operator_lines(outcome)
     lead, said_first = view.lead_line(outcome)
     if outcome.decision is None:

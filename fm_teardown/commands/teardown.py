@@ -15,9 +15,10 @@ from fm_teardown.model import settings
 from fm_teardown.model.errors import ExitCode, FmError, invalid
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.plan import Flags
+from fm_teardown.model.records import shown
 from fm_teardown.pipeline import (
     interrupted_before_acting,
-    journalled,
+    journal_result,
     run_one,
     with_expected_plan,
 )
@@ -65,7 +66,8 @@ def teardown(
         expected = _expected_plans(expect_plan or [], tasks, landed)
         if age is None:
             refused = refused or invalid(
-                f"--min-age takes a duration such as 90s, 10m, 1h or 2d (or 0), not '{min_age}'",
+                "--min-age takes a duration of at most 100 years, such as 90s, 10m, 1h or 2d "
+                f"(or 0), not '{shown(min_age or '', 40)}'",
                 USAGE,
             )
         elif (
@@ -121,11 +123,8 @@ def teardown(
             outcome = run_one(s, task, flags)
         except KeyboardInterrupt:
             outcome = interrupted_before_acting(task, flags)
-    if journalled(outcome, task) and not flags.no_journal:
-        from fm_teardown.report import journal  # a dry run journals nothing
-
-        # Every real run for a valid task id is journalled, refusals included.
-        journal.append(s.data_dir, journal.result_entry(outcome, flags))
+    # Every real run for a valid task id is journalled, refusals included.
+    journal_result(s, outcome, task, flags)
     report.render(outcome, json_out=json_out)
     return outcome.exit_code
 

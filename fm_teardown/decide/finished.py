@@ -49,6 +49,7 @@ __all__ = [
     "DEFAULT_MIN_AGE",
     "INCLUDE_LIVE",
     "INCLUDE_PUSHED",
+    "MAX_DURATION",
     "MIN_AGE_0",
     "Options",
     "classify",
@@ -59,7 +60,10 @@ __all__ = [
 
 DEFAULT_MIN_AGE = 3600.0
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_DURATION = re.compile(r"(\d+)([smhd]?)")
+_DURATION = re.compile(r"([0-9]+)([smhd]?)")
+# The longest --min-age: a hundred years. A longer one is no duration but a typo, and a
+# number of any length would overflow the clock arithmetic it feeds.
+MAX_DURATION = 36525 * 86400.0
 _SPAWN_GEN = re.compile(r"s(\d+)\.")
 _NOT_LIVE = ("dead", "missing")
 # The opt-ins, as a not-finished task offers them.
@@ -78,11 +82,13 @@ class Options:
 
 
 def parse_duration(text: str) -> float | None:
-    """`90s`, `10m`, `1h`, `2d`, or a bare number of seconds (`0`); None if not one."""
+    """`90s`, `10m`, `1h`, `2d`, or a bare number of seconds (`0`), in ASCII digits, of at
+    most `MAX_DURATION`; None if not one."""
     m = _DURATION.fullmatch(text.strip())
-    if m is None:
+    if m is None or len(m.group(1).lstrip("0")) > 12:  # past any limit, never converted
         return None
-    return float(int(m.group(1)) * _UNITS[m.group(2) or "s"])
+    seconds = int(m.group(1)) * _UNITS[m.group(2) or "s"]
+    return float(seconds) if seconds <= MAX_DURATION else None
 
 
 def _launched_at(record: Record) -> tuple[float, str]:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from fm_teardown.decide.case import Case
 from fm_teardown.decide.sparing import Blocker
 from fm_teardown.model.causes import LISTED
+from fm_teardown.model.leases import holder_tasks
 from fm_teardown.model.plan import LandedLike, Owner, OwnerKind
 from fm_teardown.model.results import Terminal
 from fm_teardown.model.world import InventoryStatus, Spared
@@ -96,7 +97,15 @@ def live_owner_hints(c: Case, live: list[Owner]) -> list[str]:
     elif c.flags.force:
         hints.append("--force does not lift this: it discards only this task's own work")
     hints.append(f"let {names} finish (or end it), then re-run")
-    if len(live) == 1 and not blind:
+    if len(live) == 1 and not blind and _in_tasks_name(c, live[0]):
+        # A lease held in TASK's own name (`<id>` or `fm-<id>`) under another lease id than
+        # the record's: not provably TASK's, but never worded as someone else's live work.
+        hints.append(
+            f"{live[0].id} is held in {c.task}'s own name, under another lease id than its "
+            f"record names ({c.record.lease_id}): if it is {c.task}'s own lease, return it "
+            f"with this task: fm teardown {c.task} --force --discard-live-owner={live[0].id}"
+        )
+    elif len(live) == 1 and not blind:
         owner = live[0]
         if owner.kind in (OwnerKind.PROCESS, OwnerKind.TERMINAL):
             hints.append(_discard_process(c, owner))
@@ -134,6 +143,15 @@ def _discard_process(c: Case, owner: Owner) -> str:
         f"last resort, destroys {owner.id}'s live work in this slot: its processes there are "
         f"ended and what they hold only in memory is lost ({memory}); {tree}: "
         f"fm teardown {c.task} --force --discard-live-owner={owner.id}"
+    )
+
+
+def _in_tasks_name(c: Case, owner: Owner) -> bool:
+    """A lease owner whose holder names TASK (its id, or firstmate's spawn's `fm-<id>`)."""
+    return (
+        owner.kind == OwnerKind.LEASE
+        and owner.id.startswith("lease:")
+        and (c.task in holder_tasks(owner.id[len("lease:") :]))
     )
 
 

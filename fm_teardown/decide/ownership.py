@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import TypeVar, overload
 
 from fm_teardown.decide.census import placement, terminals
-from fm_teardown.model.leases import lease_name, lease_task
+from fm_teardown.model.leases import holders_of, lease_name, lease_task
 from fm_teardown.model.plan import Owner, OwnerKind
 from fm_teardown.model.process_kind import ProcessClass, classify_proc, is_tmux, named
 from fm_teardown.model.records import Fleet, Record
@@ -54,12 +54,13 @@ T = TypeVar("T")
 
 def lease_is_tasks(entry: PoolEntry, record: Record) -> bool:
     """A lease is TASK's when its id equals the recorded lease id, or, when the record has no
-    lease id, when its holder equals the recorded holder or the task id."""
+    lease id, when its holder equals the recorded holder, the task id, or `fm-<id>` (the
+    holder firstmate's spawn leases the slot as, writing no lease key into the record)."""
     if record.lease_id:
         return entry.lease_id == record.lease_id
     return entry.lease_holder != "" and entry.lease_holder in (
         record.lease_holder,
-        record.task_id,
+        *holders_of(record.task_id),
     )
 
 

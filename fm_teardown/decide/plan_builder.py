@@ -204,7 +204,12 @@ def _endpoint_step(record: Record, ep: Endpoint) -> Step:
 def _record_steps(record: Record) -> tuple[Step, ...]:
     """Whenever the record goes (proceed and stale alike): the hook auth entries, the
     cost-attribution row, then the record itself, the meta last."""
-    parts = []
+    # TASK's browser stack and the remote-job sweep run with the record's duties (spec
+    # §15.5); what runs is known only then, so the plan says what they look for.
+    parts = [
+        f"end {record.task_id}'s browser stack (its chrome-devtools-axi session) and "
+        "remote-job workers of a pruned code root, if any run (best effort)"
+    ]
     if record.tasktmp:
         parts.append(f"remove {record.tasktmp}")
     if record.kind == "secondmate":
@@ -213,8 +218,8 @@ def _record_steps(record: Record) -> tuple[Step, ...]:
     return (
         Step(
             StepName.AUTH,
-            f"state/{record.task_id}.grok-turnend-token, .kimi-turnend-token",
-            "remove the grok and kimi hook auth entries the token files name, if any",
+            f"state/{record.task_id}.grok-turnend-token, .kimi-turnend-token, .agy-turnend-token",
+            "remove the grok, kimi and agy hook auth entries the token files name, if any",
         ),
         Step(
             StepName.ATTRIBUTION,

@@ -40,7 +40,10 @@ __all__ = [
     "NotLanded",
     "Observed",
     "ObservedKind",
+    "OtherLaunch",
     "OthersAtWork",
+    "OwnFile",
+    "OwnFileBlocked",
     "PlanChanged",
     "PlanTokens",
     "PoolNotReady",
@@ -316,6 +319,35 @@ class PlanTokens:
     now: str
 
 
+# -- what a real run writes before it changes anything, and the launch it tears down ---------
+
+
+class OwnFile(StrEnum):
+    JOURNAL = "journal"  # its intent line, journalled before the first destructive step
+    SLOT_LOCK = "slot-lock"  # the slot's lock file in the state dir
+
+
+@value
+class OwnFileBlocked:
+    """One of fm's own files that a real run writes before it changes anything cannot be
+    written where it is: `problem`, in its writer's own words (a link, a directory, not
+    writable, inside a slot or a task's temp dir). The run refuses, and its dry run says so."""
+
+    file: OwnFile
+    path: str
+    problem: str
+
+
+@value
+class OtherLaunch:
+    """A teardown of TASK ended partway (its intent journalled, no result) and was of another
+    launch than the one TASK's record names now: `changed` holds (field, then, now)."""
+
+    task: str
+    started: str
+    changed: tuple[tuple[str, str, str], ...]
+
+
 Cause = (
     SlotOwned
     | LiveOwner
@@ -342,4 +374,6 @@ Cause = (
     | FieldChanged
     | NoFieldNamed
     | PlanTokens
+    | OwnFileBlocked
+    | OtherLaunch
 )

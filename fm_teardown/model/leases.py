@@ -1,6 +1,11 @@
 """Whose a pool lease is: a record's (its holder or lease id names that record) or a lease
 owner of its own, `lease:<holder>`. Pure functions of the pool's entry and the fleet: the
-decision's owners, the acting re-check at the pool and the audit's loose ends read them."""
+decision's owners, the acting re-check at the pool and the audit's loose ends read them.
+
+A holder names a task in one of two spellings: the task id itself (a lease taken as
+`--lease-holder <id>`), or `fm-<id>`, the holder firstmate's spawn leases its slot as
+(`treehouse get --lease --lease-holder fm-<id>`, with no lease key in the record). Either is
+that task's own lease, released by its own return."""
 
 from __future__ import annotations
 
@@ -11,7 +16,31 @@ from fm_teardown.model.plan import PoolReturn
 from fm_teardown.model.records import Fleet, Record
 from fm_teardown.model.world import PoolEntry
 
-__all__ = ["ResetRef", "lease_name", "lease_task", "reset_target", "unconditional_only"]
+__all__ = [
+    "SPAWN_HOLDER_PREFIX",
+    "ResetRef",
+    "holder_tasks",
+    "holders_of",
+    "lease_name",
+    "lease_task",
+    "reset_target",
+    "unconditional_only",
+]
+
+# firstmate's spawn leases a task's slot as `fm-<id>` (and stores nothing in the record).
+SPAWN_HOLDER_PREFIX = "fm-"
+
+
+def holders_of(task_id: str) -> tuple[str, str]:
+    """The lease holders that name TASK: its id, and `fm-<id>` (firstmate's spawn)."""
+    return (task_id, f"{SPAWN_HOLDER_PREFIX}{task_id}")
+
+
+def holder_tasks(holder: str) -> tuple[str, ...]:
+    """The task ids a lease holder may name: the holder itself and, for `fm-<id>`, `<id>`."""
+    if holder.startswith(SPAWN_HOLDER_PREFIX) and len(holder) > len(SPAWN_HOLDER_PREFIX):
+        return (holder, holder[len(SPAWN_HOLDER_PREFIX) :])
+    return (holder,) if holder else ()
 
 
 def lease_task(entry: PoolEntry, task_id: str, fleet: Fleet) -> str | None:
@@ -20,8 +49,10 @@ def lease_task(entry: PoolEntry, task_id: str, fleet: Fleet) -> str | None:
     if not entry.leased:
         return None
     holder = entry.lease_holder
-    if holder and holder != task_id and holder in fleet.records:
-        return holder
+    for named in holder_tasks(holder):
+        # The holder spelled as the task id first, then as firstmate's spawn spells it.
+        if named != task_id and named in fleet.records:
+            return named
     by_id, by_holder = fleet.by_lease
     found = set(by_id.get(entry.lease_id, ())) if entry.lease_id else set()
     if holder:

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from fm_teardown.model.errors import ExitCode, FmError, Lead, Verdict
 from fm_teardown.model.landing import Reason
+from fm_teardown.model.own_files import WorkPlaces
 from fm_teardown.model.plan import Decision, Step, StepName, StepOutcome
 from fm_teardown.model.reasons import NotSelectedReason
 from fm_teardown.model.step_warnings import RunWarning
@@ -60,6 +61,9 @@ class Outcome:
     # How the first reason's line starts (`REFUSED: …` for a refusal); the reasons are kept
     # without it and `report/messages.py` (`reasons`) writes it.
     lead: Lead = Lead.PLAIN
+    # Where fm's own files never go, as the run found the fleet; None: it ended before it
+    # looked (its journal line is written only where that can be shown some other way).
+    places: WorkPlaces | None = None
 
     @property
     def refused(self) -> bool:

@@ -20,6 +20,7 @@ from fm_teardown.model.world import EndpointState
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from fm_teardown.model.own_files import WorkPlaces
     from fm_teardown.model.records import Fleet
     from fm_teardown.model.results import StepResult
     from fm_teardown.model.world import Observation
@@ -72,6 +73,9 @@ class StepName(StrEnum):
     AUTH = "auth"  # the grok/kimi hook auth entries (spec §10)
     ATTRIBUTION = "attribution"  # the cost-attribution row (spec §10)
     RECORD = "record"
+    # With the record's duties, noted only when there was something to end (spec §15.5):
+    BROWSER = "browser"  # TASK's headless browser stack (its chrome-devtools-axi session)
+    REMOTE_JOBS = "remote-jobs"  # remote-job workers whose code root is gone
 
 
 class StepOutcome(StrEnum):
@@ -227,3 +231,5 @@ class Planned:
     # `before → now`), and the token.
     plan_inputs: Mapping[str, str] | None = None
     plan_id: str | None = None
+    # Where fm's own files never go, as this look at the fleet found it (`model/own_files.py`).
+    places: WorkPlaces | None = None

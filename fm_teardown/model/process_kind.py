@@ -33,6 +33,7 @@ __all__ = [
     "HARNESS_DIRS",
     "INTERPRETERS",
     "SHELLS",
+    "WRAPPERS",
     "AgentList",
     "ProcessClass",
     "agent_list",
@@ -42,6 +43,7 @@ __all__ = [
     "classify_proc",
     "configure",
     "is_tmux",
+    "is_wrapper",
     "named",
     "runs_agent",
     "terminal_of",
@@ -72,6 +74,11 @@ AGENT_PREFIXES = ("muse-bin-", "cursor-agent")
 # A harness installed under its own directory (`~/.claude/local/node`,
 # `~/.local/share/cursor-agent/versions/<v>/index.js`): the directory names the harness.
 HARNESS_DIRS = frozenset({*AGENT_SUBSTRINGS, "cursor-agent", "pi", "muse"})
+# Programs a pane runs that only hold what runs under them: firstmate's spawn types
+# `treehouse enter <slot>` into the pane, which opens the task's shell in the slot as its
+# child. Such a process with a child is seen through (the endpoint is what runs under it);
+# without one it is what it is (another program: `other`).
+WRAPPERS = frozenset({"treehouse"})
 
 # The runtimes and package runners an agent is run by: what such a process runs (its script,
 # module or package) says whether it is an agent. `python3.12`, `pypy3` are python too.
@@ -193,6 +200,12 @@ def is_tmux(name: str, argv0: str) -> bool:
 
     Ending a tmux server ends every window of the fleet with it."""
     return any(b == "tmux" or b.startswith("tmux:") for b in (base_name(name), base_name(argv0)))
+
+
+@lru_cache(maxsize=4096)
+def is_wrapper(name: str, argv0: str) -> bool:
+    """A program that only holds what runs under it (`treehouse enter`), by name or argv[0]."""
+    return base_name(name) in WRAPPERS or base_name(argv0) in WRAPPERS
 
 
 class ProcessClass(StrEnum):

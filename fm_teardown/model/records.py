@@ -22,6 +22,7 @@ from fm_teardown.model.values import value
 __all__ = [
     "IDENTITY_KEYS",
     "KINDS",
+    "MAX_EPOCH_DIGITS",
     "MAX_HOME_DEPTH",
     "MAX_RECORD_BYTES",
     "MODES",
@@ -41,6 +42,7 @@ __all__ = [
     "quick_record",
     "read_meta",
     "record_refusal",
+    "remote_problem",
     "shown",
     "task_id_problem",
 ]
@@ -53,6 +55,13 @@ MODES = ("no-mistakes", "direct-PR", "local-only", "secondmate")
 # A record is a handful of short lines; anything bigger is not one of ours.
 MAX_RECORD_BYTES = 64 * 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# `spawn_gen` is `s<epoch>.<pid>.<rand>`; the launch order reads its epoch (as the `\d`s a
+# reader of it matches). An epoch of more digits than a time of any machine has (an int64 of
+# seconds has 19), or in digits other than ASCII, is no launch time: the record is invalid,
+# for its own task, and never a number fm tries to read (Python refuses to convert a string
+# of more than 4300 digits; a float of one is infinite).
+_SPAWN_EPOCH = re.compile(r"s(\d+)\.")
+MAX_EPOCH_DIGITS = 18
 
 
 def shown(value: str, limit: int = 80) -> str:
@@ -130,10 +139,13 @@ class InvalidRecord:
 
 
 class RecordProblem(Exception):
-    def __init__(self, problem: str, claimed: tuple[str, ...] | None = None) -> None:
+    def __init__(
+        self, problem: str, claimed: tuple[str, ...] | None = None, hints: tuple[str, ...] = ()
+    ) -> None:
         super().__init__(problem)
         self.problem = problem
         self.claimed = claimed
+        self.hints = hints  # what to do instead, when TASK's own record is refused for it
 
 
 def read_meta(path: str) -> tuple[str, int]:
@@ -207,6 +219,11 @@ def parse_record(task_id: str, meta_path: str, text: str, mtime_ns: int) -> Reco
 
     if not text.strip():
         raise problem("is empty: a record being written, or one left half-written")
+    remote = last.get("remote_host")
+    if remote:
+        # Before any other check: a record of a task on another host names paths of that
+        # host; nothing of it is validated, observed or touched here (spec §15.5).
+        raise RecordProblem(*remote_problem(task_id, remote, claimed))
     for key in IDENTITY_KEYS:
         n = counts.get(key, 0)
         if n != 1:
@@ -249,7 +266,19 @@ def parse_record(task_id: str, meta_path: str, text: str, mtime_ns: int) -> Reco
     home = last.get("home") or None
     if home is not None and (not os.path.isabs(home) or _CONTROL.search(home)):
         raise problem(f"home '{shown(home)}' is not an absolute path")
+    spawn_gen = last.get("spawn_gen") or ""
+    if _absurd_epoch(spawn_gen):
+        raise problem(
+            f"spawn_gen '{shown(spawn_gen, 40)}' does not start with a launch time "
+            f"(s<epoch>. with at most {MAX_EPOCH_DIGITS} digits 0-9)"
+        )
     return _record(task_id, meta_path, mtime_ns, last, session)
+
+
+def _absurd_epoch(spawn_gen: str) -> bool:
+    """Does `spawn_gen` start with an epoch that is no launch time (`_SPAWN_EPOCH`)?"""
+    m = _SPAWN_EPOCH.match(spawn_gen)
+    return m is not None and (not m.group(1).isascii() or len(m.group(1)) > MAX_EPOCH_DIGITS)
 
 
 def quick_record(task_id: str, meta_path: str, text: str, mtime_ns: int) -> Record | None:
@@ -284,6 +313,8 @@ def quick_record(task_id: str, meta_path: str, text: str, mtime_ns: int) -> Reco
         or (last.get("mode") or "no-mistakes") not in MODES
         or (tasktmp is not None and tasktmp != f"/tmp/fm-{task_id}")
         or (home and not home.startswith("/"))
+        or _absurd_epoch(last.get("spawn_gen") or "")
+        or last.get("remote_host")
     ):
         return None
     return _record(task_id, meta_path, mtime_ns, last, session)
@@ -316,6 +347,26 @@ def _record(
         harness=last.get("harness") or None,
         model=last.get("model") or None,
         effort=last.get("effort") or None,
+    )
+
+
+def remote_problem(
+    task_id: str, host: str, claimed: tuple[str, ...] | None
+) -> tuple[str, tuple[str, ...] | None, tuple[str, ...]]:
+    """Why a record naming `remote_host=` (a secondmate on another host, as firstmate's spawn
+    records one) is not torn down here, and the command that tears it down on its host:
+    firstmate's own remote retirement, run from the fleet's firstmate checkout."""
+    shown_host = shown(host)
+    return (
+        f"names remote_host={shown_host}: task {task_id} runs on host {shown_host} and is torn "
+        "down there, not here (nothing it names on this host was read or touched)",
+        claimed,
+        (
+            f"tear it down on {shown_host}: bin/fm-on.sh {task_id} "
+            f"fm-remote-secondmate-control.sh retire {task_id} (from the fleet's firstmate "
+            f"checkout: it runs the teardown on {shown_host} over ssh); then remove "
+            f"state/{task_id}.meta and its '- {task_id} ...' line in data/secondmates.md here",
+        ),
     )
 
 
@@ -356,7 +407,7 @@ def load_record(state_dir: Path, task_id: str) -> Record:
             "`fm teardown --dry-run` lists the fleet's tasks",
         ) from None
     except RecordProblem as exc:
-        raise refused(record_refusal(meta_path, exc.problem), unchanged=True) from None
+        raise refused(record_refusal(meta_path, exc.problem), *exc.hints, unchanged=True) from None
 
 
 @value

@@ -13,6 +13,7 @@ from enum import Enum, auto
 
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.landing import Reason
+from fm_teardown.model.leaks import BrowserResult, RemoteJobsResult
 from fm_teardown.model.not_landed import NotLandedWhy
 from fm_teardown.model.plan import StepOutcome
 from fm_teardown.model.reasons import NotSelectedReason
@@ -556,6 +557,8 @@ StepResult = (
     | PoolResult
     | RecordResult
     | Arrived
+    | BrowserResult
+    | RemoteJobsResult
 )
 
 

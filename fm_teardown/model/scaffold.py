@@ -13,6 +13,8 @@ SCAFFOLD_PATHS: tuple[str, ...] = (
     ".claude/settings.local.json",
     ".fm-grok-turnend",
     ".fm-kimi-turnend",
+    # agy's turn-end pointer (firstmate's agy harness; its hooks are one global plugin).
+    ".fm-agy-turnend",
     ".opencode/plugins/fm-turn-end.js",
     ".opencode/plugins/fm-busy-state.js",
 )

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from fm_teardown.model.errors import invalid
+from fm_teardown.model.own_files import NOWHERE, WorkPlaces
 from fm_teardown.model.process_kind import bad_agent_name, configure
 from fm_teardown.model.values import value
 
@@ -57,6 +58,32 @@ class Settings:
     # The agents fm knows beyond its own list (FM_AGENT_NAMES: names, scripts or packages;
     # model/process_kind.py holds the list, `fm runbook agents` prints it).
     agent_names: tuple[str, ...] = ()
+    # Where fm's own files never go (`model/own_files.py`), as this run found the fleet: set
+    # by the pipeline once it has looked, for the steps that write them; none before that.
+    places: WorkPlaces = NOWHERE
+    # firstmate's agy harness: its global config root (FM_AGY_CONFIG_HOME, else
+    # $HOME/.gemini/config), where its turn-end plugin keeps one auth entry per task.
+    agy_config_home: str | None = None
+    # firstmate's code root (FM_ROOT_OVERRIDE, else FM_HOME): its path names the home's
+    # browser sessions (`fm-<home tag>-<id>`); chrome-devtools-axi's session registry
+    # (FM_BROWSER_SESSIONS_ROOT, else $HOME/.chrome-devtools-axi/sessions); the wait between
+    # SIGTERM and SIGKILL when a task's browser stack is ended by signal
+    # (FM_BROWSER_REAP_GRACE_SECS).
+    fm_root: str | None = None
+    browser_sessions_root: str | None = None
+    browser_reap_grace: float = 2.0
+
+
+# The longest wait or timeout a knob may set: a week. Longer ones are no setting but a typo,
+# and the clock calls fm's waits end in (a poll in milliseconds, a thread's join) overflow
+# past a few weeks: every limit stays one fm can keep.
+MAX_SECONDS = 7 * 86400.0
+
+
+def _shown(raw: str) -> str:
+    """A value as an error line quotes it: one short line, whatever was given."""
+    text = raw if raw.isprintable() else repr(raw)[1:-1]
+    return repr(text if len(text) <= 40 else text[:39] + "…")
 
 
 def _float(env: Mapping[str, str], name: str, default: float) -> float:
@@ -65,10 +92,13 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         return default
     try:
         value = float(raw)
-    except ValueError:
-        raise invalid(f"{name} must be a number of seconds, got {raw!r}") from None
-    if value < 0 or value != value or value == float("inf"):
-        raise invalid(f"{name} must be a finite number of seconds >= 0, got {raw!r}")
+    except (ValueError, OverflowError):
+        raise invalid(f"{name} must be a number of seconds, got {_shown(raw)}") from None
+    if not 0 <= value <= MAX_SECONDS:  # nan and inf fail this too
+        raise invalid(
+            f"{name} must be a number of seconds from 0 to {MAX_SECONDS:.0f} (a week), "
+            f"got {_shown(raw)}"
+        )
     return value
 
 
@@ -91,8 +121,11 @@ def _lenient_float(env: Mapping[str, str], names: tuple[str, ...], default: floa
 
 
 def _lenient_int(env: Mapping[str, str], name: str, default: int) -> int:
+    """A small count (0 to 100) in plain ASCII digits; anything else falls back to `default`
+    (never read as a number: `int()` takes other scripts' digits and refuses long strings)."""
     raw = env.get(name, "")
-    return int(raw) if raw.isdigit() and int(raw) <= 100 else default
+    ok = raw.isascii() and raw.isdigit() and len(raw) <= 3
+    return int(raw) if ok and int(raw) <= 100 else default
 
 
 def agent_names(env: Mapping[str, str]) -> tuple[str, ...]:
@@ -167,4 +200,18 @@ def load(state_dir_flag: str | None = None, env: Mapping[str, str] | None = None
             env, "FM_ATTRIBUTION_LOCK_ATTEMPTS", Settings.attribution_lock_attempts
         ),
         agent_names=names,
+        agy_config_home=env.get("FM_AGY_CONFIG_HOME")
+        or (os.path.join(env["HOME"], ".gemini", "config") if env.get("HOME") else None),
+        fm_root=os.path.abspath(env["FM_ROOT_OVERRIDE"])
+        if env.get("FM_ROOT_OVERRIDE")
+        else str(fm_home),
+        browser_sessions_root=env.get("FM_BROWSER_SESSIONS_ROOT")
+        or (
+            os.path.join(env["HOME"], ".chrome-devtools-axi", "sessions")
+            if env.get("HOME")
+            else None
+        ),
+        browser_reap_grace=_lenient_float(
+            env, ("FM_BROWSER_REAP_GRACE_SECS",), Settings.browser_reap_grace
+        ),
     )

@@ -42,6 +42,9 @@ FIRSTMATE_SIDECARS: frozenset[str] = frozenset(
         "control-relaunch.note",
         "reconcile-nudged",
         "inbox",
+        # The agy harness: its turn-end token and its session sidecar.
+        "agy-turnend-token",
+        "agy-session",
     }
 )
 

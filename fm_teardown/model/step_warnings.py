@@ -10,6 +10,7 @@ words (`str`) or, for work `--force` discards, `UnlandedDiscarded`: `RunWarning`
 from __future__ import annotations
 
 from fm_teardown.model.errors import Verdict
+from fm_teardown.model.leaks import BrowserLeft, WorkersLeft
 from fm_teardown.model.not_landed import UnlandedDiscarded
 from fm_teardown.model.results import (
     AuthLeft,
@@ -155,6 +156,8 @@ StepWarning = (
     | DecidedAgain
     | DecisionChanged
     | RerunForNewDecision
+    | BrowserLeft
+    | WorkersLeft
 )
 # A decision's warnings are the decide stage's words (or `UnlandedDiscarded`); a run's are values.
 RunWarning = str | UnlandedDiscarded | StepWarning

@@ -4,6 +4,9 @@ Pure: it reads one tmux inventory and one process table. A task's endpoint is it
 `<session>:fm-<id>`; every process in the process tree of each of its panes is classified by
 process name and argv[0] (`model/process_kind.py`). Any agent makes it `alive`; only shells
 make it `dead`; anything else is `ambiguous`. Only `dead` and `missing` count as not live.
+A wrapper with a live child (`treehouse enter`, which firstmate's spawn runs in the pane to
+open the task's shell in its slot) is seen through: it counts as nothing, what runs under it
+decides.
 """
 
 from __future__ import annotations
@@ -11,13 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from fm_teardown.model.paths import is_within
-from fm_teardown.model.process_kind import ProcessClass, base_name, classify_proc
+from fm_teardown.model.process_kind import ProcessClass, base_name, classify_proc, is_wrapper
 from fm_teardown.model.records import Record
 from fm_teardown.model.world import (
     Endpoint,
     EndpointState,
     InventoryStatus,
     Pane,
+    Proc,
     ProcessTable,
     TmuxInventory,
 )
@@ -102,6 +106,8 @@ def endpoint_of(
             pids.add(proc.pid)
             if proc.zombie:
                 continue
+            if _seen_through(proc, processes):
+                continue  # `treehouse enter`: what runs under it says what the pane runs
             kind = classify_proc(proc)
             kinds.add(kind)
             if kind == ProcessClass.AGENT:
@@ -125,4 +131,14 @@ def endpoint_of(
         f"{where} runs processes that are neither agents nor shells",
         window_ids,
         frozenset(pids),
+    )
+
+
+def _seen_through(proc: Proc, processes: ProcessTable) -> bool:
+    """A wrapper (`treehouse enter`) holding at least one live process: not counted itself."""
+    if not is_wrapper(proc.name, proc.argv0):
+        return False
+    return any(
+        (child := processes.procs.get(pid)) is not None and not child.zombie
+        for pid in processes.children.get(proc.pid, ())
     )

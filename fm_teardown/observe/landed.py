@@ -522,9 +522,9 @@ def _patch_ids(wt: str, merge_base: str, head: str, commits: list[str]) -> dict[
     whitespace included. None when git fails."""
     stdin = b""
     if commits:
-        log = runner.run(
-            ["git", "-C", wt, "-c", "log.showSignature=false", "log", "-p", *_DIFF_OPTS,
-             "--format=commit %H", "--no-walk=unsorted", "--stdin"],
+        log = runner.git(
+            wt, "-c", "log.showSignature=false", "log", "-p", *_DIFF_OPTS,
+            "--format=commit %H", "--no-walk=unsorted", "--stdin",
             timeout=runner.LOCAL_GIT_TIMEOUT,
             stdin="".join(f"{c}\n" for c in commits),
         )  # fmt: skip
@@ -538,9 +538,9 @@ def _patch_ids(wt: str, merge_base: str, head: str, commits: list[str]) -> dict[
         stdin += f"\ncommit {'0' * len(head)}\n".encode() + diff.out
     if not stdin.strip():
         return {}
-    r = runner.run(
-        ["git", "-C", wt, "patch-id", "--verbatim"], timeout=runner.LOCAL_GIT_TIMEOUT, stdin=stdin
-    )
+    r = runner.git(
+        wt, "patch-id", "--verbatim", timeout=runner.LOCAL_GIT_TIMEOUT, stdin=stdin
+    )  # fmt: skip
     if not r.ok:
         return None
     ids: dict[str, str] = {}

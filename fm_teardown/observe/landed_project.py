@@ -93,11 +93,11 @@ class ProjectFacts:
 
 def _heads_in(project: str, heads: list[str], commit: str) -> frozenset[str] | None:
     """Which of `heads` `commit` contains, in one rev-list (None: cannot be told)."""
-    r = runner.run(
-        ["git", "-C", project, "rev-list", "--stdin", "--not", commit],
+    r = runner.git(
+        project, "rev-list", "--stdin", "--not", commit,
         timeout=runner.LOCAL_GIT_TIMEOUT,
         stdin="".join(f"{h}\n" for h in heads),
-    )
+    )  # fmt: skip
     if not r.ok:
         return None
     beyond = set(r.out.decode("ascii", "replace").split())
@@ -142,11 +142,11 @@ def project_facts(project: str, slots: list[SlotStatus], timeout: float) -> Proj
     if heads:
         # One rev-list for every slot: a HEAD is on a remote-tracking branch exactly when it
         # is not among the commits reachable from the HEADs but from no remote.
-        r = runner.run(
-            ["git", "-C", project, "rev-list", "--stdin", "--not", "--remotes"],
+        r = runner.git(
+            project, "rev-list", "--stdin", "--not", "--remotes",
             timeout=runner.LOCAL_GIT_TIMEOUT,
             stdin="".join(f"{h}\n" for h in heads),
-        )
+        )  # fmt: skip
         if r.ok:
             listed = set(r.out.decode("ascii", "replace").split())
             facts.unpushed = frozenset(h for h in heads if h in listed)
@@ -178,11 +178,11 @@ def _squashed(project: str, base: str, heads: list[str], facts: ProjectFacts) ->
     tree = facts.tree(base)
     if tree is None:
         return frozenset()
-    r = runner.run(
-        ["git", "-C", project, "merge-tree", "--write-tree", "--no-messages", "--stdin"],
+    r = runner.git(
+        project, "merge-tree", "--write-tree", "--no-messages", "--stdin",
         timeout=runner.LOCAL_GIT_TIMEOUT,
         stdin="".join(f"{base} {h}\n" for h in heads),
-    )
+    )  # fmt: skip
     if not r.ok:
         return frozenset()
     tokens = r.out.decode("ascii", "replace").split("\0")

@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from fm_teardown.adapters import processes, tmux
 from fm_teardown.adapters.pool import PoolReader
+from fm_teardown.model.leases import holder_tasks
 from fm_teardown.model.paths import Canonicalizer, canonical, tmp_root_of
 from fm_teardown.model.process_kind import ProcessClass, classify_proc
 from fm_teardown.model.records import Fleet, RecordProblem, parse_record, read_meta
@@ -177,7 +178,7 @@ def ready(obs: Observation, fleet: Fleet, deciding: Iterable[str]) -> Observatio
                 owners.update(by_id.get(entry.lease_id, ()))
             if entry.lease_holder:
                 owners.update(by_holder.get(entry.lease_holder, ()))
-                owners.add(entry.lease_holder)
+                owners.update(holder_tasks(entry.lease_holder))
             reserved = procs.get(entry.owner_pid)
             if reserved is not None:
                 reserved.argv0  # noqa: B018 - named as the owner of the reservation

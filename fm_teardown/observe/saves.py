@@ -1,7 +1,8 @@
 """The saves `fm teardown --force` made, read (spec §12): which projects hold saves of a task
 (`--project`, else the journal lines that made them), the saves in each (their refs), the task
 ids that have saves (for completion); the places a restore must never write into; what a
-restore brought back, read after it. Every git call goes through the runner.
+restore brought back, read after it. Every git call goes through the runner's git door (spec
+§15.1): a restored worktree's status runs no filter or hook its attributes or config name.
 
 The journal is report's file: it is read here through `JournalFile`, its path and the
 bounded line reader `report/journal.py` gives, never followed through a link or blocking.

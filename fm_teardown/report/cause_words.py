@@ -27,7 +27,10 @@ from fm_teardown.model.causes import (
     NotLanded,
     Observed,
     ObservedKind,
+    OtherLaunch,
     OthersAtWork,
+    OwnFile,
+    OwnFileBlocked,
     PlanChanged,
     PlanTokens,
     PoolNotReady,
@@ -243,6 +246,22 @@ def cause_text(c: Cause) -> str:
             return (
                 f"{names} work in slot {c.slot}, and the pool's return ends every process "
                 "there; fm never ends them"
+            )
+        case OwnFileBlocked():
+            if c.file == OwnFile.SLOT_LOCK:
+                return (
+                    f"the slot lock {c.path} would be written where fm never writes its own "
+                    f"files: {c.problem}"
+                )
+            return (
+                f"the journal {c.path} cannot be written ({c.problem}): a real run journals "
+                "its intent before it changes anything"
+            )
+        case OtherLaunch():
+            then = ", ".join(f"{name} {was} → {now}" for name, was, now in c.changed)
+            return (
+                f"a teardown of {c.task} that started at {c.started} ended partway, and it "
+                f"was of another launch ({then}): the record now names a new launch"
             )
 
 

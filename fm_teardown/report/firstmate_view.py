@@ -72,10 +72,27 @@ def success(record: Record, reminder: str | None) -> None:
 
 
 def operator_lines(outcome: Outcome) -> None:
-    """The script's progress lines its callers read, said of what fm did: the processes it
-    ended in the slot or the task's temp dir (`teardown: reaping leaked worktree process(es)
-    for <id>: <pids>`), then each process group of which the step ended the leader and left
-    nothing (`teardown: reaping leaked worktree process group for <id>: <pgid>`)."""
+    """The script's progress lines its callers read, said of what fm did: TASK's browser
+    stack closed (`browser reap: …`, firstmate's reaper's words), the processes it ended in
+    the slot or the task's temp dir (`teardown: reaping leaked worktree process(es) for <id>:
+    <pids>`), then each process group of which the step ended the leader and left nothing
+    (`teardown: reaping leaked worktree process group for <id>: <pgid>`), then the remote-job
+    workers of a pruned code root it ended (`reaped abandoned remote job worker …`)."""
+    from fm_teardown.model.leaks import BrowserResult, RemoteJobsResult
+    from fm_teardown.report import leak_words
+
+    for st in outcome.steps:
+        if isinstance(st.result, BrowserResult):
+            for line in leak_words.browser_lines(st.result):
+                sys.stderr.write(line + "\n")
+    _process_lines(outcome)
+    for st in outcome.steps:
+        if isinstance(st.result, RemoteJobsResult):
+            for line in leak_words.remote_jobs_lines(st.result):
+                sys.stderr.write(line + "\n")
+
+
+def _process_lines(outcome: Outcome) -> None:
     from fm_teardown.model.results import ProcessesResult
 
     if not outcome.signalled:

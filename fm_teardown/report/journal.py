@@ -1,10 +1,13 @@
 """The journal: JSON lines in `data/teardown-log.jsonl`, read as a stream.
 
-A real run that will act first appends its intent (task, plan token, steps planned): a run
-whose journal cannot take that line refuses before anything is destroyed, unless
-`--no-journal`. Every real run (refusals included, invalid requests not) then appends its
-result; a result line that cannot be written only warns. An intent with no later line for
-its task is a run that ended in between (`unfinished`).
+A real run that will act first appends its intent (task, plan token, steps planned, the
+launch it tears down): a run whose journal cannot take that line refuses before anything is
+destroyed, unless `--no-journal`; a dry run asks `write_problem` whether it could. Every real
+run (refusals included, invalid requests not) then appends its result; a result line that
+cannot be written only warns. An intent with no later line for its task is a run that ended
+in between (`unfinished`). The journal is one of fm's own files: it is never written inside a
+slot or a task's temp dir of the run's `WorkPlaces`, and a run that has no such places (it
+never looked at the fleet) writes no line.
 """
 
 from __future__ import annotations
@@ -19,22 +22,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from fm_teardown.adapters import safefile
+from fm_teardown.model.values import value
 
 if TYPE_CHECKING:
     from fm_teardown.model.outcome import Outcome
+    from fm_teardown.model.own_files import WorkPlaces
     from fm_teardown.model.plan import Flags
 
 __all__ = [
     "JOURNAL",
     "MAX_LINE",
+    "TornDown",
     "append",
     "bounded_lines",
     "entry",
     "intent_entry",
     "result_entry",
     "torn_down_at",
+    "try_append",
     "unfinished",
     "unfinished_line",
+    "write_problem",
 ]
 
 JOURNAL = "teardown-log.jsonl"
@@ -95,28 +103,79 @@ def _entry_of(outcome: Outcome, flags: Flags) -> dict[str, Any]:
     )
 
 
-def append(data_dir: Path, entry: dict[str, Any]) -> bool:
+# Why a run that never looked at the fleet writes no journal line.
+_UNPLACED = (
+    "fm could not read the fleet, so it cannot tell that the journal lies outside every slot"
+)
+
+
+def try_append(data_dir: Path, entry: dict[str, Any], places: WorkPlaces | None) -> str | None:
+    """Append one line; why it could not be (nothing was written), or None. `places`: where
+    fm's own files never go, as the run found the fleet; None writes nothing."""
     line = (json.dumps(entry, ensure_ascii=False) + "\n").encode()
     path = data_dir / JOURNAL
+    if places is None:
+        return _UNPLACED
     try:
-        safefile.refuse_inside_work(str(path))  # never inside a slot or a task's temp dir
+        safefile.refuse_inside_work(str(path), places)  # never inside a task's work
         if os.path.lexists(data_dir) and not data_dir.is_dir():
             raise NotADirectoryError(20, "the data dir is not a directory", str(data_dir))
         data_dir.mkdir(parents=True, exist_ok=True)
         # Absent, or a regular file with one link, never followed, opened without blocking:
         # a FIFO would hang fm after it has acted, a hard link would put this line
         # into another task's file.
-        safefile.append_line(str(path), line)
+        safefile.append_line(str(path), line, places)
     except OSError as exc:
-        why = exc.strerror or str(exc)
-        sys.stderr.write(f"warning: could not append to the journal {path}: {why}\n")
-        return False
-    return True
+        return exc.strerror or str(exc)
+    return None
 
 
-def intent_entry(task: str, plan_id: str, steps: list[str], flags: Flags) -> dict[str, Any]:
+def append(data_dir: Path, entry: dict[str, Any], places: WorkPlaces | None) -> bool:
+    """`try_append`, warning when the line could not be written."""
+    why = try_append(data_dir, entry, places)
+    if why is not None:
+        sys.stderr.write(f"warning: could not append to the journal {data_dir / JOURNAL}: {why}\n")
+    return why is None
+
+
+def write_problem(data_dir: Path, places: WorkPlaces) -> str | None:
+    """Why `try_append` would fail now (the words it would give), or None; writes nothing.
+    What a dry run checks so that it refuses where the real run's intent line would."""
+    path = data_dir / JOURNAL
+    why = safefile.inside_work(str(path), places)
+    if why is not None:
+        return f"{why}: fm does not write its own files there"
+    if os.path.lexists(data_dir) and not data_dir.is_dir():
+        return "the data dir is not a directory"
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        # Made by the real run: the nearest directory that exists must let it.
+        parent = data_dir
+        while not os.path.lexists(parent) and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir():
+            return os.strerror(20)
+        return None if os.access(parent, os.W_OK | os.X_OK) else os.strerror(13)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    problem = safefile.problem(st)
+    if problem is not None:
+        return problem
+    return None if os.access(path, os.W_OK) else os.strerror(13)
+
+
+def intent_entry(
+    task: str,
+    plan_id: str,
+    steps: list[str],
+    flags: Flags,
+    launch: dict[str, str | None] | None = None,
+) -> dict[str, Any]:
     """The line a real run writes before its first destructive step; its result line follows.
-    An intent with no later line for its task is a run that died in between (a crash)."""
+    An intent with no later line for its task is a run that died in between (a crash).
+    `launch`: the launch it tears down (`spawn_gen`, `worktree` as the record names them), so
+    that a re-run can tell a new launch of the same id from the one that was torn down."""
     return {
         "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "phase": "intent",
@@ -125,6 +184,7 @@ def intent_entry(task: str, plan_id: str, steps: list[str], flags: Flags) -> dic
         "steps": steps,
         "flags": {"force": flags.force, "discard_live_owner": flags.discard_live_owner},
         "pid": os.getpid(),
+        "launch": launch,
     }
 
 
@@ -170,18 +230,32 @@ def unfinished(data_dir: Path, task: str | None = None) -> dict[str, dict[str, A
     return open_
 
 
-def torn_down_at(data_dir: Path, task: str) -> str | None:
-    """When TASK was torn down, if the journal's newest line for it is a real run's result
-    that exited 0 (a teardown, or a stale slot's clearing); else None (no line, a refusal, a
-    failure, or an intent with no result after it: a run that ended partway)."""
+@value
+class TornDown:
+    """When TASK was torn down, as the journal says; `unfinished`: told by an intent with no
+    result (the run ended after its record step, before its result line)."""
+
+    when: str
+    unfinished: bool = False
+
+
+def torn_down_at(data_dir: Path, task: str) -> TornDown | None:
+    """When TASK was torn down, for a task with no record: the journal's newest line for it
+    is a real run's result that exited 0 (a teardown, or a stale slot's clearing), or an
+    intent with no result (the record step is the last: a run whose record is gone finished
+    it, and ended before its result line). None otherwise (no line, a refusal, a failure)."""
     newest: dict[str, Any] | None = None
     for line in _lines(data_dir, task):
         newest = line
-    if newest is None or newest.get("phase", "result") != "result":
+    when = newest.get("time") if newest is not None else None
+    if newest is None or not isinstance(when, str):
+        return None
+    if newest.get("phase") == "intent":
+        return TornDown(when, unfinished=True)
+    if newest.get("phase", "result") != "result":
         return None
     done = newest.get("exit_code") == 0 and newest.get("verdict") in ("proceed", "stale")
-    when = newest.get("time")
-    return when if done and isinstance(when, str) else None
+    return TornDown(when) if done else None
 
 
 def unfinished_line(intent: dict[str, Any]) -> str:

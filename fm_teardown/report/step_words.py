@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from fm_teardown.decide.hints import shell_where
+from fm_teardown.model.leaks import BrowserLeft, BrowserResult, RemoteJobsResult, WorkersLeft
 from fm_teardown.model.not_landed import UnlandedDiscarded
 from fm_teardown.model.plan import Step
 from fm_teardown.model.results import (
@@ -67,6 +68,7 @@ from fm_teardown.model.step_warnings import (
     SavedForOther,
     StaleLockRemoved,
 )
+from fm_teardown.report import leak_words
 from fm_teardown.report.cause_words import not_landed_text
 
 if TYPE_CHECKING:
@@ -146,6 +148,10 @@ def result_text(r: StepResult) -> str:
             return _record(r)
         case Arrived():
             return _arrived(r)
+        case BrowserResult():
+            return leak_words.browser_text(r)
+        case RemoteJobsResult():
+            return leak_words.remote_jobs_text(r)
 
 
 def _endpoint(r: EndpointResult) -> str:
@@ -453,6 +459,10 @@ def warning_text(w: RunWarning) -> str:
             )
         case RerunForNewDecision():
             return "re-run the same command to act on the new decision"
+        case BrowserLeft():
+            return leak_words.browser_left_text(w.result)
+        case WorkersLeft():
+            return leak_words.workers_left_text(w.result)
 
 
 def warnings_text(o: Outcome) -> tuple[str, ...]:

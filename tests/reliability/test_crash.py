@@ -428,11 +428,12 @@ def test_crash_then_rerun_converges_and_spares_live_owners(shared: Shared, point
         shared.bystanders.check(fleet, f"after the crash at {point}")
         finished = len(journal(fleet))
         if point == "after-record":
-            # Everything was done; only the journal line was lost. The same command now finds
-            # no such task (exit 2), and changes nothing.
+            # Everything was done; only the result line was lost. The same command says the
+            # task was torn down when its intent was journalled (exit 0, spec §15.8), and
+            # changes nothing.
             assert not scene.meta.exists()
             code, doc = fm_json(fleet, *scene.args)
-            assert (code, doc["verdict"]) == (2, "invalid"), doc
+            assert (code, doc["verdict"]) == (0, "already-torn-down"), doc
             reruns = 0
         else:
             reruns = len(rerun_until_done(fleet, scene))
@@ -470,7 +471,7 @@ def test_crash_then_slot_reissued_to_a_live_task_is_never_touched(
         calls = len(return_calls(fleet, scene.slot))
         code, doc = fm_json(fleet, *scene.args)
         if point == "after-record":
-            assert (code, doc["verdict"]) == (2, "invalid"), doc
+            assert (code, doc["verdict"]) == (0, "already-torn-down"), doc
         elif code == 4:
             assert doc["verdict"] == "live-owner", doc
             assert live_owner_ids(doc) == [b_id], doc
