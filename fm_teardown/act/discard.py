@@ -184,6 +184,7 @@ def _snapshot(
         if not r.ok:
             raise _failed(f"git add -A failed: {r.why()}")
         _add_force_added(wt, index, tmp)
+        _refuse_nested(wt, index, head)
         if records:
             _add_paths(wt, index, tmp, [os.fsencode(p) for p in records], "task records")
         r = _git(wt, "write-tree", env=index)
@@ -235,6 +236,27 @@ def _add_force_added(wt: str, index: Mapping[str, str], tmp: str) -> None:
     ]
     if extra:
         _add_paths(wt, index, tmp, extra, "force-added files")
+
+
+def _refuse_nested(wt: str, index: Mapping[str, str], head: str) -> None:
+    """A repository nested in the slot would be saved as a bare commit id (a gitlink), and
+    nothing restores it from that: the save fails, and nothing is discarded. (The decision
+    refuses `--force` while one is there; this catches one made since.)"""
+    added = ("diff-index", "--cached", "-z", "--no-renames", "--diff-filter=AT", head)
+    r = _git(wt, *added, env=index)
+    if not r.ok:
+        raise _failed(f"git diff-index failed: {r.why()}")
+    fields = r.out.split(b"\0")
+    nested = [
+        os.fsdecode(path)
+        for meta, path in zip(fields[::2], fields[1::2], strict=False)
+        if meta.split(b" ")[1:2] == [b"160000"] and not meta.startswith(b":160000")
+    ]
+    if nested:
+        raise _failed(
+            f"the slot holds nested repositories ({', '.join(nested[:5])}): a save cannot keep "
+            "them with their history"
+        )
 
 
 def _add_paths(wt: str, index: Mapping[str, str], tmp: str, paths: list[bytes], what: str) -> None:
