@@ -414,13 +414,22 @@ class History:
     @property
     def surely_provable(self) -> bool:
         """A landing git made itself (its own merge), or an edit by hand git's merge can follow
-        (not across reversed blocks), when no later edit of a renamed file hides it: some rung
-        must prove it."""
+        (not across reversed blocks), in a file of the same name, unless a later edit hides
+        it from the one rung left (main's commit holding more than the slot's): some rung must
+        prove it."""
         if not self.truly_landed:
+            return False
+        if "rename" in self.before:
+            # The patches name another file: only a merge that changes nothing proves it, and
+            # git's rename detection may not pair the two files (identical blocks, shifted).
             return False
         if self.how == "by-hand" and "reverse" in self.before:
             return False  # git's merge cannot tell which of the reversed blocks is which
-        return not ("rename" in self.before and self.after)
+        if self.how == "by-hand" and self.hand_mode and not self.mode:
+            # main's commit holds more (the mode bit): no patch matches, and only a merge
+            # that changes nothing proves it, which main's later edit makes conflict.
+            return not self.after
+        return True
 
 
 @st.composite
