@@ -281,6 +281,30 @@ def test_a_remote_whose_fetch_fails_does_not_count_in_a_real_run(home: Path) -> 
     assert any("fetch of remote fork failed" in n for n in facts.notes), facts.notes
 
 
+def test_a_failed_fetch_of_origin_still_fetches_its_default_branch_alone(home: Path) -> None:
+    """origin's refspec names a branch the server lacks: its fetch with prune fails, and the
+    real run still fetches the default branch on its own (as firstmate's tests expect)."""
+    repos = make_repos(home / "r", {"a.txt": (b"a\n", 0o644)})
+    write(repos.slot, "feature.txt", b"hello\n")
+    commit_all(repos.slot, "feature")
+    git(repos.project, "config", "--unset-all", "remote.origin.fetch")
+    git(
+        repos.project,
+        "config",
+        "--add",
+        "remote.origin.fetch",
+        "+refs/heads/nope:refs/remotes/origin/nope",
+    )
+    other = repos.main()
+    write(other, "feature.txt", b"hello\n")
+    commit_all(other, "feature, landed")
+    git(other, "push", "-q", "origin", "main")  # the project's origin/main is stale now
+    assert not repos.check(fetch=False).landed
+    facts = repos.check(fetch=True)
+    assert facts.landed and facts.merged, facts
+    assert any("fetch of remote origin failed" in n for n in facts.notes), facts.notes
+
+
 def test_a_landed_verdict_of_a_dry_run_names_the_ref_it_rests_on(home: Path) -> None:
     repos = make_repos(home / "r", {"a.txt": (b"a\n", 0o644)})
     facts = repos.check(fetch=False)

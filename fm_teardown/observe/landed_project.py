@@ -204,14 +204,12 @@ def project_facts(
             origin = facts.refs.get(f"{prefix}{facts.default}")
             local = facts.refs.get(f"refs/heads/{facts.default}")
             if origin is not None and facts.confirmed is not None:
-                failed = (facts.confirmed.failed or {}).get("origin")
-                if failed is not None:
-                    facts._fetched = (False, failed)  # no second try: the note says why
-                    origin = None
-                elif facts.confirmed.counts(f"{prefix}{facts.default}"):
+                if facts.confirmed.counts(f"{prefix}{facts.default}"):
                     facts._fetched = (True, "")  # fetched just now, with prune
                 else:
-                    origin = None  # not written by the fetch: fetched on its own if needed
+                    # Not written by a fetch that succeeded (origin's refspecs may name other
+                    # branches, or fail on one): the branch is fetched on its own if needed.
+                    origin = None
             if origin is not None:
                 facts.in_origin = _heads_in(project, heads, origin)
                 if facts.in_origin is not None and facts.unpushed_error is None:

@@ -48,7 +48,6 @@ class Confirmed:
 
     fetched: dict[str, tuple[str, ...]]
     notes: tuple[str, ...] = ()
-    failed: dict[str, str] | None = None  # remote -> why its fetch failed
 
     def counts(self, ref: str) -> bool:
         """Whether `ref` is written by a remote this run fetched."""
@@ -122,11 +121,9 @@ def confirm(project: str, commits: Iterable[str], timeout: float) -> Confirmed:
         [(project, (*_FETCH, name)) for name in names], width=_WIDTH, timeout=timeout
     )
     fetched: dict[str, tuple[str, ...]] = {}
-    failed: dict[str, str] = {}
     for name, r in zip(names, ran, strict=True):
         if r.ok:
             fetched[name] = specs[name]
         else:
-            failed[name] = r.why()
             notes.append(f"fetch of remote {name} failed, so its refs do not count: {r.why()}")
-    return Confirmed(fetched, tuple(notes), failed)
+    return Confirmed(fetched, tuple(notes))
