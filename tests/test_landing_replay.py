@@ -9,6 +9,7 @@ clone of it, and the slot, a linked worktree of the project detached at origin/m
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -219,6 +220,37 @@ def test_a_squash_of_the_branch_is_landed_by_the_squash_rung_after_later_edits(
     repos.land()
     facts = repos.check()
     assert facts.landed and facts.rung is LandedRung.SQUASH, facts
+
+
+def test_without_merge_tree_write_tree_no_match_holds_and_a_note_says_why(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A git older than 2.38 (no `merge-tree --write-tree`): nothing replays, so no match by
+    patch id holds (fail closed), and the notes say why."""
+    repos = make_repos(home / "r", {"conf.ini": (conf(30, 30), 0o644)})
+    write(repos.slot, "conf.ini", conf(60, 30))
+    mine = commit_all(repos.slot, "staging: timeout 60")
+    other = repos.main()
+    write(other, "unrelated.txt", b"theirs\n")
+    commit_all(other, "unrelated")
+    git(other, "fetch", "-q", str(repos.project), mine)
+    git(other, "cherry-pick", "FETCH_HEAD")
+    repos.land()
+    assert repos.check().rung is LandedRung.PATCHES
+    real = shutil.which("git")
+    bin_dir = home / "old-git"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(
+        "#!/bin/sh\n"
+        'for a in "$@"; do [ "$a" = merge-tree ] && '
+        "{ echo \"error: unknown option 'write-tree'\" >&2; exit 129; }; done\n"
+        f'exec {real} "$@"\n'
+    )
+    (bin_dir / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    facts = repos.check()
+    assert not facts.landed, facts
+    assert any("git 2.38 or later" in n for n in facts.notes), facts.notes
 
 
 def test_a_squash_of_the_other_block_is_not_landed(home: Path) -> None:
