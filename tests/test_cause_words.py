@@ -25,8 +25,11 @@ from fm_teardown.model.causes import (
     LiveChildren,
     LiveOwner,
     LiveOwners,
+    NestedUnsaved,
+    NestedWork,
     NeverApproved,
     NoFieldNamed,
+    NotFetched,
     NotLanded,
     Observed,
     ObservedKind,
@@ -44,7 +47,7 @@ from fm_teardown.model.causes import (
     StaleHeadline,
 )
 from fm_teardown.model.errors import Verdict
-from fm_teardown.model.not_landed import NoHead, OwnWork, Unpushed
+from fm_teardown.model.not_landed import NestedRepo, NoHead, OwnWork, Unpushed
 from fm_teardown.model.plan import Decision
 from fm_teardown.report import messages
 from fm_teardown.report.cause_words import cause_text
@@ -226,6 +229,29 @@ CAUSES: list[tuple[Cause, str]] = [
         OtherLaunch("t", "2026-01-01T00:00:00Z", (("spawn_gen", "s1.1.a", "s2.1.b"),)),
         "a teardown of t that started at 2026-01-01T00:00:00Z ended partway, and it was of "
         "another launch (spawn_gen s1.1.a → s2.1.b): the record now names a new launch",
+    ),
+    (
+        NestedWork(NestedRepo("lib/", 2, ("lib/a.py", "lib/b/"), 1)),
+        "nested repository: lib/ (uncommitted changes in 2 paths (lib/a.py, lib/b/); 1 commit "
+        "on none of its remote-tracking branches)",
+    ),
+    (
+        NestedWork(NestedRepo("lib/")),
+        "nested repository: lib/ (nothing uncommitted, every commit pushed)",
+    ),
+    (
+        NestedWork(NestedRepo("lib/", error="git status failed: denied")),
+        "nested repository: lib/ (could not tell what it holds: git status failed: denied)",
+    ),
+    (
+        NestedUnsaved("t", ("lib/", "x/y/"), 2),
+        "t's slot holds nested repositories (lib/, x/y/ and 2 more): --force cannot save them "
+        "with their history",
+    ),
+    (
+        NotFetched(("origin/main",)),
+        "not fetched: a dry run uses origin/main as last fetched; the real run fetches first "
+        "(with prune) and may decide otherwise",
     ),
 ]
 

@@ -23,7 +23,7 @@ import pytest
 from fm_teardown.decide.rules import Unfinished, decide
 from fm_teardown.model.errors import ExitCode, Verdict
 from fm_teardown.model.landing import LandedRung, Proof, ProofLine
-from fm_teardown.model.not_landed import NotLandedWhy, OwnWork
+from fm_teardown.model.not_landed import NestedRepo, NotLandedWhy, OwnWork
 from fm_teardown.model.paths import is_within
 from fm_teardown.model.plan import Decision, Flags, PoolReturn
 from fm_teardown.model.records import Fleet, InvalidRecord, Record, load_fleet
@@ -77,6 +77,8 @@ class Landed:
     default_branch: str | None = None
     untracked: tuple[str, ...] = ()
     proof: Proof | None = ON_MAIN  # the judge gives one when landed (test_landed_judge.py)
+    unfetched: tuple[str, ...] = ()
+    nested: tuple[NestedRepo, ...] = ()
 
 
 LANDED = Landed()
@@ -1249,6 +1251,58 @@ def test_unlanded_force_is_saved_and_says_so() -> None:
     assert d.save_discarded
     assert any("refs/fm/discarded/a/" in s.target for s in d.plan)
     assert any("--force" in warning_text(w) for w in d.warnings)
+
+
+NESTED = Landed(
+    False,
+    OwnWork(1, ("vendor/lib/",), 1),
+    ("vendor/lib/",),
+    untracked=("vendor/lib/",),
+    proof=None,
+    nested=(NestedRepo("vendor/lib/", 1, ("vendor/lib/fix.py",)),),
+)
+
+
+def test_force_refuses_while_repositories_are_nested_in_the_slot() -> None:
+    """Its save would keep a nested repository as a commit id only: nothing to restore."""
+    d = World().task("a").decide("a", force=True, landed=NESTED)
+    assert (d.verdict, d.exit_code) == (Verdict.UNSAFE, 5)
+    assert not d.save_discarded and d.plan == ()
+    said = text(d)
+    assert messages.said_text(d.headline) == (
+        "a's slot holds nested repositories (vendor/lib/): --force cannot save them with "
+        "their history"
+    )
+    assert (
+        "nested repository: vendor/lib/ (uncommitted changes in 1 path (vendor/lib/fix.py))" in said
+    )
+    refused = World().task("a").decide("a", landed=NESTED)
+    assert refused.verdict == Verdict.UNLANDED
+    assert "nested repository: vendor/lib/" in text(refused)
+    assert not any("saved first" in h for h in refused.hints), "no save is promised"
+    assert any("--force cannot save the nested repositories" in h for h in refused.hints)
+
+
+def test_a_dry_run_says_when_its_verdict_rests_on_refs_it_did_not_fetch() -> None:
+    fleet, obs = World().task("a").build()
+    landed = Landed(unfetched=("origin/main",))
+    note = (
+        "not fetched: a dry run uses origin/main as last fetched; the real run fetches first "
+        "(with prune) and may decide otherwise"
+    )
+    dry = decide("a", fleet, obs, Flags(dry_run=True), landed)
+    assert note in text(dry)
+    real = decide("a", fleet, obs, Flags(), landed)
+    assert "not fetched" not in text(real)
+    unlanded = Landed(
+        False,
+        OwnWork(0, (), commits=1),
+        (),
+        ("abc1234 wip",),
+        proof=None,
+        unfetched=("origin/main",),
+    )
+    assert note in text(decide("a", fleet, obs, Flags(dry_run=True), unlanded))
 
 
 def test_the_proof_of_landing_stays_a_value_until_report_words_it() -> None:

@@ -21,6 +21,7 @@ from fm_teardown.model.landing import (
     SlotProblemKind,
     SlotStatus,
 )
+from fm_teardown.model.not_landed import BranchNotLanded, Unpushed
 from fm_teardown.report.messages import landed_text
 
 LADDER = [
@@ -40,23 +41,46 @@ MAYBE_BOOL = st.sampled_from([True, False, None])
 @st.composite
 def bases(draw: st.DrawFn) -> BaseFacts:
     gathered = draw(st.booleans())
+    label = draw(st.sampled_from(["origin/main", "local main"]))
+    head_patches = (
+        tuple(draw(st.lists(st.one_of(PIDS, st.none()), max_size=3))) if gathered else None
+    )
+    base_patches = (
+        tuple((pid, c) for pid, c in draw(st.lists(st.tuples(PIDS, COMMITS), max_size=4)))
+        if draw(st.booleans())
+        else None
+    )
+    # HEAD's commits (h0, h1, ...) and the matches by patch id replay confirmed: any of the
+    # pairs, mostly all of them (the common case: a real landing).
+    ours = tuple(f"h{i}" for i in range(len(head_patches or ())))
+    pairs = [(mine, c) for mine in ours for _, c in base_patches or ()]
+    everything = draw(st.booleans())
+    replayed = (
+        frozenset(pairs if everything else draw(st.sets(st.sampled_from(pairs))))
+        if pairs
+        else frozenset()
+    )
+    theirs = sorted({c for _, c in base_patches or ()})
+    squashed = (
+        frozenset(theirs if everything else draw(st.sets(st.sampled_from(theirs))))
+        if theirs
+        else frozenset()
+    )
     return BaseFacts(
-        label=draw(st.sampled_from(["origin/main", "local main"])),
+        label=label,
         commit=draw(COMMITS),
         counts_as_merged=draw(st.booleans()),
         contains_head=draw(st.sampled_from([False, False, None, True])),
         merge_base="f" * 40 if gathered else None,
-        head_patches=(
-            tuple(draw(st.lists(st.one_of(PIDS, st.none()), max_size=3))) if gathered else None
-        ),
+        head_patches=head_patches,
         head_merges=draw(st.integers(0, 1)),
-        base_patches=(
-            tuple((pid, c) for pid, c in draw(st.lists(st.tuples(PIDS, COMMITS), max_size=4)))
-            if draw(st.booleans())
-            else None
-        ),
+        base_patches=base_patches,
         cumulative=draw(st.one_of(st.none(), st.just(""), PIDS)),
         merge_unchanged=draw(MAYBE_BOOL),
+        head_commits=ours if gathered else None,
+        replayed=replayed,
+        squash_replayed=squashed,
+        local=label.startswith("local "),
     )
 
 
@@ -94,7 +118,17 @@ def ships(draw: st.DrawFn) -> ShipFacts:
         pr=pr,
         notes=tuple(draw(st.lists(st.just("could not tell"), max_size=1))),
         remote_error=draw(st.sampled_from([None, None, None, "rev-list failed"])),
+        fetched=draw(st.booleans()),
     )
+
+
+@st.composite
+def ships_with_branches(draw: st.DrawFn) -> ShipFacts:
+    """A slot whose task's branch `fm/t1` has commits beyond HEAD (a clean tip)."""
+    facts = draw(ships())
+    tip = draw(ships())
+    clean = SlotStatus((), 0, (), "b" * 40, "fm/t1")
+    return replace(facts, branch_tip=replace(tip, status=clean, fetched=facts.fetched))
 
 
 GATHERED = st.one_of(
@@ -213,3 +247,51 @@ def test_a_merged_pr_lands_only_when_its_head_has_head(facts: ShipFacts) -> None
     if verdict.rung is LandedRung.PR_HEAD:
         assert facts.pr is not None and facts.pr.contains_head is True
         assert (facts.pr.state or "").upper() == "MERGED"
+
+
+def _unconfirmed(facts: ShipFacts) -> ShipFacts:
+    """The same slot where no match by patch id was confirmed by replay (a change to one of
+    identical blocks that main made to the other)."""
+    bases = tuple(
+        replace(b, replayed=frozenset(), squash_replayed=frozenset()) for b in facts.bases
+    )
+    return replace(facts, bases=bases)
+
+
+@settings(max_examples=400, deadline=None)
+@given(ships())
+def test_a_match_by_patch_id_that_replay_did_not_confirm_never_proves(facts: ShipFacts) -> None:
+    held = {p.rung for p in proofs(_unconfirmed(facts))}
+    assert LandedRung.PATCHES not in held and LandedRung.SQUASH not in held
+
+
+@settings(max_examples=400, deadline=None)
+@given(ships_with_branches())
+def test_the_tasks_branch_beyond_head_must_land_too(facts: ShipFacts) -> None:
+    verdict = judge(facts)
+    assert facts.branch_tip is not None
+    alone = judge(replace(facts, branch_tip=None))
+    tip = judge(facts.branch_tip)
+    assert verdict.landed == (alone.landed and tip.landed), (verdict, alone, tip)
+    assert verdict.merged == (alone.merged and tip.merged)
+    if alone.landed and not tip.landed:
+        assert isinstance(verdict.summary, BranchNotLanded)
+        assert verdict.unpushed == tip.unpushed
+
+
+@settings(max_examples=400, deadline=None)
+@given(ships())
+def test_a_verdict_names_the_refs_it_did_not_fetch(facts: ShipFacts) -> None:
+    verdict = judge(facts)
+    if facts.fetched or not facts.origin:
+        assert verdict.unfetched == ()
+        return
+    if verdict.landed:
+        # Named when the proof it shows rests on a remote-tracking ref and no other proof
+        # (the local branch, the PR) holds without one.
+        local = [p for p in proofs(facts) if p.where.startswith(("local ", "PR "))]
+        assert (verdict.unfetched == ()) == bool(local), (verdict, local)
+    elif isinstance(verdict.summary, Unpushed) and facts.default:
+        assert verdict.unfetched == (f"origin/{facts.default}",)
+    else:
+        assert verdict.unfetched == ()

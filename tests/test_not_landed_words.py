@@ -10,6 +10,7 @@ import pytest
 
 from fm_teardown.model.not_landed import (
     AndAlso,
+    BranchNotLanded,
     HomeInFlight,
     HomeOwnWork,
     HomeProblem,
@@ -100,6 +101,11 @@ WHYS: list[tuple[NotLandedWhy, str]] = [
     (
         AndAlso(HomeProblem(HomeProblemKind.GIT_FAILED, "/h"), HomeInFlight("/h", ("a.meta",))),
         "cannot inspect the secondmate home; secondmate home /h still has in-flight work: a.meta",
+    ),
+    (
+        BranchNotLanded("fm/t", Unpushed(1, ("origin/main",))),
+        "branch fm/t has commits beyond HEAD: 1 commit on no remote-tracking branch and not in "
+        "origin/main",
     ),
 ]
 

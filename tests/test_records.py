@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fm_teardown.model.errors import ExitCode, FmError
+from fm_teardown.model.homes import MAX_HOME_DEPTH
 from fm_teardown.model.records import (
-    MAX_HOME_DEPTH,
     MAX_RECORD_BYTES,
     InvalidRecord,
     Record,

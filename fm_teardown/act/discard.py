@@ -191,6 +191,7 @@ def _snapshot(
         if not r.ok:
             raise _failed(f"git add -A failed: {r.why()}")
         _add_force_added(private, tmp)
+        _refuse_nested(private, head)
         if records:
             _add_paths(private, tmp, [os.fsencode(p) for p in records], "task records")
         r = runner.git_private(private, "write-tree")
@@ -245,6 +246,27 @@ def _add_force_added(private: runner.PrivateRepo, tmp: str) -> None:
     ]
     if extra:
         _add_paths(private, tmp, extra, "force-added files")
+
+
+def _refuse_nested(private: runner.PrivateRepo, head: str) -> None:
+    """A repository nested in the slot would be saved as a bare commit id (a gitlink), and
+    nothing restores it from that: the save fails, and nothing is discarded. (The decision
+    refuses `--force` while one is there; this catches one made since.)"""
+    added = ("diff-index", "--cached", "-z", "--no-renames", "--diff-filter=AT", head)
+    r = runner.git_private(private, *added)
+    if not r.ok:
+        raise _failed(f"git diff-index failed: {r.why()}")
+    fields = r.out.split(b"\0")
+    nested = [
+        os.fsdecode(path)
+        for meta, path in zip(fields[::2], fields[1::2], strict=False)
+        if meta.split(b" ")[1:2] == [b"160000"] and not meta.startswith(b":160000")
+    ]
+    if nested:
+        raise _failed(
+            f"the slot holds nested repositories ({', '.join(nested[:5])}): a save cannot keep "
+            "them with their history"
+        )
 
 
 def _add_paths(private: runner.PrivateRepo, tmp: str, paths: list[bytes], what: str) -> None:

@@ -7,18 +7,30 @@ landed when any rung of the ladder holds, tried in this order, and the verdict n
 1. **reachable**: HEAD is in the default branch (origin's or the local one) or on another
    remote-tracking ref;
 2. **patches**: every commit of HEAD since the merge base has its patch on the default branch
-   since the merge base;
+   since the merge base, each match confirmed by replay (the commit replayed onto its match's
+   parent gives exactly its match's tree);
 3. **squash**: the branch's whole diff (merge base -> HEAD) is the patch of one commit of the
    default branch since the merge base (a squash merge, also after later edits of the same
-   files);
+   files), confirmed by replay (the branch's changes replayed onto that commit's parent give
+   exactly its tree);
 4. **merge-tree**: merging HEAD into the default branch changes nothing;
 5. **pr-head**: the recorded PR is reported merged and its head is HEAD or has HEAD as an
    ancestor (a PR merged while the branch moved on does not land the newer commits).
 
 Patches are compared byte for byte (`git patch-id --verbatim`): whitespace is content. A
-commit that changes nothing has no patch to find: rungs 2-4 never land it, only reachability
-does. A merge commit of the branch has no patch of its own: rung 2 does not hold over it.
-Anything the facts do not tell is not proof.
+patch id ignores line numbers, so a change to one of two identical blocks matches the same
+change to the other: only the replay tells them apart, and a match it does not confirm does
+not hold. A commit that changes nothing has no patch to find: rungs 2-4 never land it, only
+reachability does. A merge commit of the branch has no patch of its own: rung 2 does not hold
+over it. Anything the facts do not tell is not proof.
+
+TASK's work is its HEAD and its branch: when the task's branch (`fm/<id>`) has commits beyond
+HEAD, they must be landed too (the same ladder, on the branch's tip). The repositories nested
+in the slot are untracked work of the slot (never landed); the verdict carries them, for the
+refusal to name their work and for `--force`, which cannot save them.
+
+A verdict that rests on remote-tracking refs this look did not fetch (a dry run's) names them
+(`unfetched`): the real run fetches first, and may decide otherwise.
 
 Merged (finished, `--landed`) is the same ladder against origin's default branch (the local
 one for local-only mode) and the merged PR: a HEAD on another remote-tracking ref only is
@@ -26,6 +38,8 @@ landed, not merged.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from fm_teardown.model.landing import (
     BaseFacts,
@@ -40,6 +54,7 @@ from fm_teardown.model.landing import (
     SlotProblemKind,
 )
 from fm_teardown.model.not_landed import (
+    BranchNotLanded,
     HomeInFlight,
     HomeRecordsUnknown,
     NoHead,
@@ -137,16 +152,29 @@ def _content_known(b: BaseFacts) -> bool:
 
 
 def _patches_hold(b: BaseFacts) -> bool:
+    """Every commit of HEAD has a match by patch id that its replay confirmed."""
     if not _content_known(b) or b.base_patches is None or b.head_merges:
         return False
-    there = {pid for pid, _ in b.base_patches}
-    return all(p in there for p in b.head_patches or ())
+    ours = b.head_commits
+    if ours is None or len(ours) != len(b.head_patches or ()):
+        return False  # which commit is which cannot be told: no replay can confirm a match
+    matches: dict[str | None, list[str]] = {}
+    for pid, commit in b.base_patches:
+        matches.setdefault(pid, []).append(commit)
+    return all(
+        any((mine, theirs) in b.replayed for theirs in matches.get(pid, ()))
+        for mine, pid in zip(ours, b.head_patches or (), strict=True)
+    )
 
 
 def _squash_commit(b: BaseFacts) -> str | None:
+    """The default branch's commit whose patch is the branch's whole diff and whose tree the
+    replay of that diff onto its parent gives exactly."""
     if not _content_known(b) or b.base_patches is None or not b.cumulative:
         return None
-    return next((c for pid, c in b.base_patches if pid == b.cumulative), None)
+    return next(
+        (c for pid, c in b.base_patches if pid == b.cumulative and c in b.squash_replayed), None
+    )
 
 
 def _merge_tree_holds(b: BaseFacts, pushed: bool) -> bool:
@@ -159,25 +187,37 @@ def _merge_tree_holds(b: BaseFacts, pushed: bool) -> bool:
 
 def proofs(f: ShipFacts) -> list[Proof]:
     """Every rung that holds for a clean slot, in the ladder's order."""
-    out: list[Proof] = []
+    return [p for p, _ in _resting(f)]
+
+
+def _resting(f: ShipFacts) -> list[tuple[Proof, str | None]]:
+    """Every rung that holds, each with the remote-tracking ref it rests on (None: the local
+    default branch or the PR, which no fetch changes)."""
+
+    def on(b: BaseFacts) -> str | None:
+        return None if b.local else b.label
+
+    out: list[tuple[Proof, str | None]] = []
     out += [
-        Proof(LandedRung.REACHABLE, b.label, b.counts_as_merged)
+        (Proof(LandedRung.REACHABLE, b.label, b.counts_as_merged), on(b))
         for b in f.bases
         if b.contains_head is True
     ]
     if f.on_remote is True:
-        out.append(Proof(LandedRung.REACHABLE, "a remote-tracking branch", False))
+        where = "a remote-tracking branch"
+        out.append((Proof(LandedRung.REACHABLE, where, False), where))
     out += [
-        Proof(LandedRung.PATCHES, b.label, b.counts_as_merged) for b in f.bases if _patches_hold(b)
+        (Proof(LandedRung.PATCHES, b.label, b.counts_as_merged), on(b))
+        for b in f.bases
+        if _patches_hold(b)
     ]
     for b in f.bases:
         commit = _squash_commit(b)
         if commit is not None:
-            out.append(
-                Proof(LandedRung.SQUASH, f"{b.label} (commit {commit[:12]})", b.counts_as_merged)
-            )
+            where = f"{b.label} (commit {commit[:12]})"
+            out.append((Proof(LandedRung.SQUASH, where, b.counts_as_merged), on(b)))
     out += [
-        Proof(LandedRung.MERGE_TREE, b.label, b.counts_as_merged)
+        (Proof(LandedRung.MERGE_TREE, b.label, b.counts_as_merged), on(b))
         for b in f.bases
         if _merge_tree_holds(b, f.on_remote is True)
     ]
@@ -188,11 +228,60 @@ def proofs(f: ShipFacts) -> list[Proof]:
         and pr.state.upper() == "MERGED"
         and pr.contains_head is True
     ):
-        out.append(Proof(LandedRung.PR_HEAD, f"PR {pr.label}", True))
+        out.append((Proof(LandedRung.PR_HEAD, f"PR {pr.label}", True), None))
     return out
 
 
 def _ship(f: ShipFacts) -> LandedFacts:
+    """HEAD's verdict, then the task's branch beyond HEAD, which must be landed too; with the
+    refs it rests on that were not fetched, and the slot's nested repositories."""
+    verdict, unfetched = _head(f)
+    tip = f.branch_tip
+    if tip is not None and verdict.landed:
+        beyond, also = _head(tip)
+        unfetched += also
+        branch = tip.status.branch or "the task's branch"
+        if not beyond.landed:
+            why = BranchNotLanded(branch, beyond.summary)
+            verdict = replace(
+                verdict,
+                landed=False,
+                summary=why,
+                unpushed=beyond.unpushed,
+                notes=verdict.notes + beyond.notes,
+                merged=False,
+                merge_summary=why,
+                proof=None,
+                merge_proof=None,
+            )
+        elif verdict.merged and not beyond.merged:
+            why = BranchNotLanded(branch, beyond.merge_summary)
+            verdict = replace(verdict, merged=False, merge_summary=why, merge_proof=None)
+    fetchable = not f.fetched and f.origin
+    return replace(
+        verdict,
+        unfetched=tuple(dict.fromkeys(unfetched)) if fetchable else (),
+        nested=f.nested,
+    )
+
+
+def _head(f: ShipFacts) -> tuple[LandedFacts, tuple[str, ...]]:
+    """HEAD's verdict, and the remote-tracking ref it rests on: that of the proof it names
+    when every proof rests on one, or origin's default branch when committed work is not
+    landed (a fetch may find it merged); none when it is dirty (no fetch lands that)."""
+    verdict = _head_verdict(f)
+    if verdict.landed:
+        found = _resting(f)
+        if not found or any(ref is None for _, ref in found):
+            return verdict, ()
+        first = found[0][1]  # the proof the verdict names
+        return verdict, (first,) if first is not None else ()
+    if isinstance(verdict.summary, Unpushed) and f.default:
+        return verdict, (f"origin/{f.default}",)
+    return verdict, ()
+
+
+def _head_verdict(f: ShipFacts) -> LandedFacts:
     st = f.status
     own = not any(b.contains_head is True and b.counts_as_merged for b in f.bases)
 

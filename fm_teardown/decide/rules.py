@@ -34,6 +34,12 @@ from fm_teardown.decide.hints import (
     live_owner_hints,
     unlanded_hints,
 )
+from fm_teardown.decide.nested_work import (
+    forced_hint,
+    nested_lines,
+    nested_refusal,
+    unfetched_lines,
+)
 from fm_teardown.decide.ownership import (
     claimed_by_other,
     current_owner,
@@ -554,8 +560,11 @@ def unlanded(c: Case) -> Refusal | GoOn | NeedsLanded | None:
     landed = c.landed
     if landed is None:
         return NeedsLanded()
+    unfetched = unfetched_lines(landed, dry_run=c.flags.dry_run)
     if landed.landed:
-        return GoOn(reasons=(said("own work: ", landed.proof, ""),))
+        return GoOn(reasons=(said("own work: ", landed.proof, ""), *unfetched))
+    if c.flags.force and landed.nested:
+        return _refusal(Verdict.UNSAFE, *nested_refusal(c.task, landed))
     if c.flags.force:
         discarded = c.discarded
         if discarded is not None and discarded in c.fleet.records:
@@ -570,12 +579,14 @@ def unlanded(c: Case) -> Refusal | GoOn | NeedsLanded | None:
         )
         for p in landed.dirty
     ]
+    lines += nested_lines(landed)
     lines += [causes.AtRisk(causes.AtRiskKind.UNPUSHED, u) for u in landed.unpushed]
     lines += [causes.AtRisk(causes.AtRiskKind.UNKNOWN, n) for n in landed.notes]
+    lines += unfetched
     return _refusal(
         Verdict.UNLANDED,
         lines,
-        unlanded_hints(c, landed),
+        forced_hint(c.task, landed, unlanded_hints(c, landed)),
         causes.NotLanded(c.task, landed.summary, lost=True),
     )
 

@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Sequence
 from enum import StrEnum
 
-from fm_teardown.model.not_landed import NotLandedWhy
+from fm_teardown.model.not_landed import NestedRepo, NotLandedWhy
 from fm_teardown.model.values import value
 from fm_teardown.model.world import InventoryDoubt
 
@@ -35,8 +35,11 @@ __all__ = [
     "LiveChildren",
     "LiveOwner",
     "LiveOwners",
+    "NestedUnsaved",
+    "NestedWork",
     "NeverApproved",
     "NoFieldNamed",
+    "NotFetched",
     "NotLanded",
     "Observed",
     "ObservedKind",
@@ -150,6 +153,31 @@ class AtRisk:
 
     kind: AtRiskKind
     what: str
+
+
+@value
+class NestedWork:
+    """A repository nested in TASK's slot, and the work it holds."""
+
+    repo: NestedRepo
+
+
+@value
+class NestedUnsaved:
+    """`--force` cannot save the repositories nested in TASK's slot (`paths`, the first of
+    them; `more` others) with their history: its save would keep only a commit id."""
+
+    task: str
+    paths: tuple[str, ...]
+    more: int = 0
+
+
+@value
+class NotFetched:
+    """A dry run's verdict rests on remote-tracking refs it did not fetch (`refs`, as shown):
+    the real run fetches first, with prune, and may decide otherwise."""
+
+    refs: tuple[str, ...]
 
 
 # -- a stale slot ---------------------------------------------------------------------------
@@ -376,4 +404,7 @@ Cause = (
     | PlanTokens
     | OwnFileBlocked
     | OtherLaunch
+    | NestedWork
+    | NestedUnsaved
+    | NotFetched
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import Enum
 
 from fm_teardown.model.causes import Cause
-from fm_teardown.model.not_landed import NotLandedWhy
+from fm_teardown.model.not_landed import NestedRepo, NotLandedWhy
 from fm_teardown.model.values import value
 
 __all__ = [
@@ -101,6 +101,12 @@ class LandedFacts:
     own_commits: bool = True
     proof: Proof | None = None  # the rung that proves it landed (None: not landed)
     merge_proof: Proof | None = None  # the rung that proves it merged (None: not merged)
+    # The remote-tracking refs the verdict rests on that this look did not fetch (a dry run:
+    # the real run fetches first and may decide otherwise), as shown (`origin/main`).
+    unfetched: tuple[str, ...] = ()
+    # The repositories nested in the slot: their work is the slot's, and `--force` cannot
+    # save them with their history.
+    nested: tuple[NestedRepo, ...] = ()
 
     @property
     def rung(self) -> LandedRung | None:
@@ -155,6 +161,9 @@ class SlotStatus:
     head: str | None  # None: unborn (no commit yet)
     branch: str | None  # None: detached
     untracked_total: int = 0  # how many of `total` git does not track
+    # The untracked directories git shows with a trailing `/` (repositories of their own:
+    # git does not look inside them), as the slot's paths; at most `nested_total` of them.
+    nested: tuple[str, ...] = ()
 
 
 @value
@@ -179,6 +188,18 @@ class BaseFacts:
     # `git merge-tree --write-tree BASE HEAD`: True when clean and the merged tree is BASE's
     # own; False when not; None when it could not be told.
     merge_unchanged: bool | None = None
+    # HEAD's commits since the merge base, merges aside, in `head_patches`' order (None: not
+    # gathered).
+    head_commits: tuple[str, ...] | None = None
+    # The matches by patch id confirmed by replay (spec §14.6): (HEAD's commit, the default
+    # branch's commit) when replaying the first onto the second's parent gives exactly the
+    # second's tree. Only these hold: a patch id ignores where in a file a change goes.
+    replayed: frozenset[tuple[str, str]] = frozenset()
+    # The default branch's commits whose tree replaying the branch's whole diff (merge base
+    # -> HEAD) onto their parent gives exactly: the squash matches that hold.
+    squash_replayed: frozenset[str] = frozenset()
+    # The local default branch (`local main`), not a remote-tracking ref: no fetch changes it.
+    local: bool = False
 
 
 @value
@@ -208,6 +229,14 @@ class ShipFacts:
     # Whether HEAD's commits are on a remote cannot be told: the one fact without which
     # nothing is judged.
     remote_error: str | None = None
+    # This look fetched (with prune) the remotes whose refs it counts: a real run. A dry run
+    # takes the remote-tracking refs as they are, and its verdict says so.
+    fetched: bool = False
+    # The task's branch (`fm/<id>`) when its tip is neither HEAD nor in HEAD's history: the
+    # facts of that tip, judged like HEAD's (its `status` is clean; `status.branch` names it).
+    branch_tip: ShipFacts | None = None
+    # The repositories nested in the slot, inspected (`status.nested`).
+    nested: tuple[NestedRepo, ...] = ()
 
 
 Gathered = ScoutFacts | HomeFacts | SlotProblem | ShipFacts

@@ -14,11 +14,13 @@ from fm_teardown.model.values import value
 
 __all__ = [
     "AndAlso",
+    "BranchNotLanded",
     "HomeInFlight",
     "HomeOwnWork",
     "HomeProblem",
     "HomeProblemKind",
     "HomeRecordsUnknown",
+    "NestedRepo",
     "NoHead",
     "NotLandedWhy",
     "NotMerged",
@@ -144,6 +146,30 @@ class AndAlso:
     then: NotLandedWhy | None
 
 
+@value
+class NestedRepo:
+    """A repository nested in the slot (an untracked directory with its own `.git`): its
+    path as the slot's `git status` names it (`vendor/lib/`), its uncommitted paths (`total`,
+    the first `named`, as paths of the slot) and its commits on none of its own
+    remote-tracking branches (`commits`); `error`: why it could not be inspected (then the
+    counts are not told). Its work is the slot's: it is not landed."""
+
+    path: str
+    total: int = 0
+    named: tuple[str, ...] = ()  # at most 3
+    commits: int = 0
+    error: str = ""
+
+
+@value
+class BranchNotLanded:
+    """The task's branch (`fm/<id>`) holds commits beyond the slot's HEAD, and they are not
+    landed (`why`: the judge's words for them)."""
+
+    branch: str
+    why: NotLandedWhy | None
+
+
 NotLandedWhy = (
     ScoutUnknown
     | ScoutMissing
@@ -158,6 +184,7 @@ NotLandedWhy = (
     | HomeProblem
     | HomeOwnWork
     | AndAlso
+    | BranchNotLanded
 )
 
 

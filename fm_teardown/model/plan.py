@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.landing import Proof, Reason
-from fm_teardown.model.not_landed import NotLandedWhy, UnlandedDiscarded
+from fm_teardown.model.not_landed import NestedRepo, NotLandedWhy, UnlandedDiscarded
 from fm_teardown.model.values import value
 from fm_teardown.model.world import EndpointState
 
@@ -123,6 +123,10 @@ class LandedLike(Protocol):
     def branch(self) -> str | None: ...
     @property
     def default_branch(self) -> str | None: ...
+    @property
+    def unfetched(self) -> tuple[str, ...]: ...
+    @property
+    def nested(self) -> tuple[NestedRepo, ...]: ...
 
 
 @value

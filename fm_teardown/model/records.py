@@ -12,7 +12,7 @@ import os
 import re
 import stat
 from collections.abc import Callable, Mapping
-from dataclasses import field, replace
+from dataclasses import field
 from functools import cached_property
 from pathlib import Path
 
@@ -23,7 +23,6 @@ __all__ = [
     "IDENTITY_KEYS",
     "KINDS",
     "MAX_EPOCH_DIGITS",
-    "MAX_HOME_DEPTH",
     "MAX_RECORD_BYTES",
     "MODES",
     "STATE_DIR_HINTS",
@@ -33,6 +32,7 @@ __all__ = [
     "Record",
     "RecordProblem",
     "check_task_id",
+    "claimed_slots",
     "load_fleet",
     "load_record",
     "near_ids",
@@ -195,7 +195,7 @@ def parse_lines(text: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def _claimed_slots(pairs: list[tuple[str, str]]) -> tuple[str, ...] | None:
+def claimed_slots(pairs: list[tuple[str, str]]) -> tuple[str, ...] | None:
     """The slots a record names, read leniently (a stray space around the key or the value
     still names one): an invalid record then blocks only the tasks on the slot it names, not
     the whole fleet. None when no slot can be told."""
@@ -207,7 +207,7 @@ def _claimed_slots(pairs: list[tuple[str, str]]) -> tuple[str, ...] | None:
 
 def parse_record(task_id: str, meta_path: str, text: str, mtime_ns: int) -> Record:
     pairs = parse_lines(text)
-    claimed = _claimed_slots(pairs)
+    claimed = claimed_slots(pairs)
     last: dict[str, str] = {}
     counts: dict[str, int] = {}
     for key, given in pairs:
@@ -537,7 +537,11 @@ def load_fleet(state_dir: Path, canon: Callable[[str], str] | None = None) -> Fl
         if name.endswith(".meta") or name.startswith(".") or _sidecar(name, ids):
             continue
         strays.append((name, "neither a task's record nor a record's sidecar"))
-    children = _load_children(state_dir, records, bad, canon)
+    # The homes' records are loaded by their own module, which reads records with this one's
+    # readers (imported here, not at the top: it imports this module).
+    from fm_teardown.model.homes import load_children
+
+    children = load_children(state_dir, records, bad, canon)
     return Fleet(records, bad, tuple(sorted(strays)), children, stray_slots)
 
 
@@ -609,7 +613,7 @@ def _stray_slots(meta_path: str, canon: Callable[[str], str]) -> tuple[str, ...]
         text, _ = read_meta(meta_path)
     except (OSError, RecordProblem):
         return ()
-    claimed = _claimed_slots(parse_lines(text))
+    claimed = claimed_slots(parse_lines(text))
     return tuple(dict.fromkeys(canon(p) for p in claimed)) if claimed else ()
 
 
@@ -621,89 +625,3 @@ def _sidecar(name: str, ids: set[str]) -> bool:
             return True
         at = name.find(".", at + 1)
     return False
-
-
-# How deep secondmates' homes are followed (a secondmate's child may be a secondmate). Past
-# it, a home that has a state dir is not read: that fails closed (`_too_deep`).
-MAX_HOME_DEPTH = 4
-
-
-def _home_of(record: Record) -> str:
-    """A secondmate's home: `home=`, else its worktree (firstmate writes both the same)."""
-    return record.home or record.worktree
-
-
-def _load_children(
-    state_dir: Path,
-    records: dict[str, Record],
-    bad: dict[str, InvalidRecord],
-    canon: Callable[[str], str] = _realpath,
-) -> frozenset[str]:
-    """Add the records of every secondmate's home to `records` / `bad`, keyed
-    `<secondmate>/<id>`: a child task works in a slot the parent fleet's pool may also hand
-    out, so it claims that slot for every teardown here. A home's state dir that cannot be
-    read, or lies deeper than fm follows, makes an invalid record naming no slot fm can tell
-    (fail closed: every teardown refuses, naming that home)."""
-    seen = {_canonical(str(state_dir), canon)}
-    children: set[str] = set()
-    todo = [(tid, r, 1) for tid, r in sorted(records.items()) if r.kind == "secondmate"]
-    while todo:
-        parent, record, depth = todo.pop(0)
-        home = _home_of(record)
-        sub = os.path.join(home, "state")
-        real = _canonical(sub, canon)
-        if real in seen:
-            continue
-        seen.add(real)
-        key = f"{parent}/state"
-        if depth > MAX_HOME_DEPTH:
-            if os.path.lexists(sub):
-                bad[key] = InvalidRecord(key, sub, _too_deep(home, depth), None)
-                children.add(key)
-            continue  # a home without a state dir holds no task: nothing lies beyond
-        try:
-            with os.scandir(sub) as it:
-                names = sorted(e.name for e in it if e.name.endswith(".meta"))
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        except OSError as exc:
-            bad[key] = InvalidRecord(key, sub, f"cannot be listed ({exc.strerror})", None)
-            children.add(key)
-            continue
-        for name in names:
-            child, key = name[:-5], f"{parent}/{name[:-5]}"
-            meta_path = os.path.join(sub, name)
-            try:
-                text, mtime = read_meta(meta_path)
-            except FileNotFoundError:
-                continue
-            except RecordProblem as exc:
-                bad[key] = InvalidRecord(key, meta_path, exc.problem, None)
-                children.add(key)
-                continue
-            children.add(key)
-            if task_id_problem(child):
-                claimed = _claimed_slots(parse_lines(text))
-                bad[key] = InvalidRecord(key, meta_path, task_id_problem(child) or "", claimed)
-                continue
-            try:
-                parsed = parse_record(child, meta_path, text, mtime)
-            except RecordProblem as exc:
-                bad[key] = InvalidRecord(key, meta_path, exc.problem, exc.claimed)
-                continue
-            records[key] = replace(parsed, task_id=key)
-            if parsed.kind == "secondmate":
-                todo.append((key, parsed, depth + 1))
-    return frozenset(children)
-
-
-def _canonical(path: str, canon: Callable[[str], str]) -> str:
-    return canon(path) if os.path.isabs(path) else os.path.realpath(path)
-
-
-def _too_deep(home: str, depth: int) -> str:
-    """Why a secondmate's home was not followed: what lies beyond is not known to be empty."""
-    return (
-        f"belongs to secondmate home {shown(home, 200)}, {depth} homes deep; fm follows "
-        f"secondmates' homes {MAX_HOME_DEPTH} deep, so the tasks it holds cannot be told"
-    )

@@ -27,12 +27,14 @@ from fm_teardown.model.not_landed import (
     HomeOwnWork,
     HomeProblem,
     HomeProblemKind,
+    NestedRepo,
     NotLandedWhy,
     OwnWork,
 )
 from fm_teardown.model.records import Record
 from fm_teardown.model.scaffold import SCAFFOLD_BYTES
-from fm_teardown.observe.landed import MAX_LISTED, git_status, status_entries
+from fm_teardown.observe.nested import inspect as inspect_nested
+from fm_teardown.observe.slot_status import MAX_LISTED, git_status, status_entries
 
 __all__ = ["HOME_MARKERS", "HOME_STATE", "with_homes"]
 
@@ -93,6 +95,8 @@ def _with_home(record: Record, records: LandedFacts) -> LandedFacts:
     work = OwnWork(len(dirty), tuple(dirty[:3]), len(untracked), len(commits))
     summary = HomeOwnWork(wt, work)
     untracked_set = set(untracked)
+    # A repository nested in the home is its work like a slot's (`observe/nested.py`).
+    nested = [p for p in untracked if p.endswith("/")]
     return _unlanded(
         records,
         summary,
@@ -100,6 +104,7 @@ def _with_home(record: Record, records: LandedFacts) -> LandedFacts:
         untracked=tuple(p for p in dirty[:MAX_LISTED] if p in untracked_set),
         unpushed=tuple(commits[:MAX_LISTED]),
         head=head,
+        nested=inspect_nested(wt, nested) if nested else (),
     )
 
 
@@ -112,6 +117,7 @@ def _unlanded(
     unpushed: tuple[str, ...] = (),
     notes: tuple[str, ...] = (),
     head: str | None = None,
+    nested: tuple[NestedRepo, ...] = (),
 ) -> LandedFacts:
     """Not landed: the home's work, and the task records' too when they are not."""
     if not records.landed:
@@ -128,6 +134,7 @@ def _unlanded(
         None,
         False,
         summary,
+        nested=nested,
     )
 
 

@@ -8,18 +8,26 @@ unknown (`None`) or said in a note, never guessed: the judge counts it as not la
 A scout's facts are whether its report exists; a secondmate's, the task records in its
 home; a ship task's, its slot:
 
-- one `git status`: uncommitted and untracked paths (scaffold files aside), HEAD, branch;
+- one `git status` (`observe/slot_status.py`): uncommitted and untracked paths (scaffold
+  files aside), HEAD, branch, and the untracked directories that are repositories of their
+  own; each of those is inspected like the slot (`observe/nested.py`);
 - for what the slots of one project share, at most 4 git calls: its refs (with the default
-  branches' trees) and default branch; one `rev-list` that tells, for every slot's HEAD at
-  once, whether a remote-tracking ref has it; one whether origin's default branch has it; one
-  whether the local default branch has it. `remote.origin.url` is asked only when no ref of
-  origin is there (`observe/landed_project.py`);
+  branches' trees) and default branch; one `rev-list` that tells, for every slot's HEAD (and
+  every task branch `fm/<id>`'s tip) at once, whether a remote-tracking ref has it; one
+  whether origin's default branch has it; one whether the local default branch has it.
+  `remote.origin.url` is asked only when no ref of origin is there
+  (`observe/landed_project.py`). A real run first fetches, with prune, origin and the
+  remotes that have the work, and counts only the refs those fetches write
+  (`observe/remote_refs.py`); a dry run never fetches and says what its verdict rests on;
 - for a HEAD in no default branch, against each default branch ref (origin's, fetched once
-  for the project on a real run; a dry run never fetches; the local one): the merge base,
-  the commits on both sides since it (at most `MAX_COMPARED`: beyond that no content rung is
-  proven, and the note says so), their `git patch-id --verbatim` and that of the branch's
-  whole diff, and one `git merge-tree --write-tree`; its commits on no remote; the recorded
-  PR's state and head (`gh`, and a fetch of the PR head on a real run when it is missing).
+  for the project on a real run; the local one): the merge base, the commits on both sides
+  since it (at most `MAX_COMPARED`: beyond that no content rung is proven, and the note says
+  so), their `git patch-id --verbatim` and that of the branch's whole diff, each match by
+  patch id confirmed by replay (`observe/replay.py`), and one `git merge-tree
+  --write-tree`; its commits on no remote; the recorded PR's state and head (`gh`, and a
+  fetch of the PR head on a real run when it is missing);
+- the task's branch `fm/<id>` when its tip is neither HEAD nor in HEAD's history: the same
+  facts for that tip, which must be landed too.
 
 Slots and projects are inspected a few at a time. Every git call goes through `runner`.
 """
@@ -31,9 +39,8 @@ import json
 import os
 import re
 import shutil
-import stat
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
@@ -47,31 +54,23 @@ from fm_teardown.model.landing import (
     ScoutFacts,
     ShipFacts,
     SlotProblem,
-    SlotProblemKind,
     SlotStatus,
 )
 from fm_teardown.model.landing import LandedFacts as LandedFacts  # the verdict's type, as before
 from fm_teardown.model.records import Record, shown
-from fm_teardown.model.scaffold import SCAFFOLD_BYTES
+from fm_teardown.observe import slot_status
 from fm_teardown.observe.landed_project import ProjectFacts, fetch_ref, project_facts
+from fm_teardown.observe.nested import inspect as inspect_nested
+from fm_teardown.observe.replay import Replay, replay
+from fm_teardown.observe.slot_status import MAX_LISTED
 
-__all__ = [
-    "MAX_COMPARED",
-    "MAX_LISTED",
-    "WORKERS",
-    "gather",
-    "gather_many",
-    "git_status",
-    "status_entries",
-]
+__all__ = ["MAX_COMPARED", "WORKERS", "gather", "gather_many"]
 
-# How many dirty paths and unlanded commits a refusal names.
-MAX_LISTED = 10
 # Commits compared patch by patch, both sides of the merge base together: beyond this no
 # content rung holds (fail closed: its commits are not told apart), and a note says why.
 MAX_COMPARED = 2000
-# Slots inspected at once: git is mostly I/O, and a 2-core machine must stay usable.
-WORKERS = 4
+# Slots and projects inspected at once, as many as the slots' statuses read at once.
+WORKERS = slot_status.WORKERS
 
 _HEX_OID = runner.HEX_OID
 _PR_NUMBER = re.compile(r"(?:^#?|/pull/)(\d+)(?:[/?#].*)?$")
@@ -81,11 +80,6 @@ _SCOUT_REPORT = "report.md"
 _DIFF_OPTS = ("--no-ext-diff", "--no-textconv", "--no-color", "--binary", "--no-renames")
 
 _git = runner.git
-
-
-def _display(path: bytes) -> str:
-    # Paths are bytes on POSIX; show undecodable ones escaped rather than crash a printer.
-    return path.decode("utf-8", "backslashreplace")
 
 
 T = TypeVar("T")
@@ -165,7 +159,7 @@ def gather_many(
             out[record.task_id] = _secondmate(record)
         else:
             ships.append(record)
-    statuses = _statuses([r.worktree for r in ships])
+    statuses = slot_status.statuses([r.worktree for r in ships])
     by_project: dict[str, list[tuple[Record, SlotStatus]]] = {}
     for record, st in zip(ships, statuses, strict=True):
         if isinstance(st, SlotProblem):
@@ -173,7 +167,15 @@ def gather_many(
         else:
             by_project.setdefault(record.project, []).append((record, st))
     groups = list(by_project.items())
-    shared = _pmap(lambda g: project_facts(g[0], [st for _, st in g[1]], fetch_timeout), groups)
+
+    def shared_by(group: tuple[str, list[tuple[Record, SlotStatus]]]) -> ProjectFacts:
+        project, slots = group
+        tasks = [r.task_id for r, _ in slots]
+        return project_facts(
+            project, [st for _, st in slots], fetch_timeout, fetch=fetch, tasks=tasks
+        )
+
+    shared = _pmap(shared_by, groups)
     work = [
         (record, st, facts)
         for facts, (_, slots) in zip(shared, groups, strict=True)
@@ -182,7 +184,10 @@ def gather_many(
 
     def one(item: tuple[Record, SlotStatus, ProjectFacts]) -> ShipFacts:
         record, st, facts = item
-        return _ship(record, st, facts, fetch=fetch, fetch_timeout=fetch_timeout, gh_bin=gh_bin)
+        ship = _ship(record, st, facts, fetch=fetch, fetch_timeout=fetch_timeout, gh_bin=gh_bin)
+        tip = _branch_tip(record, st, facts, fetch, fetch_timeout, gh_bin)
+        nested = inspect_nested(record.worktree, st.nested) if st.nested else ()
+        return _with(ship, branch_tip=tip, nested=nested)
 
     for (record, _, _), facts in zip(work, _pmap(one, work), strict=True):
         out[record.task_id] = facts
@@ -210,136 +215,16 @@ def _secondmate(record: Record) -> HomeFacts:
     return HomeFacts(home, state, tuple(children))
 
 
-def _statuses(wts: Sequence[str]) -> list[SlotStatus | SlotProblem]:
-    """Each slot's status, one git call per slot, `WORKERS` at a time, or what keeps it from
-    being read (gone, unreadable).
-
-    `--untracked-files=all` on the command line beats a `status.showUntrackedFiles=no` in the
-    repo's config, and lists every untracked file (not a folded directory), so a scaffold file
-    is matched by its exact path and its neighbours still count.
-    """
-    out: list[SlotStatus | SlotProblem | None] = [_unreadable(wt) for wt in wts]
-    readable = [i for i, found in enumerate(out) if found is None]
-    ran = runner.git_many([(wts[i], _STATUS_ARGS) for i in readable], width=WORKERS)
-    for i, r in zip(readable, ran, strict=True):
-        out[i] = (
-            _parse_status(r.out)
-            if r.ok
-            else SlotProblem(SlotProblemKind.STATUS_FAILED, wts[i], r.why())
-        )
-    return [found for found in out if found is not None]
-
-
-def _unreadable(wt: str) -> SlotProblem | None:
-    """What keeps a slot from being read before git runs: gone, not a directory, unreadable."""
-    try:
-        st = os.stat(wt)
-    except (FileNotFoundError, NotADirectoryError):
-        return SlotProblem(SlotProblemKind.GONE, wt)
-    except OSError as exc:
-        # Not os.path.exists: it says False for "permission denied", which is not "gone".
-        return SlotProblem(SlotProblemKind.UNREADABLE, wt, exc.strerror or str(exc))
-    if not stat.S_ISDIR(st.st_mode):
-        return SlotProblem(SlotProblemKind.NOT_A_DIRECTORY, wt)
-    return None
-
-
-# `git status` as rule 5 reads it: every untracked file, submodules too, the branch header,
-# NUL-separated.
-_STATUS_ARGS = (
-    "-c",
-    "status.showUntrackedFiles=all",
-    "status",
-    "--porcelain=v2",
-    "--branch",
-    "--no-ahead-behind",
-    "-z",
-    "--untracked-files=all",
-    "--ignore-submodules=none",
-)
-
-
-def git_status(wt: str) -> runner.Result:
-    """`git status` of a slot (or a secondmate's home) as rule 5 reads it: every untracked
-    file, submodules too, the branch header, NUL-separated."""
-    return _git(wt, *_STATUS_ARGS)
-
-
-def status_entries(
-    out: bytes, *, is_work: Callable[[bytes], bool]
-) -> Iterator[tuple[bytes, bytes, bool]]:
-    """`git status --porcelain=v2 --branch -z`, entry by entry: ("#", the header line, False)
-    for a header, else ("path", the changed path, untracked?) for each changed path that
-    `is_work` counts. A rename is also a change to its source, so moving work onto a name
-    that is not work (a scaffold file, a marker) still counts, under the source's name."""
-    entries = out.split(b"\0")
-    i = 0
-    while i < len(entries):
-        entry = entries[i]
-        i += 1
-        if entry.startswith(b"#"):
-            yield b"#", entry, False
-            continue
-        if len(entry) < 3:
-            continue
-        kind = entry[:1]
-        if kind == b"?":
-            path = entry[2:]
-        elif kind == b"1":  # 1 XY sub mH mI mW hH hI path
-            path = entry.split(b" ", 8)[-1]
-        elif kind == b"u":  # u XY sub m1 m2 m3 mW h1 h2 h3 path
-            path = entry.split(b" ", 10)[-1]
-        elif kind == b"2":  # 2 XY sub mH mI mW hH hI Xscore path, then the source path
-            path = entry.split(b" ", 9)[-1]
-            source = entries[i] if i < len(entries) else b""
-            i += 1
-            if not is_work(path) and source:
-                path = source
-        else:
-            continue  # `!` (ignored) is not listed without --ignored
-        if is_work(path):
-            yield b"path", path, kind == b"?"
-
-
-def _parse_status(out: bytes) -> SlotStatus:
-    """`git status --porcelain=v2 --branch -z`: the changed paths and HEAD."""
-    head: str | None = None
-    branch: str | None = None
-    paths: list[str] = []
-    untracked: list[str] = []
-    total = untracked_total = 0
-    for what, entry, new in status_entries(out, is_work=lambda p: p not in SCAFFOLD_BYTES):
-        if what == b"#":
-            if entry.startswith(b"# branch.oid "):
-                oid = entry[len(b"# branch.oid ") :].decode("ascii", "replace")
-                head = oid if _HEX_OID.fullmatch(oid) else None  # "(initial)": unborn
-            elif entry.startswith(b"# branch.head "):
-                name = entry[len(b"# branch.head ") :].decode("utf-8", "surrogateescape")
-                branch = None if name == "(detached)" else name
-            continue
-        total += 1
-        untracked_total += new
-        if len(paths) < MAX_LISTED:
-            paths.append(_display(entry))
-            if new:
-                untracked.append(_display(entry))
-    return SlotStatus(tuple(paths), total, tuple(untracked), head, branch, untracked_total)
-
-
-def _unpushed(wt: str, local: str | None) -> tuple[int, tuple[str, ...]] | str:
-    """(how many commits of HEAD are on no remote-tracking ref nor the local default branch,
-    the first of them), or why git could not tell."""
-    log = _git(
-        wt,
-        "-c",
-        "log.showSignature=false",
-        "log",
-        "--format=%h %s",
-        "HEAD",
-        "--not",
-        "--remotes",
-        *([local] if local else []),
-        "--",
+def _unpushed(
+    wt: str, head: str, local: str | None, project: ProjectFacts
+) -> tuple[int, tuple[str, ...]] | str:
+    """(how many commits of `head` are on no counted remote-tracking ref nor the local default
+    branch, the first of them), or why git could not tell."""
+    args, stdin = project.beyond_remotes([head], [local] if local else [])
+    log = runner.run(
+        ["git", "-C", wt, "-c", "log.showSignature=false", "log", "--format=%h %s", *args, "--"],
+        timeout=runner.LOCAL_GIT_TIMEOUT,
+        stdin=stdin,
     )
     if not log.ok:
         return log.why()
@@ -357,8 +242,9 @@ def _ship(
     gh_bin: str | None,
 ) -> ShipFacts:
     wt, repo, branch = record.worktree, record.project, project.default
-    notes: list[str] = []
+    notes: list[str] = list(project.confirmed.notes) if project.confirmed is not None else []
     facts = ShipFacts(wt, st, branch, bool(project.refs) and project.has_origin(), None)
+    facts = _with(facts, fetched=fetch)
     if project.refs_error is not None:
         # Not "no default branch": the refs themselves could not be read.
         notes.append(f"git for-each-ref failed in {repo}: {project.refs_error}")
@@ -377,9 +263,9 @@ def _ship(
     local = project.refs.get(f"refs/heads/{branch}") if branch else None
     unpushed: tuple[int, tuple[str, ...]] = (0, ())
     if not on_remote:
-        listed = _unpushed(wt, local)
+        listed = _unpushed(wt, head, local, project)
         if isinstance(listed, str):
-            note = f"git log HEAD --not --remotes failed in {wt}: {listed}"
+            note = f"git log {head[:12]} --not --remotes failed in {wt}: {listed}"
             return _with(facts, notes=tuple(notes), remote_error=note)
         unpushed = listed
     facts = _with(facts, on_remote=on_remote, unpushed_total=unpushed[0], unpushed=unpushed[1])
@@ -412,7 +298,10 @@ def _ship(
             if usable and commit is None:
                 notes.append(f"{label} does not exist in {repo}")
             elif usable and commit is not None:
-                fresh = project._fetched is None and project.in_origin is not None
+                # Whether origin's default branch has HEAD was read after any fetch of it.
+                fresh = project.in_origin is not None and (
+                    project._fetched is None or project.confirmed is not None
+                )
                 contains = False if fresh else _contains(wt, head, commit, notes, label)
                 bases.append(BaseFacts(label, commit, True, contains))
     if branch is not None:
@@ -425,7 +314,7 @@ def _ship(
             contains = project.in_local.get(head)
             if contains is None and local_only:
                 contains = _contains(wt, head, local, notes, f"local {branch}")
-            bases.append(BaseFacts(f"local {branch}", local, local_only, contains))
+            bases.append(BaseFacts(f"local {branch}", local, local_only, contains, local=True))
     if not on_remote and not any(b.contains_head and b.counts_as_merged for b in bases):
         # Not settled by reachability: the content rungs, against each default branch.
         bases = [
@@ -437,6 +326,32 @@ def _ship(
         pr = _pr(record.pr, wt, head, fetch=fetch, fetch_timeout=fetch_timeout, gh_bin=gh_bin,
                  notes=notes)  # fmt: skip
     return _with(facts, bases=tuple(bases), pr=pr, notes=tuple(notes))
+
+
+def _branch_tip(
+    record: Record,
+    st: SlotStatus,
+    project: ProjectFacts,
+    fetch: bool,
+    fetch_timeout: float,
+    gh_bin: str | None,
+) -> ShipFacts | None:
+    """The facts of the task's branch `fm/<id>` when its tip is neither HEAD nor in HEAD's
+    history (commits the slot does not have checked out): TASK's work is its branch too. The
+    tip is judged like a clean slot's HEAD; its notes name the branch. Not gathered for a
+    dirty slot: its work is not landed whatever the branch holds."""
+    name = f"fm/{record.task_id}"
+    tip = project.tips.get(record.task_id)
+    if tip is None or st.head is None or st.total or tip == st.head or st.branch == name:
+        return None
+    if project.in_origin is None or tip not in project.in_origin:
+        # In HEAD's history: HEAD's verdict covers it (one call, only for such a branch).
+        inside = _git(record.worktree, "merge-base", "--is-ancestor", tip, st.head)
+        if inside.ok:
+            return None
+    clean = SlotStatus((), 0, (), tip, name)
+    facts = _ship(record, clean, project, fetch=fetch, fetch_timeout=fetch_timeout, gh_bin=gh_bin)
+    return _with(facts, notes=tuple(f"branch {name}: {n}" for n in facts.notes))
 
 
 def _with(facts: ShipFacts, **changes: object) -> ShipFacts:
@@ -489,6 +404,7 @@ def _content(
         return out
     ours: list[str] = []
     theirs: list[str] = []
+    parent: dict[str, str] = {}
     merges = 0
     for row in rows:
         side, oids = row[:1], row[1:].split()
@@ -497,18 +413,58 @@ def _content(
         if len(oids) > 2:
             merges += side == "<"
             continue
+        if len(oids) == 2:
+            parent[oids[0]] = oids[1]
         (ours if side == "<" else theirs).append(oids[0])
     ids = _patch_ids(wt, merge_base, head, ours + theirs)
     if ids is None:
         notes.append(f"cannot compute the patch ids of HEAD and {label}")
         return out
     zero = "0" * len(head)
-    return _with_base(
+    facts = _with_base(
         out,
         head_patches=tuple(ids.get(c) for c in ours),
         head_merges=merges,
         base_patches=tuple((ids[c], c) for c in theirs if c in ids),
         cumulative=ids.get(zero, ""),
+        head_commits=tuple(ours),
+    )
+    return _replayed(wt, head, facts, parent, notes)
+
+
+def _replayed(
+    wt: str, head: str, b: BaseFacts, parent: dict[str, str], notes: list[str]
+) -> BaseFacts:
+    """The matches by patch id that replay confirms (`observe/replay.py`): each commit of
+    HEAD onto each of its matches' parents, when every commit has a match and none is a merge;
+    the branch's whole diff onto the parent of each commit matching it."""
+    ours, pids = b.head_commits or (), b.head_patches or ()
+    matches: dict[str, list[str]] = {}
+    for pid, commit in b.base_patches or ():
+        if commit in parent:
+            matches.setdefault(pid, []).append(commit)
+    patches: list[Replay] = []
+    if ours and not b.head_merges and all(p in matches for p in pids):
+        patches = [
+            Replay(parent[mine], parent[theirs], mine, theirs)
+            for mine, pid in zip(ours, pids, strict=True)
+            if pid is not None and mine in parent
+            for theirs in matches[pid]
+        ]
+    squash = [
+        Replay(b.merge_base, parent[theirs], head, theirs)
+        for theirs in matches.get(b.cumulative or "", [])
+        if b.merge_base is not None
+    ]
+    if not patches and not squash:
+        return b
+    held, why = replay(wt, [*patches, *squash])
+    if why is not None:
+        notes.append(f"cannot replay the matches of HEAD and {b.label}, so none holds: {why}")
+    return _with_base(
+        b,
+        replayed=frozenset((r.change, r.want) for r in patches if r in held),
+        squash_replayed=frozenset(r.want for r in squash if r in held),
     )
 
 

@@ -1,16 +1,24 @@
 """What the slots of one project share, read once for all of them (spec §5 rule 5, §14.6):
 the project's refs and default branch, and for every slot's HEAD at once whether a remote has
 it, whether origin's default branch has it, whether the local one has it, and whether its
-content is in origin's default branch all the same (a squash). Gathering only, for
+content is in origin's default branch all the same (a squash). The same for the tip of each
+task's branch (`fm/<id>`), which must be landed too. Gathering only, for
 `observe/landed.py`; every git call goes through `runner`.
+
+A real run first fetches, with prune, origin and the remotes that have the work judged, and
+counts only the remote-tracking refs those fetches write (`observe/remote_refs.py`); a dry
+run counts every remote-tracking ref as it is.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from fm_teardown.adapters import runner
 from fm_teardown.model.landing import SlotStatus
+from fm_teardown.observe.remote_refs import Confirmed, confirm
+from fm_teardown.observe.replay import merge_results
 
 __all__ = ["ProjectFacts", "fetch_ref", "project_facts"]
 
@@ -57,6 +65,30 @@ class ProjectFacts:
     _origin: bool | None = None
     _fetched: tuple[bool, str] | None = None  # (fetched, why not)
     _trees: dict[str, str | None] = field(default_factory=dict)
+    # A real run's fetches (with prune): only the remote-tracking refs they write count, and
+    # what could not be fetched is said (None: a dry run, every remote-tracking ref counts).
+    confirmed: Confirmed | None = None
+    # The tip of each task's branch `fm/<id>`, by task id, when the branch exists.
+    tips: dict[str, str] = field(default_factory=dict)
+
+    def counted(self) -> list[str] | None:
+        """The remote-tracking refs that count (None: all of them, as they are)."""
+        if self.confirmed is None:
+            return None
+        confirmed = self.confirmed
+        return sorted(n for n in self.refs if n.startswith("refs/remotes/") and confirmed.counts(n))
+
+    def beyond_remotes(
+        self, commits: Sequence[str], also: Sequence[str] = ()
+    ) -> tuple[tuple[str, ...], str]:
+        """`git rev-list` (or `git log`) arguments and standard input for what `commits` have
+        that no counted remote-tracking ref has, nor any of `also`."""
+        counted = self.counted()
+        lines = [*commits, *(f"^{a}" for a in also)]
+        if counted is None:
+            return ("--stdin", "--not", "--remotes"), "".join(f"{x}\n" for x in lines)
+        lines += [f"^{ref}" for ref in counted]
+        return ("--stdin",), "".join(f"{x}\n" for x in lines)
 
     def has_origin(self) -> bool:
         if self._origin is None:
@@ -104,11 +136,22 @@ def _heads_in(project: str, heads: list[str], commit: str) -> frozenset[str] | N
     return frozenset(h for h in heads if h not in beyond)
 
 
-def project_facts(project: str, slots: list[SlotStatus], timeout: float) -> ProjectFacts:
+def project_facts(
+    project: str,
+    slots: list[SlotStatus],
+    timeout: float,
+    *,
+    fetch: bool = False,
+    tasks: Sequence[str] = (),
+) -> ProjectFacts:
     """What the slots of one project share: its refs and default branch, which slot HEADs
-    are on a remote, in origin's default branch, in the local one, or squashed into origin's;
-    at most 4 git calls for all of them."""
+    (and tips of the `tasks`' branches) are on a remote, in origin's default branch, in the
+    local one, or squashed into origin's; at most 4 git calls for all of them. `fetch` (a
+    real run): first fetch, with prune, origin and the remotes that have them."""
     facts = ProjectFacts(project, timeout)
+    if fetch:
+        judged = [s.head for s in slots if s.head] + [f"refs/heads/fm/{t}" for t in tasks]
+        facts.confirmed = confirm(project, judged, timeout)
     refs = _git(
         project,
         "for-each-ref",
@@ -138,15 +181,16 @@ def project_facts(project: str, slots: list[SlotStatus], timeout: float) -> Proj
             if f"{prefix}{name}" in facts.refs or f"refs/heads/{name}" in facts.refs:
                 facts.default = name
                 break
-    heads = sorted({s.head for s in slots if s.head})
+    for task in tasks:
+        tip = facts.refs.get(f"refs/heads/fm/{task}")
+        if tip is not None:
+            facts.tips[task] = tip
+    heads = sorted({s.head for s in slots if s.head} | set(facts.tips.values()))
     if heads:
         # One rev-list for every slot: a HEAD is on a remote-tracking branch exactly when it
-        # is not among the commits reachable from the HEADs but from no remote.
-        r = runner.git(
-            project, "rev-list", "--stdin", "--not", "--remotes",
-            timeout=runner.LOCAL_GIT_TIMEOUT,
-            stdin="".join(f"{h}\n" for h in heads),
-        )  # fmt: skip
+        # is not among the commits reachable from the HEADs but from no (counted) remote.
+        args, stdin = facts.beyond_remotes(heads)
+        r = runner.git(project, "rev-list", *args, timeout=runner.LOCAL_GIT_TIMEOUT, stdin=stdin)
         if r.ok:
             listed = set(r.out.decode("ascii", "replace").split())
             facts.unpushed = frozenset(h for h in heads if h in listed)
@@ -155,6 +199,13 @@ def project_facts(project: str, slots: list[SlotStatus], timeout: float) -> Proj
         if facts.default is not None:
             origin = facts.refs.get(f"{prefix}{facts.default}")
             local = facts.refs.get(f"refs/heads/{facts.default}")
+            if origin is not None and facts.confirmed is not None:
+                if facts.confirmed.counts(f"{prefix}{facts.default}"):
+                    facts._fetched = (True, "")  # fetched just now, with prune
+                else:
+                    # Not written by a fetch that succeeded (origin's refspecs may name other
+                    # branches, or fail on one): the branch is fetched on its own if needed.
+                    origin = None
             if origin is not None:
                 facts.in_origin = _heads_in(project, heads, origin)
                 if facts.in_origin is not None and facts.unpushed_error is None:
@@ -185,17 +236,7 @@ def _squashed(project: str, base: str, heads: list[str], facts: ProjectFacts) ->
     )  # fmt: skip
     if not r.ok:
         return frozenset()
-    tokens = r.out.decode("ascii", "replace").split("\0")
-    out: set[str] = set()
-    i = 0
-    for head in heads:
-        if i + 1 >= len(tokens):
-            break
-        clean, merged = tokens[i], tokens[i + 1]
-        i += 2
-        while i < len(tokens) and tokens[i] != "":  # conflicted entries, up to an empty one
-            i += 1
-        i += 1
-        if clean == "1" and merged == tree:
-            out.add(head)
-    return frozenset(out)
+    answers = merge_results(r.out, len(heads))
+    return frozenset(
+        h for h, (clean, merged) in zip(heads, answers, strict=False) if clean and merged == tree
+    )

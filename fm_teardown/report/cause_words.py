@@ -22,8 +22,11 @@ from fm_teardown.model.causes import (
     LiveChildren,
     LiveOwner,
     LiveOwners,
+    NestedUnsaved,
+    NestedWork,
     NeverApproved,
     NoFieldNamed,
+    NotFetched,
     NotLanded,
     Observed,
     ObservedKind,
@@ -42,11 +45,13 @@ from fm_teardown.model.causes import (
 )
 from fm_teardown.model.not_landed import (
     AndAlso,
+    BranchNotLanded,
     HomeInFlight,
     HomeOwnWork,
     HomeProblem,
     HomeProblemKind,
     HomeRecordsUnknown,
+    NestedRepo,
     NoHead,
     NotLandedWhy,
     NotMerged,
@@ -61,7 +66,7 @@ from fm_teardown.model.not_landed import (
 from fm_teardown.model.plan import OwnerKind
 from fm_teardown.model.records import record_refusal
 
-__all__ = ["belongs_now", "cause_text", "listed", "not_landed_text"]
+__all__ = ["belongs_now", "cause_text", "listed", "nested_text", "not_landed_text"]
 
 
 def listed(ids: Listed, sep: str = ", ") -> str:
@@ -239,6 +244,19 @@ def cause_text(c: Cause) -> str:
             return f"its record {c.problem}" if c.own else record_refusal(c.meta_path, c.problem)
         case PlanChanged() | NeverApproved() | FieldChanged() | NoFieldNamed() | PlanTokens():
             return _plan(c)
+        case NestedWork():
+            return f"nested repository: {nested_text(c.repo)}"
+        case NestedUnsaved():
+            more = f" and {c.more} more" if c.more else ""
+            return (
+                f"{c.task}'s slot holds nested repositories ({', '.join(c.paths)}{more}): "
+                "--force cannot save them with their history"
+            )
+        case NotFetched():
+            return (
+                f"not fetched: a dry run uses {' and '.join(c.refs)} as last fetched; the real "
+                "run fetches first (with prune) and may decide otherwise"
+            )
         case BlockedReturn():
             names = ", ".join(c.blockers)
             if c.headline:
@@ -300,6 +318,19 @@ _HOME = {
 }
 
 
+def nested_text(n: NestedRepo) -> str:
+    """A repository nested in the slot and the work it holds, in one line."""
+    if n.error:
+        return f"{n.path} (could not tell what it holds: {n.error})"
+    parts = []
+    if n.total:
+        named = ", ".join(n.named) + (", …" if n.total > 3 else "")
+        parts.append(f"uncommitted changes in {_plural(n.total, 'path')} ({named})")
+    if n.commits:
+        parts.append(f"{_plural(n.commits, 'commit')} on none of its remote-tracking branches")
+    return f"{n.path} ({'; '.join(parts) or 'nothing uncommitted, every commit pushed'})"
+
+
 def not_landed_text(w: NotLandedWhy | None) -> str:
     """Why a task's own work is not landed (or not merged), in one line ("" for none: the
     proof says why it is)."""
@@ -340,3 +371,5 @@ def not_landed_text(w: NotLandedWhy | None) -> str:
             return f"secondmate home {w.home} has work of its own: {_own_work(w.work)}"
         case AndAlso():
             return f"{not_landed_text(w.first)}; {not_landed_text(w.then)}"
+        case BranchNotLanded():
+            return f"branch {w.branch} has commits beyond HEAD: {not_landed_text(w.why)}"
