@@ -35,7 +35,8 @@ from tests.fleet import (
 
 # Where a batch's first task is paused, and the step whose look stops it there.
 PAUSES = {
-    "before-endpoint": "processes",  # right before TASK's own window is killed
+    "before-endpoint": "processes",  # before the endpoint step (its quit keys)
+    "before-kill": "processes",  # right before TASK's own panes are killed
     "before-recheck": "processes",  # under the slot lock, before the re-check
     "before-processes": "processes",
     "before-pool": "pool",
