@@ -89,7 +89,10 @@ def plan(
     *,
     remembered: Mapping[str, tuple[Proc, ...]] | None = None,
     fetch: bool | None = None,
+    known: Callable[[Record], LandedLike] | None = None,
 ) -> Planned:
+    """`known`: rule 5's facts as already gathered (a look again right before a destructive
+    call: no git); then the plan token is not made either (nothing compares it)."""
     canon = Canonicalizer()  # one per look at the world: loading and observing share it
     fleet = load(settings, task, canon)
     obs = observe(settings, fleet, remembered, deciding=(task,), canon=canon)
@@ -98,9 +101,13 @@ def plan(
     # fm's own files (journal, cost table, locks) never go inside these, for this run only.
     places = work_places(settings, fleet, canon)
     facts: list[LandedLike] = []
-    decision = _decide_with_landed(settings, task, fleet, obs, flags, fetch=fetch, facts=facts)
+    decision = _decide_with_landed(
+        settings, task, fleet, obs, flags, fetch=fetch, facts=facts, known=known
+    )
     decision = _lock_placed(settings, decision, places)
     landed = facts[0] if facts else None
+    if known is not None:
+        return Planned(decision, fleet, obs, landed, None, None, places)
     me = os.getpid()
     words = fingerprint.words(decision, obs, landed, fm_pid=me)
     token = fingerprint.token(fingerprint.digests(decision, obs, landed, fm_pid=me))
@@ -152,6 +159,7 @@ def _decide_with_landed(
     *,
     fetch: bool | None = None,
     facts: list[LandedLike] | None = None,
+    known: Callable[[Record], LandedLike] | None = None,
 ) -> Decision:
     """Decide; if rule 5 is reached, TASK's landed facts are gathered and it decides again.
 
@@ -161,6 +169,8 @@ def _decide_with_landed(
     fetching = (not flags.dry_run) if fetch is None else fetch
 
     def gather(records: Sequence[Record]) -> dict[str, LandedLike]:
+        if known is not None:
+            return {r.task_id: known(r) for r in records}
         return {r.task_id: _landed_facts(settings, r, fetch=fetching) for r in records}
 
     decision, found = decide.decide_with_landed(task, fleet, obs, flags, gather)
@@ -269,18 +279,38 @@ def _teardown(
             places=planned.places,
         )
     from fm_teardown.act import steps as act
-    from fm_teardown.act.run_state import Seams
+    from fm_teardown.act.run_state import Rechecked, Seams
+    from fm_teardown.model.results import RecheckAt
     from fm_teardown.observe.branch_use import held_by
     from fm_teardown.observe.claim import still_names
     from fm_teardown.observe.tasktmp import task_tmp
     from fm_teardown.observe.window_identity import drift
 
-    def replan(remembered: tuple[Proc, ...]) -> Planned:
-        # Under the slot lock: TASK's endpoint is gone; no fetch (the first decision fetched).
-        return plan(settings, task, flags, remembered={task: remembered}, fetch=False)
+    def recheck(
+        at: RecheckAt, remembered: tuple[Proc, ...], landed: LandedLike | None
+    ) -> Rechecked:
+        # TASK's endpoint is gone; no fetch (the first decision fetched). Under the slot lock
+        # rule 5's facts are gathered again (late writes count); right before a later
+        # destructive call they are the last decision's: one process scan, one tmux listing,
+        # no git (late writes are the pool step's to catch: the unforced return, proven).
+        def reuse(record: Record) -> LandedLike:
+            return landed if landed is not None else _landed_facts(settings, record, fetch=False)
 
-    def observe_now(fleet: Fleet, inventory: TmuxInventory, table: ProcessTable) -> Observation:
-        return assemble(settings, fleet, inventory, table)
+        again = plan(
+            settings,
+            task,
+            flags,
+            remembered={task: remembered},
+            fetch=False,
+            known=None if at == RecheckAt.LOCKED else reuse,
+        )
+        # A batch's task is selected again, not only decided again.
+        return Rechecked(again, guard(again) if guard is not None else None)
+
+    def observe_now(
+        fleet: Fleet, inventory: TmuxInventory, table: ProcessTable, remembered: tuple[Proc, ...]
+    ) -> Observation:
+        return assemble(settings, fleet, inventory, table, {task: remembered})
 
     def landed_now(record: Record) -> LandedLike:
         return _landed_facts(settings, record, fetch=False)
@@ -289,7 +319,7 @@ def _teardown(
         return intent(d, planned) if intent is not None else None
 
     seams = Seams(
-        replan=replan,
+        recheck=recheck,
         observe=observe_now,
         landed=landed_now,
         window_drift=drift,

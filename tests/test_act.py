@@ -78,9 +78,9 @@ def test_happy_path_returns_the_slot_and_clears_the_record(fleet: Fleet) -> None
     )
     assert not tmp.exists()
     [call] = fleet.treehouse_calls()
+    # Unforced (no --force given): the pool would decline a tree holding changes.
     assert call["argv"] == [
         "return",
-        "--force",
         "--if-lease-id",
         f"{1:032x}",
         "--if-lease-holder",
@@ -419,8 +419,12 @@ def test_recheck_under_the_lock_catches_a_new_live_claimant(fleet: Fleet) -> Non
     pause.unlink()
     out, _ = proc.communicate(timeout=60)
     doc = json.loads(out)
-    assert (proc.returncode, doc["verdict"]) == (4, "live-owner")
-    assert any("decision changed" in w for w in doc["warnings"])
+    # Someone came to work in the slot: the run stops (exit 1, spec §15.4), saying who and
+    # what the decision is now; a re-run refuses it as the live owner it is.
+    assert (proc.returncode, doc["verdict"]) == (1, "failed")
+    [ran] = [s for s in doc["steps"] if s["step"] == "processes"]
+    assert ran["outcome"] == "failed" and f"{ID_INTRUDER}'s endpoint" in ran["detail"], ran
+    assert "now live-owner" in ran["detail"] and "re-run to decide again" in ran["detail"]
     assert tree_hash(slot) == tree
     assert not any(gone(p) for p in intruder.pids)
     assert fleet.treehouse_calls() == []

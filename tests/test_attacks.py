@@ -255,8 +255,12 @@ def test_a_lease_granted_between_the_recheck_and_the_return_stops_the_run(
     pause.unlink()
     out, _ = proc.communicate(timeout=60)
     doc = json.loads(out)
-    assert (proc.returncode, doc["verdict"]) == (4, "live-owner"), doc
-    assert f"lease:{ID_NEWTASK}" in str(doc["reasons"][0])
+    # The new task's endpoint came to work in the slot: seen right before the return, the run
+    # stops (exit 1, re-run to decide again), saying who came and what the decision is now.
+    assert (proc.returncode, doc["verdict"]) == (1, "failed"), doc
+    [pool] = [s for s in doc["steps"] if s["step"] == "pool"]
+    assert pool["outcome"] == "failed" and "re-run to decide again" in pool["detail"], pool
+    assert f"{ID_NEWTASK}'s endpoint" in pool["detail"] and "now live-owner" in pool["detail"]
     assert [c for c in fleet.treehouse_calls() if c["argv"][0] == "return"] == []
     assert pool_entry(fleet, slot)["lease_holder"] == ID_NEWTASK
     assert not any(gone(p) for p in newtask.pids)
@@ -401,11 +405,13 @@ def test_a_refusal_found_at_the_recheck_says_the_endpoint_was_ended(fleet: Fleet
     slot = fleet.slot(1, holder=ID_T1)
     fleet.task(ID_T1, slot, "dead")
     proc, pause = fleet.fm_paused("before-recheck", ID_T1)
-    fleet.task(ID_INTRUDER, slot, "alive")
+    # Another tool claims the tree meanwhile (someone who comes to work in the slot is an
+    # arrival instead: exit 1, tests/test_arrivals.py).
+    git(fleet.project, "worktree", "lock", "--reason", "another tool", str(slot))
     pause.unlink()
     out, _ = proc.communicate(timeout=60)
     doc = json.loads(out)
-    assert (proc.returncode, doc["verdict"]) == (4, "live-owner")
+    assert (proc.returncode, doc["verdict"]) == (5, "unsafe")
     reason = str(doc["reasons"][0])
     assert "already done by this run: endpoint" in reason
     assert "nothing was changed" not in reason

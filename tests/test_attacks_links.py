@@ -268,7 +268,7 @@ def test_an_unleased_clean_merged_slot_is_left_to_the_pool(fleet: Fleet) -> None
     code, dry = fleet.fm_json("teardown", t1, "--dry-run")
     assert code == 0, dry
     planned = steps(dry)["pool"][1]
-    assert planned.startswith(f"treehouse return --force {slot}"), planned
+    assert planned.startswith(f"treehouse return {slot}"), planned
     assert "or no call at all if the slot is still unleased, clean and its HEAD merged" in planned
     code, doc = fleet.fm_json("teardown", t1)
     assert (code, doc["verdict"]) == (0, "proceed"), doc
@@ -319,7 +319,7 @@ def test_an_unleased_slot_whose_head_is_not_merged_is_still_returned(fleet: Flee
     assert (code, doc["verdict"]) == (0, "proceed"), doc
     assert steps(doc)["pool"][0] == "done"
     [call] = [c for c in fleet.treehouse_calls() if c["argv"][0] == "return"]
-    assert call["argv"] == ["return", "--force", str(slot)]
+    assert call["argv"] == ["return", str(slot)]
 
 
 # -- restore never writes into or through a slot -------------------------------------------

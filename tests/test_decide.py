@@ -25,7 +25,7 @@ from fm_teardown.model.errors import ExitCode, Verdict
 from fm_teardown.model.landing import LandedRung, Proof, ProofLine
 from fm_teardown.model.not_landed import NestedRepo, NotLandedWhy, OwnWork
 from fm_teardown.model.paths import is_within
-from fm_teardown.model.plan import Decision, Flags
+from fm_teardown.model.plan import Decision, Flags, PoolReturn
 from fm_teardown.model.records import Fleet, InvalidRecord, Record, load_fleet
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.world import (
@@ -1125,7 +1125,17 @@ def test_plan_targets_for_sole_claimant() -> None:
 def test_pool_return_unleased_slot_is_unconditional() -> None:
     d = World().task("a").decide("a")
     assert d.pool_return is not None
-    assert d.pool_return.argv == ["return", "--force", S1]
+    assert d.pool_return.argv == ["return", S1]
+
+
+def test_pool_return_is_forced_only_under_force_or_for_scratch_slots() -> None:
+    """Without --force the return is unforced (the pool declines a tree holding changes, so
+    late work is preserved); --force, a scout's scratch slot and a secondmate's home force."""
+    assert World().task("a").decide("a", force=True).pool_return == PoolReturn(
+        S1, None, None, force=True
+    )
+    scout = World().task("a", kind="scout").decide("a")
+    assert scout.pool_return is not None and scout.pool_return.argv[:2] == ["return", "--force"]
 
 
 def test_pool_return_is_conditional_on_lease_id_and_holder() -> None:
@@ -1133,7 +1143,6 @@ def test_pool_return_is_conditional_on_lease_id_and_holder() -> None:
     assert d.pool_return is not None
     assert d.pool_return.argv == [
         "return",
-        "--force",
         "--if-lease-id",
         "L1",
         "--if-lease-holder",
@@ -1145,7 +1154,7 @@ def test_pool_return_is_conditional_on_lease_id_and_holder() -> None:
 def test_pool_return_of_a_lease_without_id_is_conditional_on_holder() -> None:
     d = World().task("a").lease(holder="a").decide("a")
     assert d.pool_return is not None
-    assert d.pool_return.argv == ["return", "--force", "--if-lease-holder", "a", S1]
+    assert d.pool_return.argv == ["return", "--if-lease-holder", "a", S1]
 
 
 def test_pool_return_uses_the_exact_stored_path() -> None:
@@ -1452,7 +1461,6 @@ def test_assembled_sole_claimant_with_own_agent_proceeds(real: RealWorld) -> Non
     assert d.pool_return is not None
     assert d.pool_return.argv == [
         "return",
-        "--force",
         "--if-lease-id",
         "L1",
         "--if-lease-holder",

@@ -602,7 +602,10 @@ def check_proceed_plans_are_ordered_and_end_with_the_record(sc: Scenario, d: Dec
     if d.pool_return is not None:
         pool = sc.pools[sc.records[sc.task].slot]
         argv = d.pool_return.argv
-        assert argv[:2] == ["return", "--force"]
+        # Forced only under --force (and for a scout's or secondmate's slot).
+        forced = sc.force or sc.records[sc.task].kind in ("scout", "secondmate")
+        force = ["--force"] if forced else []
+        assert argv[: 1 + len(force)] == ["return", *force]
         assert argv[-1] == sc.records[sc.task].slot
         if pool.leased:
             assert ("--if-lease-id" in argv) == bool(pool.lease_id)
@@ -612,7 +615,7 @@ def check_proceed_plans_are_ordered_and_end_with_the_record(sc: Scenario, d: Dec
             else:
                 assert "--if-lease-holder" not in argv
         else:
-            assert argv == ["return", "--force", sc.records[sc.task].slot]
+            assert argv == ["return", *force, sc.records[sc.task].slot]
 
 
 def check_decide_is_deterministic(sc: Scenario) -> None:

@@ -24,6 +24,7 @@ from fm_teardown.model.outcome import Skipped
 from fm_teardown.model.plan import Step, StepName, StepOutcome
 from fm_teardown.model.reasons import NotSelectedReason, NotSelectedWhy
 from fm_teardown.model.results import (
+    Arrived,
     AttributionResult,
     AttributionWhat,
     AuthLeft,
@@ -49,6 +50,7 @@ from fm_teardown.model.results import (
     ProcessesResult,
     ProcessesWhat,
     ProcRef,
+    RecheckAt,
     RecordGone,
     RecordResult,
     RecordWhat,
@@ -434,6 +436,35 @@ CASES: list[tuple[StepResult, StepOutcome, str]] = [
         PoolResult(PoolWhat.NOT_RETURNED, CMD, error="exit 0 with 'Aborted.'"),
         F,
         f"{CMD} did not return the slot: exit 0 with 'Aborted.'; slot and lease kept",
+    ),
+    (
+        PoolResult(PoolWhat.DECLINED, CMD, error="🌳 Aborted.", dirty=("late.txt",)),
+        F,
+        f"the pool declined to return the slot ({CMD}: 🌳 Aborted.): its tree holds changes "
+        "(late.txt) that appeared after the decision; they were preserved, not discarded; "
+        "slot, lease and record kept: land or discard them, or re-run with --force (which "
+        "saves them first, then discards them)",
+    ),
+    (
+        PoolResult(PoolWhat.PRESERVED, unlanded=OwnWork(1, ("notes.md",), untracked=1)),
+        F,
+        "not returned: work appeared in the slot after the decision (uncommitted changes in 1 "
+        "path, 1 of them untracked (notes.md)); they were preserved, not discarded; slot, "
+        "lease and record kept: land or discard them, or re-run with --force (which saves "
+        "them first, then discards them)",
+    ),
+    (
+        Arrived(RecheckAt.PROCESSES, ("claude (7), an agent in no pane",)),
+        F,
+        "stopped before the processes step's first signal: someone came to work in the slot "
+        "since the decision: claude (7), an agent in no pane; nothing of theirs was touched, "
+        "the record is kept: re-run to decide again",
+    ),
+    (
+        Arrived(RecheckAt.POOL, now=Verdict.PROCEED),
+        F,
+        "stopped before the pool's return: the decision's conditions changed (now proceed); "
+        "nothing of theirs was touched, the record is kept: re-run to decide again",
     ),
     (RecordResult(RecordWhat.ALREADY_GONE), A, "the record is already gone"),
     (

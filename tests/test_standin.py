@@ -342,6 +342,29 @@ def test_dirty_without_force_and_devnull_stdin_aborts(pool: Pool) -> None:
     assert_still_leased(pool, lease, before)
 
 
+def test_dirty_without_force_and_a_closed_stdin_aborts(pool: Pool) -> None:
+    """The real pool's contract for an unforced return from a caller whose stdin is closed
+    (not /dev/null: no fd 0 at all): the dirty prompt reads EOF, `Aborted.`, exit 0, the tree
+    and the lease untouched. fm's proof of an unforced return relies on it."""
+    lease = pool.lease()
+    slot = Path(lease["path"])
+    (slot / "work.txt").write_text("unsaved")
+    before = state_file_of(slot).read_bytes()
+    proc = subprocess.run(
+        ["bash", "-c", 'exec "$@" <&-', "-", str(STANDIN_BIN), "return", str(slot)],
+        cwd=pool.project,
+        env=pool.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert (proc.returncode, proc.stdout) == (0, "")
+    assert proc.stderr == PROMPT + ABORTED + "\n"
+    assert (slot / "work.txt").read_text() == "unsaved"
+    assert_still_leased(pool, lease, before)
+
+
 def test_dirty_prompt_answers(pool: Pool) -> None:
     lease = pool.lease()
     slot = Path(lease["path"])

@@ -8,15 +8,22 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from fm_teardown.act import gitlock
-from fm_teardown.act.run_state import Run
+from fm_teardown.act import arrivals, gitlock
+from fm_teardown.act.run_state import Run, boundary
 from fm_teardown.adapters import interrupts, pool, processes
 from fm_teardown.model.errors import FmError, Lead, Verdict
 from fm_teardown.model.leases import lease_name, lease_task, unconditional_only
 from fm_teardown.model.paths import canonical, is_within
 from fm_teardown.model.plan import Decision, StepName, StepOutcome
 from fm_teardown.model.records import Record
-from fm_teardown.model.results import BranchResult, BranchWhat, HooksWhat, PoolResult, PoolWhat
+from fm_teardown.model.results import (
+    BranchResult,
+    BranchWhat,
+    HooksWhat,
+    PoolResult,
+    PoolWhat,
+    RecheckAt,
+)
 from fm_teardown.model.step_warnings import (
     BranchKept,
     ClaimKept,
@@ -98,6 +105,10 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
     _check_pool_before_return(run, record, d)
     if _pool_reuses_as_is(run, record, d):
         return
+    if pr.force and not run.flags.force and record.kind == "secondmate":
+        # A forced return without fm's --force: the home is looked at again right before
+        # it, so that work that appeared there after the decision is preserved, not reset.
+        _preserve_late_work(run, record, pr.path)
     result = pool.run_return(bin_, pr.argv, cwd, s.treehouse_timeout)
     retries = 0
     while result.git_lock_held:
@@ -137,6 +148,17 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
         raise run.fail(
             StepName.POOL, pr.path, replace(said, what=PoolWhat.NOT_IN_STATE, error=last)
         )
+    if not pr.force and (result.aborted or (result.returncode == 0 and not entry.leased)):
+        # The unforced return, proven: a tree that still holds changes after it was not
+        # returned (the pool declined it, its dirty prompt answered by a closed stdin): the
+        # work that appeared after the decision is preserved.
+        changes = pool.changes_in(d.slot)
+        if result.aborted or changes is None or changes:
+            raise run.fail(
+                StepName.POOL,
+                pr.path,
+                replace(said, what=PoolWhat.DECLINED, dirty=changes or (), error=last),
+            )
     if result.returncode == 0 and not result.aborted and not entry.leased:
         run.note(StepName.POOL, pr.path, said)
         return
@@ -176,6 +198,15 @@ def _pool_reuses_as_is(run: Run, record: Record, d: Decision) -> bool:
     return True
 
 
+def _preserve_late_work(run: Run, record: Record, path: str) -> None:
+    """Right before a forced return without fm's --force: TASK's work judged again (rule 5's
+    facts, git); work that is not landed now appeared after the decision (which found it
+    landed): the return is not made, the tree preserved."""
+    facts = run.seams.landed(record)
+    if not facts.landed:
+        raise run.fail(StepName.POOL, path, PoolResult(PoolWhat.PRESERVED, unlanded=facts.summary))
+
+
 def _recheck_landed(run: Run, record: Record) -> None:
     """After removing a stale lock, the safety checks run again before the return."""
     if run.flags.force or record.kind == "scout":
@@ -203,6 +234,10 @@ def step_branch(run: Run, record: Record, d: Decision) -> None:
     ):
         run.note(StepName.BRANCH, target, BranchResult(BranchWhat.NOT_RETURNED, b.name, b.commit))
         return
+    # Right before the delete: the slot's census taken again (someone who came to work there
+    # since stops the run; the branch is kept).
+    boundary("before-branch")
+    arrivals.look_again(run, d, RecheckAt.BRANCH, StepName.BRANCH, target)
     result = delete_branch(
         record.project, b.name, b.commit, b.default, d.slot, run.seams.branch_held
     )

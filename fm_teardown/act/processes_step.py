@@ -4,19 +4,29 @@ about to be discarded is saved (`step_save`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
+from enum import Enum, auto
 
 from fm_teardown.act.run_state import Run, proc_refs
 from fm_teardown.adapters import interrupts, processes, tmux
-from fm_teardown.decide.census import Kind, kind_of, placement
-from fm_teardown.decide.sparing import never_signalled
+from fm_teardown.decide.census import Kind, Member, census, kind_of, placement
+from fm_teardown.decide.sparing import NeverSignalled, never_signalled
 from fm_teardown.model.errors import FmError
 from fm_teardown.model.paths import is_within, tmp_root_of
 from fm_teardown.model.plan import StepName
-from fm_teardown.model.process_kind import terminal_of
+from fm_teardown.model.process_kind import ProcessClass, classify_proc, terminal_of
 from fm_teardown.model.records import Record
-from fm_teardown.model.results import ProcessesResult, ProcessesWhat, SaveResult, SaveWhat, Terminal
-from fm_teardown.model.world import InventoryStatus, Observation, Proc
+from fm_teardown.model.results import (
+    Arrived,
+    ProcessesResult,
+    ProcessesWhat,
+    RecheckAt,
+    SaveResult,
+    SaveWhat,
+    Terminal,
+)
+from fm_teardown.model.world import InventoryStatus, Observation, Placement, Proc, Spared
 
 __all__ = ["LATER_PASSES", "step_processes", "step_save"]
 
@@ -34,9 +44,20 @@ def step_processes(
     discarded: str | None,
     *,
     sole_claimant: bool = False,
+    first: Observation | None = None,
 ) -> None:
-    """End every process whose cwd is in the slot (when `slot` is given) or in tasktmp, except
-    what is never signalled (spec §7a), judged afresh from each scan.
+    """End every process whose cwd is in the slot (when `slot` is given) or in tasktmp that is
+    TASK's to end, judged afresh from each scan (`_judge`): every process found is classified
+    (the census) before anything is signalled. Only TASK's own are signalled: its endpoint,
+    anything that is no one's (no agent, no terminal, in no pane), and what the decision saw
+    and meant to end (TASK's leftover agent when TASK is the slot's only claimant, the
+    discarded live owner's). What fm never signals is spared (spec §7a). Anything else (an
+    agent, a terminal or another task's endpoint the decision did not see, a process whose
+    place cannot be told) is someone's new work: found by the first scan, it stops the step
+    before any signal (`Arrived`); found later, nothing more is signalled and the step fails.
+
+    `first`: the observation the step's re-check was just made from (`arrivals.look_again`),
+    taken as its first scan.
 
     A process that started there during the step is ended on a later pass (at most
     `LATER_PASSES`) only when it is TASK's leftover beyond doubt: no agent, no controlling
@@ -62,28 +83,42 @@ def step_processes(
         )
         return
     target = " and ".join(roots)
+    task = record.task_id
 
     def inside(proc: Proc) -> bool:
         return bool(proc.cwd) and any(is_within(proc.cwd or "", r) for r in roots)
 
+    # What the decision saw in the slot, by pid and start time: its kind then.
+    decided = (
+        {(m.proc.pid, m.proc.start_time): m.kind for m in census(task, run.decided.observation)}
+        if run.decided is not None
+        else {}
+    )
     terminals: dict[int, Terminal] = {}
     # The processes seen that TASK's own left behind, by pid and start time (`_leftover`).
     leftovers: set[tuple[int, float]] = set()
     leaders: set[int] = set()
+    someones: list[Member] = []  # the first scan's someone's work, as the census names it
 
-    def scan() -> tuple[list[Proc], set[tuple[int, float]]]:
-        """The processes to end now, and every live process seen inside (spared ones too).
-        The shells among them that no task's endpoint holds are someone's terminals: noted
-        (`terminals`) so that the result says which terminal each was; those that may be
-        TASK's leftovers are noted in `leftovers`."""
-        table = processes.scan()
+    def scan(
+        obs: Observation | None = None,
+    ) -> tuple[list[Proc], list[Proc], set[tuple[int, float]]]:
+        """The processes to end now, those that are someone's work (`_judge`: found, the step
+        stops), and every live process seen inside (spared ones too). The shells among them
+        that no task's endpoint holds are someone's terminals: noted (`terminals`) so that the
+        result says which terminal each was; those that may be TASK's leftovers are noted in
+        `leftovers`."""
+        if obs is None:
+            table = processes.scan()
+            inventory = tmux.list_panes(run.settings)
+        else:
+            table, inventory = obs.processes, obs.inventory
         if table.error:
             raise run.fail(
                 StepName.PROCESSES,
                 target,
                 ProcessesResult(ProcessesWhat.SCAN_FAILED, error=table.error),
             )
-        inventory = tmux.list_panes(run.settings)
         if inventory.status == InventoryStatus.ERROR:
             # Which processes belong to other endpoints cannot be told: end nothing.
             raise run.fail(
@@ -91,36 +126,53 @@ def step_processes(
                 target,
                 ProcessesResult(ProcessesWhat.TMUX_UNREADABLE, error=inventory.error),
             )
-        obs = run.seams.observe(run.fleet, inventory, table)
-        spared = never_signalled(obs, record.task_id, discarded)
+        if obs is None:
+            obs = run.seams.observe(run.fleet, inventory, table, run.remembered)
+        spared = never_signalled(obs, task, discarded)
         seen = [p for p in table.procs.values() if inside(p) and not p.zombie]
-        ending = [p for p in seen if p.pid not in spared]
+        ending: list[Proc] = []
+        stops: list[Proc] = []
+        for p in seen:
+            judged = _judge(obs, task, p, spared, decided, discarded, sole=sole_claimant)
+            if judged is _Judged.SIGNAL:
+                ending.append(p)
+            elif judged is _Judged.STOP:
+                stops.append(p)
+                place = placement(obs, p)
+                someones.append(Member(p, kind_of(task, place), place))
         # Which lead a process group, read before they are signalled (a gone one leads
         # none): said as the whole group reaped once nothing of that group is left. Once
         # the step is done, everything a scan found to end was ended.
         leaders.update(p.pid for p in ending if processes.leads_group(p.pid))
-        for p in ending:
+        for p in (*ending, *stops):
             t = terminal_of(p, obs.endpoint_owner, inventory)
             if t is not None:
                 terminals.setdefault(p.pid, t)
-            if sole_claimant and _leftover(obs, record.task_id, p):
+            if sole_claimant and _leftover(obs, task, p):
                 leftovers.add((p.pid, p.start_time))
-        return ending, {(p.pid, p.start_time) for p in seen}
+        return ending, stops, {(p.pid, p.start_time) for p in seen}
 
-    targets, present = scan()
+    targets, stops, present = scan(first)
+    if stops:
+        # Someone's work the decision did not see: nothing is signalled.
+        raise run.fail(
+            StepName.PROCESSES,
+            target,
+            Arrived(RecheckAt.PROCESSES, tuple(str(m) for m in someones)),
+        )
     if not targets:
         run.note(StepName.PROCESSES, target, ProcessesResult(ProcessesWhat.NONE_THERE))
         return
     processes.terminate(targets, run.settings.term_grace, run.settings.kill_wait, run.signalled)
     if interrupts.requested():
         raise run.fail(StepName.PROCESSES, target, ProcessesResult(ProcessesWhat.INTERRUPTED))
-    left, _ = scan()
+    left, stops, _ = scan()
     signalled = {p.pid for p in targets}
     # Spared at the first scan only as another task's endpoint, whose window has gone since
     # (its own teardown ran meanwhile): a dead endpoint's shell (a live one would have made
     # its task a live owner), in the slot from the start, which the return would end anyway.
     released = [p for p in left if p.pid not in signalled and (p.pid, p.start_time) in present]
-    if released:
+    if released and not stops:
         processes.terminate(
             released, run.settings.term_grace, run.settings.kill_wait, run.signalled
         )
@@ -128,16 +180,20 @@ def step_processes(
         signalled |= {p.pid for p in released}
         if interrupts.requested():
             raise run.fail(StepName.PROCESSES, target, ProcessesResult(ProcessesWhat.INTERRUPTED))
-        left, _ = scan()
+        left, stops, _ = scan()
     later: list[Proc] = []
     for _ in range(LATER_PASSES):
         # Only when everything left started during the step and is TASK's leftover: a
         # survivor of SIGKILL, or anything that might be someone's, fails the step untouched.
-        if not left or any(
-            p.pid in signalled
-            or (p.pid, p.start_time) in present
-            or (p.pid, p.start_time) not in leftovers
-            for p in left
+        if (
+            stops
+            or not left
+            or any(
+                p.pid in signalled
+                or (p.pid, p.start_time) in present
+                or (p.pid, p.start_time) not in leftovers
+                for p in left
+            )
         ):
             break
         processes.terminate(left, run.settings.term_grace, run.settings.kill_wait, run.signalled)
@@ -145,15 +201,17 @@ def step_processes(
         signalled |= {p.pid for p in left}
         if interrupts.requested():
             raise run.fail(StepName.PROCESSES, target, ProcessesResult(ProcessesWhat.INTERRUPTED))
-        left, _ = scan()
-    if left:
+        left, stops, _ = scan()
+    if left or stops:
         raise run.fail(
             StepName.PROCESSES,
             target,
             ProcessesResult(
                 ProcessesWhat.LEFT_RUNNING,
                 survivors=proc_refs(p for p in left if p.pid in signalled),
-                newcomers=proc_refs(p for p in left if p.pid not in signalled),
+                newcomers=proc_refs(
+                    (p for p in (*left, *stops) if p.pid not in signalled), terminals
+                ),
                 later=proc_refs(later),
             ),
         )
@@ -168,12 +226,72 @@ def step_processes(
     )
 
 
+class _Judged(Enum):
+    SIGNAL = auto()  # TASK's to end
+    SPARE = auto()  # never signalled (tmux, another task's endpoint, fm), seen by the decision
+    STOP = auto()  # someone's work: nothing more is signalled
+
+
+def _judge(
+    obs: Observation,
+    task: str,
+    p: Proc,
+    spared: NeverSignalled,
+    decided: Mapping[tuple[int, float], Kind],
+    discarded: str | None,
+    *,
+    sole: bool,
+) -> _Judged:
+    """What the processes step does with a process it found inside: classified first (the
+    census, `decide/census.py`), compared with what the decision saw (`decided`)."""
+    why = spared.get(p.pid)
+    seen = decided.get((p.pid, p.start_time))
+    if why is not None:
+        came = seen is None and why.kind in (Spared.OTHER_ENDPOINT, Spared.TMUX, Spared.TMUX_SERVER)
+        return _Judged.STOP if came else _Judged.SPARE
+    place = placement(obs, p)
+    if place.doubt is not None:
+        return _Judged.STOP
+    kind = kind_of(task, place)
+    if kind == Kind.OTHER and classify_proc(p) == ProcessClass.UNSURE:
+        return _Judged.STOP  # whether it runs an agent cannot be told: doubt
+    if kind in (Kind.OWN, Kind.OTHER) or seen == Kind.OWN or _discarded(obs, p, place, discarded):
+        return _Judged.SIGNAL
+    if seen == kind and (kind != Kind.AGENT_NO_PANE or sole):
+        return _Judged.SIGNAL  # the decision saw it as it is, and meant to end it
+    return _Judged.STOP
+
+
+def _discarded(obs: Observation, p: Proc, place: Placement, discarded: str | None) -> bool:
+    """The live owner `--discard-live-owner` names: its endpoint's, or the process `pid:N`
+    and what runs under it."""
+    if discarded is None:
+        return False
+    if place.endpoint == discarded:
+        return True
+    if not discarded.startswith("pid:"):
+        return False
+    procs = obs.processes.procs
+    at: Proc | None = p
+    hops = 0
+    while at is not None and hops < 64:  # a bounded walk up the ancestry
+        if f"pid:{at.pid}" == discarded:
+            return True
+        at = procs.get(at.ppid) if at.ppid > 0 else None
+        hops += 1
+    return False
+
+
 def _leftover(obs: Observation, task: str, proc: Proc) -> bool:
     """What TASK's processes may have left behind as they were ended: no agent, no controlling
     terminal, in no pane of any tmux server (an endpoint's or anyone's), and where it runs told
     beyond doubt (`census.kind_of`'s plain `other`)."""
     place = placement(obs, proc)
-    return place.doubt is None and kind_of(task, place) == Kind.OTHER
+    return (
+        place.doubt is None
+        and kind_of(task, place) == Kind.OTHER
+        and classify_proc(proc) != ProcessClass.UNSURE
+    )
 
 
 def step_save(run: Run, record: Record, owner: str) -> None:

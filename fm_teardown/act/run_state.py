@@ -15,8 +15,16 @@ from fm_teardown.adapters import interrupts, processes
 from fm_teardown.adapters.interrupts import Interrupted
 from fm_teardown.model.causes import OwnFileBlocked
 from fm_teardown.model.plan import Decision, Flags, LandedLike, Planned, Step, StepName, StepOutcome
+from fm_teardown.model.reasons import NotSelectedReason
 from fm_teardown.model.records import Fleet, Record
-from fm_teardown.model.results import BranchUse, Drift, ProcRef, StepResult, Terminal
+from fm_teardown.model.results import (
+    BranchUse,
+    Drift,
+    ProcRef,
+    RecheckAt,
+    StepResult,
+    Terminal,
+)
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.step_warnings import RunWarning
 from fm_teardown.model.values import value
@@ -29,18 +37,40 @@ from fm_teardown.model.world import (
     TmuxInventory,
 )
 
-__all__ = ["EndpointChanged", "Run", "Seams", "StepFailed", "boundary", "proc_refs"]
+__all__ = [
+    "DecidedOtherwise",
+    "EndpointChanged",
+    "Rechecked",
+    "Run",
+    "Seams",
+    "StepFailed",
+    "boundary",
+    "proc_refs",
+]
+
+
+@value
+class Rechecked:
+    """The world looked at again (`Seams.recheck`): the fresh decision, with the observation
+    it was made from, and for a batch's task the reason it is no longer selected (None: it
+    still is, or no batch)."""
+
+    planned: Planned
+    not_selected: NotSelectedReason | None = None
 
 
 @value
 class Seams:
     """What acting needs from the other stages, as plain callables (the-loop's `cleanup.py`).
 
-    - `replan(remembered)`: load, observe and decide again (under the slot lock, no fetch);
-      `remembered` are TASK's own endpoint processes from the snapshot taken before its window
-      was killed, still TASK's at the re-check;
-    - `observe(fleet, inventory, table)`: an observation from fresh scans, for judging which
-      processes are never signalled;
+    - `recheck(at, remembered, landed)`: load, observe and decide again, and for a batch's
+      task re-apply its selection (`Rechecked`). `remembered` are TASK's own endpoint
+      processes from the snapshot taken before its window was killed, still TASK's. Under
+      the slot lock (`RecheckAt.LOCKED`) rule 5's facts are gathered again (git, no fetch);
+      right before a later destructive call they are `landed`, the last decision's (one
+      process scan and one tmux listing, no git: late writes are the pool step's to catch);
+    - `observe(fleet, inventory, table, remembered)`: an observation from fresh scans, for
+      classifying the processes a scan of the processes step finds;
     - `landed(record)`: rule 5's facts again, after a stale git lock was removed;
     - `window_drift(decided, inventory, table)`: how TASK's decided windows now differ from
       what the decision saw (asked right before the quit keys and right before the kill);
@@ -54,8 +84,8 @@ class Seams:
       step; returns why it could not (the run then refuses, changing nothing), or None.
     """
 
-    replan: Callable[[tuple[Proc, ...]], Planned]
-    observe: Callable[[Fleet, TmuxInventory, ProcessTable], Observation]
+    recheck: Callable[[RecheckAt, tuple[Proc, ...], LandedLike | None], Rechecked]
+    observe: Callable[[Fleet, TmuxInventory, ProcessTable, tuple[Proc, ...]], Observation]
     landed: Callable[[Record], LandedLike]
     window_drift: Callable[[Endpoint, TmuxInventory, ProcessTable], tuple[Drift, ...]]
     tasktmp: Callable[[str], TaskTmp]
@@ -88,6 +118,12 @@ class Run:
     # The pool step was skipped because the pool hands the slot out as it is: the slot is
     # back in the pool's hands, as after a verified return.
     pool_reuses: bool = False
+    # TASK's own endpoint processes from the snapshot taken before its window was killed:
+    # still TASK's whenever the world is looked at again.
+    remembered: tuple[Proc, ...] = ()
+    # The decision acted on, as made (under the slot lock) with what it saw: every later look
+    # at the world is compared with it (`act/arrivals.py`).
+    decided: Planned | None = None
 
     def note(self, step: StepName, target: str, result: StepResult) -> Step:
         """A step that ran (done, or nothing there to act on) or was left out (skipped): its
@@ -105,6 +141,16 @@ def boundary(name: str) -> None:
     faults.at(name)
     if interrupts.requested():
         raise Interrupted(name)
+
+
+class DecidedOtherwise(Exception):
+    """Looked at again right before a destructive call, the world is decided otherwise: a
+    refusal now (a lease or a lock another took since, ...). Nothing more is done; the run
+    reports that decision, as the re-check under the slot lock does."""
+
+    def __init__(self, decision: Decision) -> None:
+        super().__init__(str(decision.verdict))
+        self.decision = decision
 
 
 class EndpointChanged(Exception):

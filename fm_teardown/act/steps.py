@@ -5,10 +5,12 @@ nothing. Each step records a typed result (`results`: what happened, and so its 
 done, absent, skipped, failed), never a sentence; a failed step stops the
 run before the next destructive step, keeps the record and exits 1, so that running the same
 command again finishes the job. Just before the first step that touches the slot, the slot
-lock is taken and the world is observed and decided again (through the `replan` seam): if the
-decision changed, nothing more is done and the new verdict is reported. Just before each
-destructive call the world is checked again (the window, the pool's lease, tasktmp, the
-branch's users, the claim): the checks that read the world come through `Seams`, built by the
+lock is taken and the world is observed and decided again (through the `recheck` seam): if the
+decision changed, nothing more is done and the new verdict is reported. Right before each
+destructive call the world is looked at again through that same seam (`arrivals`: the census,
+the decision's conditions, a batch's selection; someone who came to work in the slot since
+stops the run, exit 1) and checked again (the window, the pool's lease, tasktmp, the branch's
+users, the claim): the checks that read the world come through `Seams`, built by the
 pipeline, so act imports nothing from observe.
 
 Each step lives in a module of its own (`endpoint_step`, `processes_step`, `pool_step`,
@@ -25,18 +27,25 @@ The order, and why (written here only; docs/architecture.md points here):
    agent is first asked to quit with its own harness's keys (`graceful`; none while
    `synchronize-panes` is on); then only the window ids seen when deciding are killed;
 2. (lock, re-observe, re-decide): under the slot's flock, rule 5 included: late writes
-   count, new claimants are seen; a changed decision stops the run;
-3. processes: nothing may run in the slot when it is saved and reset; tmux, other endpoints
-   and fm's own ancestry are never signalled;
+   count, new claimants are seen; a changed decision stops the run; so does someone who came
+   to work in the slot since the first decision, or a batch's selection no longer met;
+3. processes: nothing may run in the slot when it is saved and reset. Right before the first
+   signal the world is looked at again (that look is the step's first scan); every process a
+   scan finds is classified first and only TASK's own are signalled (someone's new work stops
+   the step); tmux, other endpoints and fm's own ancestry are never signalled;
 4. save-discarded (--force): after the processes are ended, so nothing writes to it any more;
    before the pool's reset destroys it;
 5. hooks (spec §10): the fleet's hook files leave the slot before the return, so the next
    task in it never fires turn-end signals for a dead one;
-6. pool: the pool's state is read again right before `treehouse return` (conditional on the
-   lease seen), then the return is verified in the state file; an unleased slot the pool
-   would reuse as it is is not returned at all (spec §13.7);
+6. pool: last of the steps in the slot, since it resets it: the world is looked at again
+   (the locks included) and the pool's state read again right before `treehouse return`
+   (conditional on the lease seen; unforced without --force, so that work written after the
+   decision is declined by the pool and preserved), then the return is verified in the state
+   file and, unforced, by the tree; an unleased slot the pool would reuse as it is is not
+   returned at all (spec §13.7);
 7. branch, claim (spec §10, duties.py): only after a verified return (or a slot the pool
-   reuses as it is): TASK's branch by compare-and-swap, TASK's own slot claim;
+   reuses as it is): TASK's branch by compare-and-swap, the slot's census taken again right
+   before the delete; TASK's own slot claim;
 8. auth, attribution: the hook auth entries TASK's token files name, one cost row, whenever
    the record goes;
 9. record: tasktmp, the sidecars, the meta last, so that a crash anywhere before leaves the
@@ -50,20 +59,27 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from fm_teardown.act import faults
+from fm_teardown.act import arrivals, faults
 from fm_teardown.act.endpoint_step import step_endpoint
 from fm_teardown.act.lock import slot_lock
 from fm_teardown.act.pool_step import step_branch, step_claim, step_hooks, step_pool
 from fm_teardown.act.processes_step import step_processes, step_save
 from fm_teardown.act.record_step import step_record
-from fm_teardown.act.run_state import EndpointChanged, Run, Seams, StepFailed, boundary
+from fm_teardown.act.run_state import (
+    DecidedOtherwise,
+    EndpointChanged,
+    Run,
+    Seams,
+    StepFailed,
+    boundary,
+)
 from fm_teardown.adapters import interrupts
 from fm_teardown.adapters.interrupts import Interrupted
 from fm_teardown.decide.before_acting import own_file_blocked
 from fm_teardown.model.errors import ExitCode, FmError, Lead, Verdict
 from fm_teardown.model.outcome import Outcome, Signal
 from fm_teardown.model.plan import Decision, Flags, Planned, Step, StepName, StepOutcome
-from fm_teardown.model.results import NotNeeded, NotRun, NotRunCause
+from fm_teardown.model.results import NotNeeded, NotRun, NotRunCause, RecheckAt
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.step_warnings import (
     DecidedAgain,
@@ -98,24 +114,52 @@ def run(settings: Settings, planned: Planned, flags: Flags, seams: Seams) -> Out
             snapshot = step_endpoint(r, record, decided_endpoint, planned.observation.env.protected)
             boundary("after-endpoint")
             with slot_lock(settings.state_dir, d.slot, settings.lock_timeout, settings.places):
-                # 2. lock, re-observe, re-decide: a changed decision stops the run.
+                # 2. lock, re-observe, re-decide: a changed decision stops the run; so does
+                # someone who came to work in the slot since, or for a batch's task a
+                # selection that no longer holds.
                 boundary("before-recheck")
-                again = seams.replan(tuple(snapshot))
-                d2 = again.decision
+                r.remembered = tuple(snapshot)
+                again = seams.recheck(RecheckAt.LOCKED, r.remembered, None)
+                d2 = again.planned.decision
+                # Someone who came to work in the slot stops the run (exit 1) before the
+                # decision is compared (a stale slot is left to its owner: only TASK's window
+                # and record go, whoever works there).
+                first = next((s for s in d.plan if s.step != StepName.ENDPOINT), None)
+                if first is not None and d.verdict == Verdict.PROCEED:
+                    arrivals.check(
+                        r,
+                        d,
+                        again,
+                        RecheckAt.LOCKED,
+                        first.step,
+                        first.target,
+                        before=planned.observation,
+                    )
                 if _key(d2) != _key(d):
                     return changed(r, d, d2)
                 # Report the endpoint as it was before this run ended it.
-                d, record = replace(d2, endpoint=d.endpoint), again.fleet.records[d.task]
-                r.fleet = again.fleet
+                d, record = replace(d2, endpoint=d.endpoint), again.planned.fleet.records[d.task]
+                r.fleet, r.decided = again.planned.fleet, again.planned
                 assert d.slot is not None
-                # 3. processes: nothing may run in the slot when it is saved and reset.
+                # 3. processes: nothing may run in the slot when it is saved and reset. Right
+                # before the first signal the world is looked at again (`arrivals`); that look
+                # is the step's first scan.
                 # No owner but TASK (d.owners leaves TASK out): what starts in the slot as
                 # its processes end may be ended as theirs (the processes step's later pass).
                 sole = not d.owners
-                if d.end_processes:
-                    step_processes(r, record, d.slot, d.discarded_owner, sole_claimant=sole)
-                elif any(s.step == StepName.PROCESSES for s in d.plan):
-                    step_processes(r, record, None, d.discarded_owner, sole_claimant=sole)
+                ends = d.end_processes or any(s.step == StepName.PROCESSES for s in d.plan)
+                if ends:
+                    boundary("before-processes")
+                    where = d.slot if d.end_processes else (record.tasktmp or d.slot)
+                    look = arrivals.look_again(r, d, RecheckAt.PROCESSES, StepName.PROCESSES, where)
+                    step_processes(
+                        r,
+                        record,
+                        d.slot if d.end_processes else None,
+                        d.discarded_owner,
+                        sole_claimant=sole,
+                        first=look.planned.observation,
+                    )
                 else:
                     r.note(StepName.PROCESSES, d.slot, NotNeeded(d.skip_reason))
                 boundary("after-processes")
@@ -126,13 +170,17 @@ def run(settings: Settings, planned: Planned, flags: Flags, seams: Seams) -> Out
                 # 5. hooks: out of the slot before the return.
                 if any(s.step == StepName.HOOKS for s in d.plan):
                     step_hooks(r, d.slot)
-                # 6. pool: the lease read again right before `treehouse return`.
+                # 6. pool: the world looked at again (the locks included), then the lease
+                # read again right before `treehouse return`.
                 if d.pool_return is not None:
+                    boundary("before-pool")
+                    arrivals.look_again(r, d, RecheckAt.POOL, StepName.POOL, d.pool_return.path)
                     step_pool(r, record, d)
                 else:
                     r.note(StepName.POOL, d.slot, NotNeeded(d.skip_reason))
                 boundary("after-pool")
-                # 7. branch, claim: only after a verified return.
+                # 7. branch, claim: only after a verified return (the branch step looks at
+                # the slot's census again right before the delete).
                 if d.branch is not None:
                     step_branch(r, record, d)
                 if d.own_claim is not None:
@@ -140,6 +188,9 @@ def run(settings: Settings, planned: Planned, flags: Flags, seams: Seams) -> Out
                 # 8, 9. auth, attribution, then the record last (`step_record` runs both).
                 step_record(r, record)
                 faults.at("after-record")
+    except DecidedOtherwise as exc:
+        r.steps.extend(_left(d, r, NotRunCause.REFUSED))
+        return changed(r, d, exc.decision)
     except EndpointChanged as exc:
         r.steps.append(exc.step)
         return _decided_again(r, d)
@@ -205,7 +256,7 @@ def _decided_again(r: Run, d: Decision) -> Outcome:
     the re-check does) and report that decision; nothing more was typed or killed."""
     assert d.slot is not None
     with slot_lock(r.settings.state_dir, d.slot, r.settings.lock_timeout, r.settings.places):
-        after = r.seams.replan(()).decision
+        after = r.seams.recheck(RecheckAt.LOCKED, (), None).planned.decision
     r.warnings.append(DecidedAgain(d.task, d.verdict, after.verdict))
     if after.verdict in (Verdict.PROCEED, Verdict.STALE):
         r.warnings.append(RerunForNewDecision())

@@ -21,6 +21,7 @@ __all__ = [
     "STATE_FILE",
     "PoolReader",
     "ReturnResult",
+    "changes_in",
     "fresh_view",
     "read_state",
     "reusable_as_is",
@@ -185,6 +186,24 @@ def run_return(treehouse_bin: str, argv: list[str], cwd: str, timeout: float) ->
 def fresh_view(recorded: str, slot: str) -> PoolView:
     """Read the state file again (no cache): for verifying a return."""
     return PoolReader().view(recorded, slot)
+
+
+# How many of a tree's changed paths a declined return names.
+_CHANGES_SHOWN = 5
+
+
+def changes_in(slot: str) -> tuple[str, ...] | None:
+    """The first changed paths of the slot's tree (`git status --porcelain
+    --untracked-files=all`, as the pool's dirty prompt reads it): () when it holds none or is
+    gone (a return may remove it), None when its status cannot be read. What proves an
+    unforced return: a tree still holding changes after it was not returned."""
+    if not os.path.isdir(slot):
+        return ()
+    status = runner.git(slot, "status", "--porcelain", "--untracked-files=all")
+    if not status.ok:
+        return None
+    paths = [line[3:] for line in status.out.decode("utf-8", "replace").splitlines() if line[3:]]
+    return tuple(paths[:_CHANGES_SHOWN]) if paths else ()
 
 
 def _reset_targets(slot: str) -> list[str] | None:

@@ -17,6 +17,7 @@ from fm_teardown.model.errors import ExitCode
 from fm_teardown.model.outcome import Outcome, Result, Skipped
 from fm_teardown.model.plan import Flags
 from fm_teardown.model.reasons import NotSelectedReason, NotSelectedWhy
+from fm_teardown.model.results import arrived
 from fm_teardown.model.settings import Settings
 from fm_teardown.pipeline import (
     NotSelected,
@@ -104,7 +105,9 @@ def run(
             if not json_out:
                 report.render(outcome, json_out=False)
             stopped = outcome.interrupted or interrupts.requested()
-            if stopped or outcome.exit_code == ExitCode.FAILED:
+            # Someone who came to work in a slot stops that task only (spec §15.4).
+            came = arrived(s.result for s in outcome.steps)
+            if stopped or (outcome.exit_code == ExitCode.FAILED and not came):
                 failed = None if stopped else task
                 results += [Skipped(t, failed) for t in tasks[i + 1 :]]
                 break

@@ -81,7 +81,10 @@ def stale_decision(
 def proceed_decision(c: Case, reasons: list[Reason], warnings: list[DecisionWarning]) -> Decision:
     """Past every rule: TASK's slot is TASK's to tear down."""
     discarded, returns_slot, landed = c.discarded, c.returns_slot, c.work
-    pool_return = _pool_return(c.facts.pool.entry) if returns_slot else None
+    # Forced under --force (after its save), and where the slot is not the task's work as a
+    # ship's is: a scout's scratch, a secondmate's home (looked at again right before).
+    forced = c.flags.force or c.record.kind in ("scout", "secondmate")
+    pool_return = _pool_return(c.facts.pool.entry, forced) if returns_slot else None
     save_as = (
         (discarded if discarded is not None and discarded in c.fleet.records else c.task)
         if c.saves_work
@@ -227,15 +230,15 @@ def _record_steps(record: Record) -> tuple[Step, ...]:
     )
 
 
-def _pool_return(entry: PoolEntry | None) -> PoolReturn:
+def _pool_return(entry: PoolEntry | None, forced: bool = True) -> PoolReturn:
     """Conditional on the lease seen: its id, and its holder when it has one (an empty holder
     is the only condition left for a lease without an id, e.g. a legacy lease). A lease that is
     not TASK's was a live owner, so here it is TASK's or the discarded owner's."""
     assert entry is not None
     if not entry.leased:
-        return PoolReturn(entry.path, None, None)
+        return PoolReturn(entry.path, None, None, forced)
     holder = entry.lease_holder if entry.lease_holder or not entry.lease_id else None
-    return PoolReturn(entry.path, entry.lease_id or None, holder)
+    return PoolReturn(entry.path, entry.lease_id or None, holder, forced)
 
 
 def _proceed_headline(

@@ -507,21 +507,24 @@ def foreign_git_dir(c: Case) -> Refusal | None:
 
 
 def foreign_worktree_lock(c: Case) -> Refusal | None:
-    """A `git worktree lock` on the slot is another tool's claim (the pool never locks its
-    slots): refused, whatever the flags, and the lock is never removed by fm; the hint is the
-    command that removes it, for whoever knows that tool is done."""
-    if not c.facts.exists or c.facts.lock is None:
+    """A `git worktree lock` on the slot, or on a worktree nested inside it (§15.4a), is another
+    tool's claim (the pool never locks its slots): refused, whatever the flags; fm never removes
+    it; the hint is the command that does, for whoever knows that tool is done."""
+    if not c.facts.exists or (c.facts.lock is None and not c.facts.nested_locks):
         return None
     project = c.obs.project_of.get(c.task, c.record.project)
+    # A nested worktree's lock claims the slot too: the reset and the signals would reach it.
+    locks = [(None, c.facts.lock)] if c.facts.lock is not None else c.facts.nested_locks
+    locked, reason = locks[0]
     return _refusal(
         Verdict.UNSAFE,
-        [causes.ForeignLock(c.slot, c.facts.lock)],
+        [causes.ForeignLock(c.slot, r, nested=p) for p, r in locks],
         [
             "let that tool finish (its lock says which), then re-run",
             "only if that tool is done with the tree, remove its lock and re-run: "
-            f"git -C {shlex.quote(project)} worktree unlock {shlex.quote(c.slot)}",
+            f"git -C {shlex.quote(project)} worktree unlock {shlex.quote(locked or c.slot)}",
         ],
-        causes.ForeignLock(c.slot, c.facts.lock, headline=True),
+        causes.ForeignLock(c.slot, reason, headline=True, nested=locked),
     )
 
 

@@ -281,11 +281,13 @@ class PoolNotReady:
 
 @value
 class ForeignLock:
-    """Another tool's `git worktree lock` on the slot; `reason`: the lock's ("" if none)."""
+    """Another tool's `git worktree lock` on the slot; `reason`: the lock's ("" if none).
+    `nested`: the locked worktree when it is one nested inside the slot (None: the slot)."""
 
     slot: str
     reason: str
     headline: bool = False
+    nested: str | None = None
 
 
 @value

@@ -144,15 +144,22 @@ class Step:
 
 @value
 class PoolReturn:
-    """`treehouse return --force [--if-lease-id ID] [--if-lease-holder H] <path>`."""
+    """`treehouse return [--force] [--if-lease-id ID] [--if-lease-holder H] <path>`.
+
+    `force`: the pool's dirty prompt skipped (`--force`, the tree reset whatever it holds):
+    under fm's `--force` (after its save), and for a scout's scratch slot and a secondmate's
+    home (fm looks at the home again right before). Otherwise the return is unforced: the pool
+    declines a tree that holds changes (`Aborted.`), and work that appeared after the decision
+    is preserved, never reset."""
 
     path: str  # exactly as the pool's state file stores it
     lease_id: str | None
     lease_holder: str | None
+    force: bool = True
 
     @property
     def argv(self) -> list[str]:
-        argv = ["return", "--force"]
+        argv = ["return", "--force"] if self.force else ["return"]
         if self.lease_id:
             argv += ["--if-lease-id", self.lease_id]
         if self.lease_holder is not None:

@@ -8,14 +8,19 @@ failed), so no outcome is ever read back out of words.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import Enum, auto
 
+from fm_teardown.model.errors import Verdict
+from fm_teardown.model.landing import Reason
 from fm_teardown.model.leaks import BrowserResult, RemoteJobsResult
 from fm_teardown.model.not_landed import NotLandedWhy
 from fm_teardown.model.plan import StepOutcome
+from fm_teardown.model.reasons import NotSelectedReason
 from fm_teardown.model.values import value
 
 __all__ = [
+    "Arrived",
     "AttributionResult",
     "AttributionWhat",
     "AuthLeft",
@@ -41,6 +46,7 @@ __all__ = [
     "ProcRef",
     "ProcessesResult",
     "ProcessesWhat",
+    "RecheckAt",
     "RecordGone",
     "RecordResult",
     "RecordWhat",
@@ -50,6 +56,7 @@ __all__ = [
     "Terminal",
     "UnlinkWhat",
     "Unlinked",
+    "arrived",
 ]
 
 _D, _A, _S, _F = StepOutcome.DONE, StepOutcome.ABSENT, StepOutcome.SKIPPED, StepOutcome.FAILED
@@ -444,6 +451,11 @@ class PoolWhat(Enum):
     ALREADY_RETURNED = auto()
     NOT_RETURNED = auto()
     REUSED_AS_IS = auto()  # not returned: unleased and clean, the pool hands it out as it is
+    # Not returned, the tree preserved: the unforced return was declined (the tree holds
+    # changes: `dirty`), or fm's own look at the tree right before a forced one found work
+    # that appeared after the decision (`unlanded`).
+    DECLINED = auto()
+    PRESERVED = auto()
 
 
 _POOL = {
@@ -464,7 +476,9 @@ class PoolResult:
     retries: int = 0
     wait: float = 0.0
     error: str | None = None  # the pool's, git's or treehouse's words
-    unlanded: NotLandedWhy | None = None  # why TASK's work is not landed (UNLANDED_AFTER_LOCK)
+    # Why TASK's work is not landed (UNLANDED_AFTER_LOCK, PRESERVED).
+    unlanded: NotLandedWhy | None = None
+    dirty: tuple[str, ...] = ()  # DECLINED: the first changed paths of the tree after it
 
     @property
     def outcome(self) -> StepOutcome:
@@ -497,6 +511,37 @@ class RecordResult:
         return {RecordWhat.REMOVED: _D, RecordWhat.ALREADY_GONE: _A}.get(self.what, _F)
 
 
+# -- arrivals -----------------------------------------------------------------------------------
+
+
+class RecheckAt(Enum):
+    """Where the world is looked at again, right before which destructive call."""
+
+    LOCKED = auto()  # under the slot lock, after TASK's own window: rule 5's facts again too
+    PROCESSES = auto()  # right before the processes step's first signal
+    POOL = auto()  # right before the pool's return
+    BRANCH = auto()  # right before the branch delete
+
+
+@value
+class Arrived:
+    """The world looked at again right before a destructive call no longer holds what the
+    decision saw: someone came to work in the slot (`newcomers`, each named as the census
+    names it, with where it runs), the decision's conditions changed (`now`: the verdict
+    now, `headline`: why, when it refuses), or a batch's task is no longer what was
+    selected (`not_selected`). That call and every step after it were not run."""
+
+    at: RecheckAt
+    newcomers: tuple[str, ...] = ()
+    now: Verdict | None = None
+    headline: Reason | None = None
+    not_selected: NotSelectedReason | None = None
+
+    @property
+    def outcome(self) -> StepOutcome:
+        return _F
+
+
 StepResult = (
     NotRun
     | NotNeeded
@@ -511,6 +556,24 @@ StepResult = (
     | AttributionResult
     | PoolResult
     | RecordResult
+    | Arrived
     | BrowserResult
     | RemoteJobsResult
 )
+
+
+def arrived(results: Iterable[StepResult | None]) -> bool:
+    """Whether a run was stopped by someone who came to work in its slot (an `Arrived` step,
+    or newcomers a later scan of the processes step found, none of its own processes left
+    running): a batch goes on with its next task, as after a refusal."""
+    for r in results:
+        if isinstance(r, Arrived):
+            return True
+        if (
+            isinstance(r, ProcessesResult)
+            and r.what == ProcessesWhat.LEFT_RUNNING
+            and r.newcomers
+            and not r.survivors
+        ):
+            return True
+    return False

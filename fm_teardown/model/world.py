@@ -355,6 +355,9 @@ class SlotFacts:
     # Another tool's `git worktree lock` on the slot: its reason ("" without one), None when
     # the slot is not locked.
     lock: str | None = None
+    # Worktrees of the project nested inside the slot that another tool locked: (path,
+    # reason). Each claims the slot as a lock on the slot does.
+    nested_locks: tuple[tuple[str, str], ...] = ()
 
 
 @value

@@ -16,7 +16,14 @@ from collections.abc import Callable
 
 from fm_teardown.model.paths import canonical
 
-__all__ = ["common_dir", "read_small", "slot_git_problem", "worktree_lock"]
+__all__ = [
+    "common_dir",
+    "locked_worktrees",
+    "nested_locks",
+    "read_small",
+    "slot_git_problem",
+    "worktree_lock",
+]
 
 _MAX = 4096
 
@@ -155,3 +162,50 @@ def worktree_lock(
         return "(its reason cannot be read)"
     said = " ".join(reason.split())
     return said if len(said) <= _REASON_MAX else said[: _REASON_MAX - 1] + "…"
+
+
+def _said(reason: str) -> str:
+    said = " ".join(reason.split())
+    return said if len(said) <= _REASON_MAX else said[: _REASON_MAX - 1] + "…"
+
+
+def locked_worktrees(
+    common: str, canon: Callable[[str], str] = canonical
+) -> tuple[tuple[str, str], ...]:
+    """Every worktree of the repository whose common git dir is `common` that another tool
+    locked (`git worktree lock`): its canonical path and the lock's reason ("" without one).
+    Pure file reads: `<common>/worktrees/<name>/locked` and, for a locked one, its `gitdir`
+    (which names `<path>/.git`). A worktree whose `gitdir` cannot be read is left out: where
+    it is cannot be told, and the slot's own lock is read from the slot (`worktree_lock`)."""
+    base = os.path.join(common, "worktrees")
+    try:
+        with os.scandir(base) as it:
+            names = [e.name for e in it]
+    except OSError:
+        return ()
+    out = []
+    for name in sorted(names):
+        locked = os.path.join(base, name, "locked")
+        try:
+            os.lstat(locked)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            reason = f"(its reason cannot be read: {exc.strerror})"
+        else:
+            text = read_small(locked)
+            reason = "(its reason cannot be read)" if text is None else _said(text)
+        named = read_small(os.path.join(base, name, "gitdir"))
+        first = named.split("\n", 1)[0].strip() if named is not None else ""
+        if not os.path.isabs(first):
+            continue
+        out.append((canon(os.path.dirname(os.path.normpath(first))), reason))
+    return tuple(out)
+
+
+def nested_locks(slot: str, locked: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """The locked worktrees (`locked_worktrees`) whose path is inside `slot`, the slot itself
+    left out: another tool's claim on a tree nested in the slot, which the pool's reset and
+    the processes step would reach too."""
+    prefix = slot.rstrip("/") + "/"
+    return tuple((path, reason) for path, reason in locked if path.startswith(prefix))

@@ -42,7 +42,14 @@ from fm_teardown.model.world import (
 from fm_teardown.observe.claim import read_claim
 from fm_teardown.observe.cwd_identity import Directories
 from fm_teardown.observe.endpoint import endpoint_of, moved_windows, panes_by_window
-from fm_teardown.observe.gitdir import common_dir, read_small, slot_git_problem, worktree_lock
+from fm_teardown.observe.gitdir import (
+    common_dir,
+    locked_worktrees,
+    nested_locks,
+    read_small,
+    slot_git_problem,
+    worktree_lock,
+)
 from fm_teardown.observe.lazy import LazyMap
 from fm_teardown.observe.servers import Servers, vantage_problem
 from fm_teardown.observe.tasktmp import task_tmp
@@ -294,6 +301,16 @@ def assemble(
     tasktmp = LazyMap((tid for tid, r in fleet.records.items() if r.tasktmp), tmp_of)
     reader = PoolReader(canon)
     commons: dict[str, str | None] = {}
+    locked: dict[str, tuple[tuple[str, str], ...]] = {}  # common dir -> its locked worktrees
+
+    def locks_of(common: str | None) -> tuple[tuple[str, str], ...]:
+        # Read once per repository for every slot of it (an audit asks for each).
+        if common is None:
+            return ()
+        if common not in locked:
+            locked[common] = locked_worktrees(common, canon)
+        return locked[common]
+
     first: dict[str, str] = {}  # canonical slot -> the first record naming it
     for tid in fleet.records:
         first.setdefault(slot_of[tid], tid)
@@ -334,6 +351,9 @@ def assemble(
             if dotgit is not None
             else None,
             lock=worktree_lock(slot, canon, dotgit) if dotgit is not None else None,
+            nested_locks=nested_locks(slot, locks_of(commons[project]))
+            if exists and commons[project] is not None
+            else (),
         )
 
     slots = LazyMap(first, facts)

@@ -225,6 +225,14 @@ def cause_text(c: Cause) -> str:
             return _pool(c)
         case ForeignLock():
             reason = f"reason: {c.reason!r}" if c.reason else "no reason given"
+            if c.nested is not None:
+                if c.headline:
+                    return f"a worktree inside the slot is locked by another tool ({reason})"
+                return (
+                    f"slot {c.slot} holds the worktree {c.nested}, locked by another tool (git "
+                    f"worktree lock, {reason}): that tool still claims a tree inside the slot, "
+                    "and fm never removes its lock"
+                )
             if c.headline:
                 return f"slot locked by another tool (git worktree lock, {reason})"
             return (

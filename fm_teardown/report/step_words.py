@@ -16,6 +16,7 @@ from fm_teardown.model.leaks import BrowserLeft, BrowserResult, RemoteJobsResult
 from fm_teardown.model.not_landed import UnlandedDiscarded
 from fm_teardown.model.plan import Step
 from fm_teardown.model.results import (
+    Arrived,
     AttributionResult,
     AttributionWhat,
     AuthLeft,
@@ -41,6 +42,7 @@ from fm_teardown.model.results import (
     ProcessesResult,
     ProcessesWhat,
     ProcRef,
+    RecheckAt,
     RecordGone,
     RecordResult,
     RecordWhat,
@@ -144,6 +146,8 @@ def result_text(r: StepResult) -> str:
             return _pool(r)
         case RecordResult():
             return _record(r)
+        case Arrived():
+            return _arrived(r)
         case BrowserResult():
             return leak_words.browser_text(r)
         case RemoteJobsResult():
@@ -499,6 +503,59 @@ def _pool(r: PoolResult) -> str:
                 "not returned: the slot is unleased, clean and its HEAD merged, so the pool "
                 "reuses it as it is (a return could clear a lease granted meanwhile)"
             )
+        case PoolWhat.DECLINED:
+            said = f"{r.command}: {r.error}" if r.error else r.command
+            changes = (
+                f" ({', '.join(r.dirty)}{', ...' if len(r.dirty) >= 5 else ''})" if r.dirty else ""
+            )
+            return (
+                f"the pool declined to return the slot ({said}): its tree holds changes{changes} "
+                f"that appeared after the decision; {_PRESERVED}"
+            )
+        case PoolWhat.PRESERVED:
+            why = not_landed_text(r.unlanded)
+            return (
+                f"not returned: work appeared in the slot after the decision ({why}); {_PRESERVED}"
+            )
+
+
+_PRESERVED = (
+    "they were preserved, not discarded; slot, lease and record kept: land or discard them, "
+    "or re-run with --force (which saves them first, then discards them)"
+)
+
+_AT = {
+    RecheckAt.LOCKED: "under the slot lock, before acting in the slot",
+    RecheckAt.PROCESSES: "before the processes step's first signal",
+    RecheckAt.POOL: "before the pool's return",
+    RecheckAt.BRANCH: "before the branch delete",
+}
+
+
+def _arrived(r: Arrived) -> str:
+    """A look at the world again right before a destructive call stopped the run."""
+    from fm_teardown.report.messages import finished_reason, said_text
+
+    parts = []
+    if r.newcomers:
+        parts.append(
+            "someone came to work in the slot since the decision: " + "; ".join(r.newcomers)
+        )
+    if r.now is not None:
+        why = f": {said_text(r.headline)}" if r.headline is not None else ""
+        parts.append(f"the decision's conditions changed (now {r.now}{why})")
+    if r.not_selected is not None:
+        n = r.not_selected
+        if n.finished is not None:
+            parts.append(f"no longer what the batch selected: {finished_reason(n.finished)}")
+        elif n.changed:
+            parts.append(f"relaunched since it was selected ({', '.join(n.changed)})")
+        else:
+            parts.append(f"its slot was returned earlier in this batch (by {n.returned_by})")
+    return (
+        f"stopped {_AT[r.at]}: " + "; ".join(parts) + "; nothing of theirs was touched, the "
+        "record is kept: re-run to decide again"
+    )
 
 
 def _record(r: RecordResult) -> str:

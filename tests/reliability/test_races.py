@@ -375,6 +375,14 @@ def test_teardown_racing_a_new_claimant(races: RaceFleet, honour_lock: bool) -> 
             assert pool_entry(fleet, slot).get("lease_id") == lease, f"{what}: lease changed"
             assert not gone(worker.pid), f"{what}: refused, yet the slot's processes ended"
             continue
+        if code == 1 and arrived(doc):
+            # Seen coming to work in the slot right before a destructive call (spec §15.4):
+            # the run stopped there, nothing of the claimant's touched, nothing returned.
+            check_untouched(fleet, c, what)
+            assert calls == [], f"{what}: an arrival was seen, yet the slot was returned"
+            assert task.meta.exists(), f"{what}: stopped, yet TASK's record was removed"
+            assert pool_entry(fleet, slot).get("lease_id") == lease, f"{what}: lease changed"
+            continue
         assert code != 0 or not c.alive_before_lock, (
             f"{what}: the claimant was live before the teardown took the slot lock (so before "
             f"its re-check), yet the teardown did not refuse: {code} {doc}"
@@ -398,6 +406,14 @@ def test_teardown_racing_a_new_claimant(races: RaceFleet, honour_lock: bool) -> 
             assert doc["verdict"] == "failed" and task.meta.exists(), (what, brief(doc))
             assert len(calls) <= 1, what
     print(f"claim races ({'honouring' if honour_lock else 'ignoring'} the lock): {stats}")
+
+
+def arrived(doc: dict[str, Any]) -> bool:
+    """The run stopped because someone came to work in the slot after the decision."""
+    return any(
+        s["outcome"] == "failed" and "came to work in the slot" in s["detail"]
+        for s in doc.get("steps", [])
+    )
 
 
 def check_untouched(fleet: Fleet, c: Claim, what: str) -> None:
