@@ -20,6 +20,7 @@ from fm_teardown.model.values import value
 from fm_teardown.pipeline import Guard, meta_inode
 
 if TYPE_CHECKING:
+    from fm_teardown.decide.audit import AuditRow
     from fm_teardown.model.landing import LandedFacts
     from fm_teardown.model.plan import Planned
 
@@ -33,6 +34,9 @@ class NotChosen:
     task: str
     verdict: str
     finished: Finished
+    # Refused rather than passed over: `--include-live` would take it for its own live
+    # endpoint, but someone else works in its slot (spec §15.4); it counts in the exit code.
+    refused: bool = False
 
 
 @value
@@ -59,10 +63,22 @@ def select_landed(s: Settings, opts: Options) -> Selection:
         # A task `--include-live` took for its own live endpoint but where someone else works
         # too refuses as a live owner (its verdict here), though its own dry run proceeds.
         tuple(
-            NotChosen(r.task, str(r.finished.verdict or r.verdict), r.finished)
+            NotChosen(r.task, str(r.finished.verdict or r.verdict), r.finished, _refuses(r, opts))
             for r in rows
             if not r.finished.finished
         ),
+    )
+
+
+def _refuses(row: AuditRow, opts: Options) -> bool:
+    """`--include-live` takes a task for its own live endpoint, never for someone else's work
+    beside it: such a task refuses as a live owner does (4), whether its own decision already
+    says so (a person's terminal there) or only the selection does (`OthersAtWork`)."""
+    return (
+        opts.include_live
+        and row.endpoint not in (None, "dead", "missing")
+        and row.finished.verdict == Verdict.LIVE_OWNER
+        and bool(row.finished.working)
     )
 
 

@@ -228,7 +228,9 @@ def test_include_live_never_ends_an_operators_shell_or_a_nohup_agent(
     _, doc = fleet.fm_json("teardown", "--landed", "--include-live", "--dry-run")
     assert [r["task"] for r in doc["results"]] == [control], doc
     for args in ((), ("--dry-run",)):
-        _, doc = fleet.fm_json("teardown", "--landed", "--include-live", *args)
+        code, doc = fleet.fm_json("teardown", "--landed", "--include-live", *args)
+        # The control is torn down; the refusal counts in the batch's exit code.
+        assert code == 4, doc
         assert task not in [r["task"] for r in doc["results"]], doc
         verdict, reason, opt_in = not_selected(doc)[task]
         assert (verdict, opt_in) == ("live-owner", None), reason

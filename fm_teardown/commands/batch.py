@@ -27,7 +27,7 @@ from fm_teardown.pipeline import (
 )
 from fm_teardown.report import batch_view, console
 from fm_teardown.report import render as report
-from fm_teardown.selection import Selection, guard
+from fm_teardown.selection import NotChosen, Selection, guard
 
 if TYPE_CHECKING:
     from fm_teardown.decide.finished import Options
@@ -111,7 +111,7 @@ def run(
                 failed = None if stopped else task
                 results += [Skipped(t, failed) for t in tasks[i + 1 :]]
                 break
-        code = exit_code(results, interrupted=stopped)
+        code = _with_refusals(exit_code(results, interrupted=stopped), not_selected)
         not_done = _not_done(results)
         finish = (
             _finish_command(not_done, _acted(results), flags, plans, landed, opts, again)
@@ -131,6 +131,15 @@ def run(
         else:
             batch_view.render_summary(results, code, not_done, finish)
     return code
+
+
+def _with_refusals(code: int, not_selected: list[NotChosen]) -> int:
+    """The batch's exit code with the tasks `--landed` refused rather than passed over
+    (`NotChosen.refused`: 4, as a live owner refuses; spec §15.4). A task that is merely not
+    finished changes nothing."""
+    if not any(n.refused for n in not_selected) or code in (ExitCode.FAILED, ExitCode.INTERRUPTED):
+        return code
+    return max(code, int(ExitCode.LIVE_OWNER))
 
 
 def _approved(check: Guard, token: str) -> Guard:
