@@ -183,9 +183,17 @@ def _tree_of(proc: psutil.Process) -> list[psutil.Process]:
 class Tmux:
     """A private tmux server on its own socket."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, binary: str = "tmux") -> None:
         self.dir = Path(tempfile.mkdtemp(prefix=TMUX_PREFIX.rsplit("/", 1)[1], dir="/tmp"))
         self.socket = str(self.dir / "s")
+        # tmux itself, or a copy of it by another name (its server then runs as
+        # `<name>: server`): what a renamed tmux looks like to fm.
+        self.binary = "tmux"
+        if binary != "tmux":
+            found = shutil.which("tmux")
+            assert found is not None
+            self.binary = str(self.dir / binary)
+            shutil.copy(found, self.binary)
         self.env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(home),
@@ -200,7 +208,7 @@ class Tmux:
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         r = subprocess.run(
-            ["tmux", "-u", "-S", self.socket, "-f", "/dev/null", *args],
+            [self.binary, "-u", "-S", self.socket, "-f", "/dev/null", *args],
             capture_output=True,
             text=True,
             env=self.env,
@@ -213,7 +221,7 @@ class Tmux:
     def start(self, session: str = SESSION, cwd: Path | None = None) -> None:
         """Start the server; `cwd`: where it starts (a server keeps that cwd for good)."""
         subprocess.run(
-            ["tmux", "-u", "-S", self.socket, "-f", "/dev/null", "new-session", "-d", "-s",
+            [self.binary, "-u", "-S", self.socket, "-f", "/dev/null", "new-session", "-d", "-s",
              session, "-n", "keep", "bash --norc --noprofile"],
             capture_output=True, env=self.env, cwd=cwd, check=True,
         )  # fmt: skip
@@ -563,9 +571,10 @@ class Fleet:
             "live": sorted(pid for pid in self.tracked if not gone(pid)),
         }
 
-    def tmux_server_in(self, cwd: Path) -> Tmux:
-        """Another tmux server, started by someone cd'd into `cwd` (it keeps that cwd)."""
-        server = Tmux(self.home)
+    def tmux_server_in(self, cwd: Path, binary: str = "tmux") -> Tmux:
+        """Another tmux server, started by someone cd'd into `cwd` (it keeps that cwd);
+        `binary`: the name of the tmux it runs (a copy by another name)."""
+        server = Tmux(self.home, binary)
         server.start("elsewhere", cwd=cwd)
         self.other_servers.append(server)
         self.tracked.add(server.server_pid())

@@ -67,11 +67,14 @@ def tasktmp(fleet: Fleet) -> Path:
 # -- 1. a tmux server started from inside a slot --------------------------------------------
 
 
-def test_a_tmux_server_in_the_slot_refuses_and_keeps_the_fleet(fleet: Fleet) -> None:
+@pytest.mark.parametrize("binary", ["tmux", "mux"])
+def test_a_tmux_server_in_the_slot_refuses_and_keeps_the_fleet(fleet: Fleet, binary: str) -> None:
+    """Whatever its binary is called: a copy of tmux named `mux` runs as `mux: server`."""
     slot = fleet.slot(1, holder=ID_T1)
     fleet.task(ID_T1, slot, "dead")
     other = fleet.task(ID_T2, fleet.slot(2, holder=ID_T2), "alive")
-    server = fleet.tmux_server_in(slot)  # an operator ran `tmux` while cd'd into the slot
+    # An operator ran `tmux` while cd'd into the slot.
+    server = fleet.tmux_server_in(slot, binary)
     server_pid = server.server_pid()
     before = fleet.snapshot(slot)
     for args in ([], ["--force"]):

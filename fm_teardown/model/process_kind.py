@@ -196,10 +196,16 @@ def _is_agent_name(name: str) -> bool:
 
 @lru_cache(maxsize=4096)
 def is_tmux(name: str, argv0: str) -> bool:
-    """A tmux server or client (`tmux`, `tmux: server`, `tmux: client`): never signalled.
-
-    Ending a tmux server ends every window of the fleet with it."""
-    return any(b == "tmux" or b.startswith("tmux:") for b in (base_name(name), base_name(argv0)))
+    """A tmux server or client (`tmux`, `tmux: server`, `tmux: client`), whatever its binary
+    is called: tmux names its server process `<binary>: server` (a copy named `mux` runs as
+    `mux: server`; the name is cut at 15 bytes, so `my-long-bin: se` says it too). Never
+    signalled: ending a tmux server ends every window of the fleet with it."""
+    if any(b == "tmux" or b.startswith("tmux:") for b in (base_name(name), base_name(argv0))):
+        return True
+    head, sep, tail = name.rpartition(": ")
+    if not sep or not head:
+        return False
+    return tail == "server" or (len(name.encode()) >= 15 and "server".startswith(tail))
 
 
 @lru_cache(maxsize=4096)

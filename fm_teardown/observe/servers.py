@@ -47,14 +47,8 @@ __all__ = ["Server", "Servers", "named_server", "vantage_problem"]
 
 def named_server(name: str) -> bool:
     """Does a process name (comm) say tmux server? `tmux`, and the `<binary>: server` tmux
-    names its server process with, whatever the binary (comm is cut at 15 bytes:
-    `my-long-bin: se` still says it)."""
-    if is_tmux(name, ""):
-        return True
-    head, sep, tail = name.rpartition(": ")
-    if not sep or not head:
-        return False
-    return tail == "server" or (len(name.encode()) >= 15 and "server".startswith(tail))
+    names its server process with, whatever the binary (`process_kind.is_tmux`)."""
+    return is_tmux(name, "")
 
 
 @value
