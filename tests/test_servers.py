@@ -319,3 +319,56 @@ def test_an_agent_in_a_container_working_in_the_slot_keeps_the_task_unfinished(
     assert t not in [r["task"] for r in doc["results"]], doc
     why = {n["task"]: n["reason"] for n in doc["not_selected"]}[t]
     assert f"claude ({agent.pid})" in why, why
+
+
+def test_the_processes_step_ends_by_directory_what_works_in_the_slot_from_a_container(
+    fleet: Fleet,
+) -> None:
+    """The processes step finds what it ends as the census places it: a worker in a mount
+    namespace of its own, cd'd into the slot bind-mounted at another path, is in the slot
+    (ended with the task); one whose cwd merely reads like the slot's path, on a directory
+    of its own namespace mounted there, is not fm's to signal."""
+    if not _can_unshare_mounts():
+        pytest.skip("needs a mount namespace of its own (unshare -m)")
+    t = tid("sv-step")
+    slot = fleet.slot(1, holder=t)
+    fleet.task(t, slot, "dead", extra={"treehouse_lease_holder": t, **OLD})
+    alias = fleet.root / "workspace"
+    alias.mkdir()
+    inside = fleet.spawn(
+        [
+            "unshare",
+            "-m",
+            "sh",
+            "-c",
+            f"mount --bind {slot} {alias} && cd {alias} && exec sleep 100000",
+        ],
+        fleet.root,
+    )
+    lookalike = fleet.spawn(
+        [
+            "unshare",
+            "-m",
+            "sh",
+            "-c",
+            f"mount -t tmpfs none {slot} && cd {slot} && exec sleep 100000",
+        ],
+        fleet.root,
+    )
+
+    def cwd(pid: int) -> str:
+        try:
+            return os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            return ""
+
+    wait_for(lambda: cwd(inside.pid) == str(alias), what="the worker in the bind-mounted slot")
+    wait_for(lambda: cwd(lookalike.pid) == str(slot), what="the worker on a look-alike path")
+    code, doc = fleet.fm_json("teardown", t)
+    assert code == 0, doc
+    [step] = [s for s in doc["steps"] if s["step"] == "processes"]
+    assert f"({inside.pid}" in str(step), step
+    assert f"({lookalike.pid}" not in str(step), step
+    wait_for(lambda: gone(inside.pid), what="the worker in the slot ended")
+    # (The pool's return then ends by path what works there, the look-alike included: that
+    # is the pool's own rule, not fm's signal.)

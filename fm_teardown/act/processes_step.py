@@ -85,8 +85,22 @@ def step_processes(
     target = " and ".join(roots)
     task = record.task_id
 
-    def inside(proc: Proc) -> bool:
-        return bool(proc.cwd) and any(is_within(proc.cwd or "", r) for r in roots)
+    def inside(obs: Observation) -> list[Proc]:
+        """The live processes working in the slot and tasktmp, as the observation places them:
+        by directory where a path cannot tell (another mount namespace, a bind mount), so
+        one in a container working in the slot is found and one whose path only reads like
+        the slot's is not. The paths alone when the observation does not place TASK's slot."""
+        canonical = obs.slot_of.get(task)
+        facts = obs.slots.get(canonical) if slot and canonical == slot else None
+        if slot and facts is None:
+            return [
+                p
+                for p in obs.processes.procs.values()
+                if p.cwd and not p.zombie and any(is_within(p.cwd, r) for r in roots)
+            ]
+        tmp = obs.tasktmp.get(task)
+        found = {p.pid: p for p in (*(facts.procs if facts else ()), *(tmp.procs if tmp else ()))}
+        return [p for p in found.values() if not p.zombie]
 
     # What the decision saw in the slot, by pid and start time: its kind then.
     decided = (
@@ -129,7 +143,7 @@ def step_processes(
         if obs is None:
             obs = run.seams.observe(run.fleet, inventory, table, run.remembered)
         spared = never_signalled(obs, task, discarded)
-        seen = [p for p in table.procs.values() if inside(p) and not p.zombie]
+        seen = inside(obs)
         ending: list[Proc] = []
         stops: list[Proc] = []
         for p in seen:
