@@ -24,7 +24,7 @@ from fm_teardown.decide.hints import inventory_hint
 from fm_teardown.decide.rules import decide_all
 from fm_teardown.model.errors import refused
 from fm_teardown.model.plan import Flags
-from fm_teardown.model.records import Fleet, Record, load_fleet
+from fm_teardown.model.records import Backend, Fleet, Record, load_fleet
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.world import InventoryStatus, Observation
 from fm_teardown.observe.loose_ends import orphans
@@ -44,7 +44,7 @@ def refuse_unreadable_inventory(fleet: Fleet, obs: Observation) -> None:
     error = obs.inventory.error or "unknown error"
     if obs.inventory.status != InventoryStatus.ERROR:
         return
-    if not any(r.backend == "tmux" for r in fleet.records.values()):
+    if not any(r.backend == Backend.TMUX for r in fleet.records.values()):
         return
     raise refused(
         f"the tmux inventory could not be read, so no task's window can be confirmed gone: {error}",

@@ -40,6 +40,7 @@ from fm_teardown.model.reasons import NotSelectedReason
 from fm_teardown.model.records import (
     Fleet,
     Record,
+    RecordKind,
     check_task_id,
     load_fleet,
     load_record,
@@ -417,7 +418,7 @@ def _children_home(s: Settings, task: str, flags: Flags) -> str | None:
         record = load_record(s.state_dir, task)
     except FmError:
         return None  # the run itself says why
-    if record.kind != "secondmate":
+    if record.kind != RecordKind.SECONDMATE:
         return None
     return record.home or record.worktree
 

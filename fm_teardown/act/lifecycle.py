@@ -394,7 +394,7 @@ def _take(stack: ExitStack, lock: Path, busy: str) -> None:
 
 def _secondmate_home(state: Path, child: str) -> Path | None:
     """A child secondmate's home (`home=`, else `worktree=`), read as the script reads it."""
-    from fm_teardown.model.records import RecordProblem, read_meta
+    from fm_teardown.model.records import RecordKind, RecordProblem, read_meta
 
     try:
         text, _ = read_meta(str(state / f"{child}.meta"))
@@ -405,7 +405,7 @@ def _secondmate_home(state: Path, child: str) -> Path | None:
         key, eq, val = line.partition("=")
         if eq and key in ("kind", "home", "worktree") and key not in values:
             values[key] = val.strip()
-    if values.get("kind") != "secondmate":
+    if values.get("kind") != RecordKind.SECONDMATE:
         return None
     where = values.get("home") or values.get("worktree")
     return Path(where) if where and os.path.isabs(where) else None

@@ -23,7 +23,7 @@ from fm_teardown.model.records import (
     task_id_problem,
 )
 from fm_teardown.model.values import value
-from fm_teardown.model.world import Observation, Orphan
+from fm_teardown.model.world import EndpointState, Observation, Orphan
 
 if TYPE_CHECKING:
     from fm_teardown.model.landing import LandedFacts
@@ -36,7 +36,7 @@ __all__ = ["Audit", "AuditRow", "row", "shared_slots", "unusable"]
 class AuditRow:
     task: str
     slot: str | None
-    endpoint: str | None
+    endpoint: EndpointState | None
     verdict: Verdict
     # Without a refusal's lead and tail: when `refused`, the first one is shown as
     # `REFUSED: …; nothing was changed` (report/messages.py, `refused_reasons`).
@@ -85,7 +85,7 @@ def row(
     return AuditRow(
         task,
         d.slot,
-        str(ep.state),
+        ep.state,
         d.verdict,
         d.reasons,
         d.headline,
@@ -93,7 +93,7 @@ def row(
         finished.classify(
             d.verdict,
             d.headline,
-            str(ep.state),
+            ep.state,
             ep.detail,
             record,
             facts,

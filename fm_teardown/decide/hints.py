@@ -15,6 +15,7 @@ from fm_teardown.decide.sparing import Blocker
 from fm_teardown.model.causes import LISTED
 from fm_teardown.model.leases import holder_tasks
 from fm_teardown.model.plan import LandedLike, Owner, OwnerKind
+from fm_teardown.model.records import RecordKind
 from fm_teardown.model.results import Terminal
 from fm_teardown.model.world import InventoryStatus, Spared
 
@@ -158,12 +159,12 @@ def _in_tasks_name(c: Case, owner: Owner) -> bool:
 def unlanded_hints(c: Case, landed: LandedLike) -> list[str]:
     """How TASK's own work lands (by the kind of task and the state of its HEAD), then, last,
     the forced teardown and whether it saves the work first."""
-    if c.record.kind == "scout":
+    if c.record.kind == RecordKind.SCOUT:
         # The report's full path is in the reasons above (the data dir may be anywhere).
         land = (
             "land it: the scout's work product is its report (its path is above): have it written"
         )
-    elif c.record.kind == "secondmate":
+    elif c.record.kind == RecordKind.SECONDMATE:
         land = _secondmate_landing(c, landed)
     elif landed.branch:
         land = f"land it: commit and push the branch {landed.branch}, or merge its PR"

@@ -57,7 +57,7 @@ from fm_teardown.model.leases import lease_task
 from fm_teardown.model.not_landed import UnlandedDiscarded
 from fm_teardown.model.paths import is_ancestor_or_same
 from fm_teardown.model.plan import Decision, DecisionWarning, Flags, LandedLike
-from fm_teardown.model.records import Fleet, Record
+from fm_teardown.model.records import Backend, Fleet, Record, RecordKind
 from fm_teardown.model.values import value
 from fm_teardown.model.world import EndpointState, InventoryStatus, Observation
 
@@ -315,7 +315,7 @@ def unreadable_inventory(c: Case) -> Refusal | None:
     could only fail at its endpoint step, so the dry run and the real run both refuse here,
     alike (spec §14.3)."""
     inventory = c.obs.inventory
-    if c.record.backend != "tmux" or inventory.status != InventoryStatus.ERROR:
+    if c.record.backend != Backend.TMUX or inventory.status != InventoryStatus.ERROR:
         return None
     error = inventory.error or "unknown error"
     doubt = inventory.doubt
@@ -349,7 +349,7 @@ def protected_root(c: Case) -> Refusal | None:
     secondmate as firstmate records it names its home as worktree and project alike: the
     home is its slot, not a checkout of some other project's."""
     project = c.obs.project_of[c.task]
-    standard_secondmate = c.record.kind == "secondmate" and project == c.slot
+    standard_secondmate = c.record.kind == RecordKind.SECONDMATE and project == c.slot
     roots = {
         "the project checkout": None if standard_secondmate else project,
         "/": "/",
@@ -593,7 +593,7 @@ def live_children(c: Case) -> Refusal | GoOn | None:
     """A secondmate torn down with --force: its home's task records go with the home (the
     return resets it). A child whose endpoint is live is still working: fm does not strand
     it, not even with --force. The others' records are named as going."""
-    if c.record.kind != "secondmate" or not c.flags.force:
+    if c.record.kind != RecordKind.SECONDMATE or not c.flags.force:
         return None
     prefix = f"{c.task}/"
     kids = sorted(
@@ -642,7 +642,7 @@ def unsupported_duty(c: Case) -> GoOn | None:
         os.path.normpath(c.record.worktree),
         c.slot,
     )
-    if c.record.kind == "secondmate" and not same:
+    if c.record.kind == RecordKind.SECONDMATE and not same:
         return GoOn(
             warnings=(
                 f"{c.task} is a secondmate whose home {home} is not its slot: fm does not "

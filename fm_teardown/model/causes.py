@@ -12,10 +12,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from fm_teardown.model.not_landed import NestedRepo, NotLandedWhy
 from fm_teardown.model.values import value
-from fm_teardown.model.world import InventoryDoubt
+from fm_teardown.model.world import EndpointState, InventoryDoubt
+
+if TYPE_CHECKING:  # plan.py imports this module (through landing.py)
+    from fm_teardown.model.plan import OwnerKind
 
 __all__ = [
     "LISTED",
@@ -91,8 +95,8 @@ class LiveOwner:
     endpoint's state, and why it owns the slot (the ownership's words)."""
 
     id: str
-    kind: str
-    endpoint: str
+    kind: OwnerKind
+    endpoint: EndpointState
     why: str
 
 
@@ -123,7 +127,7 @@ class ChildEndpoint:
     """One live child of a secondmate and its endpoint."""
 
     task: str
-    state: str
+    state: EndpointState
     detail: str
 
 

@@ -9,6 +9,7 @@ from fm_teardown.model.errors import Verdict
 from fm_teardown.model.landing import Proof, Reason
 from fm_teardown.model.not_landed import NotLandedWhy
 from fm_teardown.model.values import value
+from fm_teardown.model.world import EndpointState
 
 __all__ = ["Finished", "FinishedWhy", "NotSelectedReason", "NotSelectedWhy"]
 
@@ -37,7 +38,7 @@ class Finished:
     # The facts the words need, each set only where its reason says it.
     verdict: Verdict | None = None
     headline: Reason = ""
-    endpoint: str | None = None
+    endpoint: EndpointState | None = None
     endpoint_detail: str = ""
     working: tuple[str, ...] = ()  # who else still works in the slot, with where it runs
     doubt: str = ""

@@ -13,6 +13,7 @@ import re
 import stat
 from collections.abc import Callable, Mapping
 from dataclasses import field
+from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
 
@@ -27,9 +28,12 @@ __all__ = [
     "MODES",
     "STATE_DIR_HINTS",
     "TASK_ID_MAX",
+    "Backend",
     "Fleet",
     "InvalidRecord",
+    "Mode",
     "Record",
+    "RecordKind",
     "RecordProblem",
     "check_task_id",
     "claimed_slots",
@@ -50,8 +54,38 @@ __all__ = [
 TASK_ID_MAX = 64
 _TASK_ID = re.compile(r"[A-Za-z0-9._-]+")
 IDENTITY_KEYS = ("window", "worktree", "project")
-KINDS = ("ship", "scout", "secondmate")
-MODES = ("no-mistakes", "direct-PR", "local-only", "secondmate")
+
+
+class RecordKind(StrEnum):
+    """What a task is (`kind=`): its work is judged by what it is (spec §3, §14.6)."""
+
+    SHIP = "ship"  # git work that lands on the default branch
+    SCOUT = "scout"  # its product is its report
+    SECONDMATE = "secondmate"  # a home of task records of its own
+
+
+class Mode(StrEnum):
+    """How a ship task lands its work (`mode=`)."""
+
+    NO_MISTAKES = "no-mistakes"
+    DIRECT_PR = "direct-PR"
+    LOCAL_ONLY = "local-only"  # landed on the local default branch counts
+    SECONDMATE = "secondmate"
+
+
+class Backend(StrEnum):
+    """The endpoint's backend fm reads (`backend=`). Another task's record may name one fm
+    does not know: it is kept as the name it gives (its endpoint is `unreadable`), and TASK's
+    own record naming one is refused (`own_record_problem`)."""
+
+    TMUX = "tmux"
+
+
+# The values a record may give, parsed once here: the rest of fm compares the enums.
+KINDS = tuple(k.value for k in RecordKind)
+MODES = tuple(m.value for m in Mode)
+_KIND = {k.value: k for k in RecordKind}
+_MODE = {m.value: m for m in Mode}
 # A record is a handful of short lines; anything bigger is not one of ours.
 MAX_RECORD_BYTES = 64 * 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -97,9 +131,10 @@ class Record:
     session: str
     worktree: str
     project: str
-    backend: str = "tmux"
-    kind: str = "ship"
-    mode: str = "no-mistakes"
+    # A backend fm does not know stays the name the record gives (see `Backend`).
+    backend: Backend | str = Backend.TMUX
+    kind: RecordKind = RecordKind.SHIP
+    mode: Mode = Mode.NO_MISTAKES
     home: str | None = None
     pr: str | None = None
     tasktmp: str | None = None
@@ -334,9 +369,9 @@ def _record(
         project=last["project"],
         # Another task's record with another backend is still well formed: its endpoint is
         # `unreadable` (hence live). Only TASK's own record must be tmux (see load_record).
-        backend=last.get("backend", "tmux"),
-        kind=last.get("kind") or "ship",
-        mode=last.get("mode") or "no-mistakes",
+        backend=_backend(last.get("backend", "tmux")),
+        kind=_KIND[last.get("kind") or "ship"],
+        mode=_MODE[last.get("mode") or "no-mistakes"],
         home=last.get("home") or None,
         pr=last.get("pr") or None,
         tasktmp=last.get("tasktmp"),
@@ -348,6 +383,10 @@ def _record(
         model=last.get("model") or None,
         effort=last.get("effort") or None,
     )
+
+
+def _backend(name: str) -> Backend | str:
+    return Backend.TMUX if name == Backend.TMUX else name
 
 
 def remote_problem(
@@ -373,7 +412,7 @@ def remote_problem(
 def own_record_problem(record: Record) -> str | None:
     """Why a record that is well formed (and so a possible owner of a slot) still cannot be
     torn down as TASK by fm, or None."""
-    if record.backend != "tmux":
+    if record.backend != Backend.TMUX:
         return f"names backend '{shown(record.backend)}', which is not supported (only tmux)"
     return None
 

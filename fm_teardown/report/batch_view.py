@@ -10,6 +10,7 @@ from typing import Any
 
 from fm_teardown.model.errors import ExitCode, Verdict
 from fm_teardown.model.outcome import Result, Skipped
+from fm_teardown.model.plan import StepOutcome
 from fm_teardown.model.reasons import Finished
 from fm_teardown.report import human, messages
 from fm_teardown.report import render as report
@@ -59,7 +60,7 @@ def _what_was_done(r: Result) -> str:
     if r.interrupted:
         return "interrupted; the record is kept: re-run to finish"
     if r.exit_code == ExitCode.FAILED:
-        failed = next((s for s in r.steps if s.outcome == "failed"), None)
+        failed = next((s for s in r.steps if s.outcome == StepOutcome.FAILED), None)
         return f"stopped at {failed.step}" if failed else "stopped"
     if r.exit_code != 0:
         return f"refused: {headline}"
