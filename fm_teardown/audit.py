@@ -22,7 +22,7 @@ from fm_teardown.decide import finished
 from fm_teardown.decide.audit import Audit, AuditRow, row, shared_slots, unusable
 from fm_teardown.decide.hints import inventory_hint
 from fm_teardown.decide.rules import decide_all
-from fm_teardown.model.errors import refused
+from fm_teardown.model.errors import ErrorCode, refused
 from fm_teardown.model.plan import Flags
 from fm_teardown.model.records import Backend, Fleet, Record, load_fleet
 from fm_teardown.model.settings import Settings
@@ -50,6 +50,7 @@ def refuse_unreadable_inventory(fleet: Fleet, obs: Observation) -> None:
         f"the tmux inventory could not be read, so no task's window can be confirmed gone: {error}",
         inventory_hint(error),
         unchanged=True,
+        code=ErrorCode.INVENTORY_UNREADABLE,
     )
 
 

@@ -32,6 +32,7 @@ from fm_teardown.model.causes import (
     PlanTokens,
 )
 from fm_teardown.model.errors import ExitCode, FmError, Verdict, invalid, plan_changed_exit
+from fm_teardown.model.notes import Note, NoteCode
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.own_files import NOWHERE, WorkPlaces
 from fm_teardown.model.paths import Canonicalizer
@@ -49,6 +50,8 @@ from fm_teardown.model.records import (
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.world import Observation, Proc, ProcessTable, TmuxInventory
 from fm_teardown.observe.observation import assemble, observe
+
+UNFINISHED = NoteCode.UNFINISHED_TEARDOWN
 
 if TYPE_CHECKING:
     from fm_teardown.report.journal import TornDown
@@ -454,7 +457,9 @@ def _decided(
             s, task, flags, guard, intent=_intent_writer(s, flags, required=journal_required)
         )
     if left is not None:
-        outcome = replace(outcome, warnings=(journal.unfinished_line(left), *outcome.warnings))
+        outcome = replace(
+            outcome, warnings=(Note(UNFINISHED, journal.unfinished_line(left)), *outcome.warnings)
+        )
     return outcome
 
 
@@ -517,11 +522,14 @@ def _other_launch(
         cause = OtherLaunch(task, str(intent.get("time") or "?"), changed)
         refused = Outcome.of_decision(other_launch(d, cause, dry_run=flags.dry_run), dry_run=False)
         seen = replace(refused, dry_run=flags.dry_run, plan_id=seen.plan_id, places=seen.places)
-    return replace(seen, warnings=(journal.unfinished_line(dict(intent)), *seen.warnings))
+    return replace(
+        seen, warnings=(Note(UNFINISHED, journal.unfinished_line(dict(intent))), *seen.warnings)
+    )
 
 
 def _already_torn_down(task: str, done: TornDown, *, dry_run: bool) -> Outcome:
     """A re-run's result for a task the journal says was torn down: done, nothing to do."""
+    code = NoteCode.ALREADY_TORN_DOWN_UNFINISHED if done.unfinished else NoteCode.ALREADY_TORN_DOWN
     if done.unfinished:
         reason = (
             f"already torn down at {done.when}: its record is gone; the teardown that started "
@@ -536,7 +544,7 @@ def _already_torn_down(task: str, done: TornDown, *, dry_run: bool) -> Outcome:
         dry_run=dry_run,
         verdict=Verdict.ALREADY,
         exit_code=int(ExitCode.OK),
-        reasons=(reason,),
+        reasons=(Note(code, reason),),
     )
 
 
@@ -604,7 +612,7 @@ def interrupted_before_acting(task: str, flags: Flags) -> Outcome:
         dry_run=flags.dry_run,
         verdict=Verdict.FAILED,
         exit_code=int(ExitCode.INTERRUPTED),
-        reasons=("interrupted while deciding",),
+        reasons=(Note(NoteCode.INTERRUPTED_DECIDING, "interrupted while deciding"),),
         interrupted=True,
         tail=True,
     )

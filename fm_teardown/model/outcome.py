@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from fm_teardown.model.errors import ExitCode, FmError, Lead, Verdict
 from fm_teardown.model.landing import Reason
+from fm_teardown.model.notes import Note
 from fm_teardown.model.own_files import WorkPlaces
 from fm_teardown.model.plan import Decision, Step, StepName, StepOutcome
 from fm_teardown.model.reasons import NotSelectedReason
@@ -121,7 +122,7 @@ class Outcome:
             dry_run=dry_run,
             verdict=err.verdict,
             exit_code=int(err.exit_code),
-            reasons=(err.message,),
+            reasons=(Note(err.code, err.message),),
             hints=err.hints,
             tail=err.unchanged,
             gate=err.gate,
@@ -138,6 +139,13 @@ class Skipped:
     task: str
     failed: str | None = None
     not_selected: NotSelectedReason | None = None
+
+    @property
+    def code(self) -> str:
+        """Why it was not run, as a stable code (`docs/codes.md`)."""
+        if self.not_selected is not None:
+            return self.not_selected.code
+        return "batch-stopped" if self.failed is not None else "batch-interrupted"
 
 
 Result = Outcome | Skipped

@@ -1,5 +1,7 @@
 """Why a task is finished or not, and why a batch's task was not selected at its turn: as
-values, an enum of why plus the facts its words need. The words are `report/messages.py`'s."""
+values, an enum of why plus the facts its words need. The words are `report/messages.py`'s.
+
+Each why's value is its stable code in `--json` (`docs/codes.md`): kebab-case, never changed."""
 
 from __future__ import annotations
 
@@ -29,6 +31,10 @@ class FinishedWhy(StrEnum):
     PUSHED = "pushed"
     NOT_MERGED = "not-merged"
 
+    @property
+    def code(self) -> str:
+        return self.value
+
 
 @value
 class Finished:
@@ -48,11 +54,19 @@ class Finished:
     summary: NotLandedWhy | None = None  # why the work is not merged
     proof: Proof | None = None  # what proves the work merged (MERGED)
 
+    @property
+    def code(self) -> str:
+        return self.why.code
+
 
 class NotSelectedWhy(StrEnum):
     RELAUNCHED = "relaunched"
     SLOT_RETURNED = "slot-returned"  # returned earlier in the same batch
     NO_LONGER_FINISHED = "no-longer-finished"
+
+    @property
+    def code(self) -> str:
+        return self.value
 
 
 @value
@@ -65,3 +79,7 @@ class NotSelectedReason:
     slot: str | None = None  # the slot returned earlier, and by which task
     returned_by: str = ""
     finished: Finished | None = None  # why it is no longer finished
+
+    @property
+    def code(self) -> str:
+        return self.why.code

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import field
 from pathlib import Path
 
-from fm_teardown.model.errors import invalid
+from fm_teardown.model.errors import ErrorCode, invalid
 from fm_teardown.model.own_files import NOWHERE, WorkPlaces
 from fm_teardown.model.process_kind import bad_agent_name, configure
 from fm_teardown.model.values import value
@@ -113,11 +113,14 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
     try:
         value = float(raw)
     except (ValueError, OverflowError):
-        raise invalid(f"{name} must be a number of seconds, got {_shown(raw)}") from None
+        raise invalid(
+            f"{name} must be a number of seconds, got {_shown(raw)}", code=ErrorCode.BAD_SETTING
+        ) from None
     if not 0 <= value <= MAX_SECONDS:  # nan and inf fail this too
         raise invalid(
             f"{name} must be a number of seconds from 0 to {MAX_SECONDS:.0f} (a week), "
-            f"got {_shown(raw)}"
+            f"got {_shown(raw)}",
+            code=ErrorCode.BAD_SETTING,
         )
     return value
 
@@ -156,7 +159,8 @@ def agent_names(env: Mapping[str, str]) -> tuple[str, ...]:
         if bad_agent_name(name):
             raise invalid(
                 f"FM_AGENT_NAMES: {name!r} is not a name: give process, script or package "
-                "names (letters, digits and ._+-, or @scope/name), separated by commas"
+                "names (letters, digits and ._+-, or @scope/name), separated by commas",
+                code=ErrorCode.BAD_AGENT_NAME,
             )
     return names
 

@@ -37,7 +37,13 @@ def render_selection(tasks: Sequence[str], not_selected: Sequence[tuple[str, Fin
 def _result_json(r: Result) -> dict[str, Any]:
     if isinstance(r, Skipped):
         why = messages.skipped_reason(r)
-        return {"task": r.task, "verdict": "skipped", "exit_code": None, "reasons": [why]}
+        return {
+            "task": r.task,
+            "verdict": "skipped",
+            "exit_code": None,
+            "reasons": [why],
+            "reason_codes": [r.code],
+        }
     return report.outcome_json(r)
 
 
@@ -82,6 +88,7 @@ def not_selected_json(not_selected: Sequence[tuple[str, str, Finished]]) -> list
             "task": task,
             "verdict": verdict,
             "reason": messages.finished_reason(finished),
+            "code": finished.code,
             "opt_in": finished.opt_in,
         }
         for task, verdict, finished in not_selected
