@@ -196,7 +196,11 @@ def _expected_plan_refusal(planned: Planned, expected: str, *, dry_run: bool) ->
         changes: list[Cause] = []
         say = NeverApproved(d.task, now)
     else:
-        names = fingerprint.changed(expected, now)
+        # Only what changed: a field the plan now rests on no value of (rule 5's facts not
+        # gathered, no pool return) reads as emptied, but nothing is known to have changed.
+        unread = {"head", "dirty"} if planned.landed is None else set()
+        unread |= {"lease"} if d.pool_return is None else set()
+        names = [n for n in fingerprint.changed(expected, now) if n not in unread]
         before = fingerprint.recover(
             expected, d, planned.observation, planned.landed, fm_pid=os.getpid()
         )
