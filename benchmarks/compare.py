@@ -1,7 +1,7 @@
 """fm at a base revision against fm as checked out, on the same fleets: same answers, and
 paired times against the floor with the mandated imports.
 
-    python3 benchmarks/compare.py --base REV [--sizes 100,500] [--runs 10] [--no-timing]
+    python3 benchmarks/compare.py --base REV [--sizes 100,500,2000] [--runs 10] [--no-timing]
 
 For each N it builds the benchmark's fleet (`fleetgen.py`), then:
 
@@ -13,14 +13,14 @@ For each N it builds the benchmark's fleet (`fleetgen.py`), then:
    counted): fm before, fm after and `floor.py --mandated-imports`, for the one-task dry run
    and the audit. Each ratio is taken within a round and printed as `median [lowest-highest]`.
    Both wall time and CPU time (user + system of fm and the children it waited for: tmux's
-   client, git) are paired; on a busy machine the CPU ratio is the steadier one.
+   client, git) are paired; on a busy machine the CPU ratio is the steadier one. The peak
+   resident set size of each command (median over the rounds) is printed beside them.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -36,24 +36,26 @@ from plan_token import checkout
 IDLE = 200
 
 
-def time_once(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> tuple[float, float]:
-    """Wall time and CPU time (user + system, the process and the children it waited for)
-    of one whole process. On a busy machine the CPU time is the steadier of the two."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+def time_once(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> tuple[float, float, float]:
+    """Wall time, CPU time (user + system, the process and the children it waited for) and
+    peak resident set size (MiB, the largest of the process and the children it waited for)
+    of one whole process. On a busy machine the CPU time is the steadier of the two times."""
     start = time.perf_counter()
-    subprocess.run(
+    proc = subprocess.Popen(
         list(argv),
         env=dict(env),
         cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        check=False,
     )
+    # wait4 gives this one process's usage (its own waited children included), where
+    # RUSAGE_CHILDREN's peak would be the largest of every child so far.
+    _, _, usage = os.wait4(proc.pid, 0)
+    proc.returncode = 0  # reaped above: keep Popen from waiting again
     wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu
+    cpu = usage.ru_utime + usage.ru_stime
+    return wall, cpu, usage.ru_maxrss / 1024
 
 
 def ratios(a: list[float], b: list[float]) -> str:
@@ -101,7 +103,7 @@ def same_output(
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--base", required=True, help="the revision to compare against")
-    ap.add_argument("--sizes", default="100,500")
+    ap.add_argument("--sizes", default="100,500,2000")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--no-timing", action="store_true", help="only compare the outputs")
     args = ap.parse_args(argv)
@@ -136,15 +138,17 @@ def main(argv: list[str]) -> int:
                 }
                 times: dict[str, list[float]] = {k: [] for k in cmds}
                 cpus: dict[str, list[float]] = {k: [] for k in cmds}
+                rss: dict[str, list[float]] = {k: [] for k in cmds}
                 names = list(cmds)
                 for i in range(args.runs + 1):
                     order = names[i % len(names) :] + names[: i % len(names)]
                     for name in order:
                         cmd, e = cmds[name]
-                        seconds, cpu = time_once(cmd, e, fleet.fm_home)
+                        seconds, cpu, peak = time_once(cmd, e, fleet.fm_home)
                         if i:  # the first round warms the caches up
                             times[name].append(seconds)
                             cpus[name].append(cpu)
+                            rss[name].append(peak)
                 med = {k: statistics.median(v) * 1000 for k, v in times.items()}
                 print(
                     f"N={n} ({args.runs} paired rounds, load {os.getloadavg()[0]:.2f}): "
@@ -161,6 +165,16 @@ def main(argv: list[str]) -> int:
                             f"after / before {ratios(after, before_)}",
                             flush=True,
                         )
+                peaks = {k: statistics.median(v) for k, v in rss.items()}
+                for case in ("one", "audit"):
+                    after_mib, before_mib = peaks[f"{case} after"], peaks[f"{case} before"]
+                    floor_mib = peaks[f"{case} floor"]
+                    print(
+                        f"  {case} peak RSS: after {after_mib:.1f} MiB, before {before_mib:.1f} "
+                        f"MiB, floor+imports {floor_mib:.1f} MiB; after - floor+imports "
+                        f"{after_mib - floor_mib:+.1f} MiB",
+                        flush=True,
+                    )
     return 1 if failed else 0
 
 
