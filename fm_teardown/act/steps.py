@@ -77,7 +77,6 @@ from fm_teardown.adapters import interrupts
 from fm_teardown.adapters.interrupts import Interrupted
 from fm_teardown.decide.before_acting import own_file_blocked
 from fm_teardown.model.errors import ExitCode, FmError, Lead, Verdict
-from fm_teardown.model.notes import Note
 from fm_teardown.model.outcome import Outcome, Signal
 from fm_teardown.model.plan import Decision, Flags, Planned, Step, StepName, StepOutcome
 from fm_teardown.model.results import NotNeeded, NotRun, NotRunCause, RecheckAt
@@ -206,15 +205,13 @@ def run(settings: Settings, planned: Planned, flags: Flags, seams: Seams) -> Out
         return outcome(r, d, Verdict.FAILED, interrupted=interrupted)
     except FmError as err:
         r.steps.extend(_left(d, r, NotRunCause.REFUSED))
-        refused = replace(
-            d, verdict=err.verdict, reasons=(Note(err.code, err.message),), hints=err.hints
-        )
+        refused = replace(d, verdict=err.verdict, reasons=(err.note,), hints=err.hints)
         if refused.refused:
             # Shown with what the run had done by then. A refusal of the pool's (a new
             # lease) adds nothing when nothing was done; a record refused at the re-check
             # says that nothing was changed.
             return outcome(r, refused, err.verdict, tail=err.unchanged or _ran(r))
-        r.warnings.append(Note(err.code, err.message))
+        r.warnings.append(err.note)
         return outcome(r, d, Verdict.FAILED)
     return outcome(r, d, d.verdict)
 

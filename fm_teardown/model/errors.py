@@ -7,6 +7,10 @@ to its exit code in one place (spec §6, §7).
 from __future__ import annotations
 
 from enum import IntEnum, StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fm_teardown.model.notes import Note
 
 __all__ = [
     "ErrorCode",
@@ -125,7 +129,6 @@ class FmError(Exception):
         hints: tuple[str, ...] = (),
         *,
         unchanged: bool = False,
-        gate: bool = False,
         lead: Lead = Lead.PLAIN,
         code: ErrorCode | None = None,
     ) -> None:
@@ -134,9 +137,6 @@ class FmError(Exception):
         self.verdict = verdict
         self.message = message
         self.hints = hints
-        # The no-mistakes gate's refusal: firstmate's drop-in exits 3 for it, as the script
-        # did (a fact carried with the error, never read back from its words).
-        self.gate = gate
         # A refusal made before anything was done: shown with what the run changed after it
         # (`report/messages.py`, `reasons`), never written into `message`.
         self.unchanged = unchanged
@@ -148,9 +148,22 @@ class FmError(Exception):
         return self.verdict.exit_code
 
     @property
+    def gate(self) -> bool:
+        """The no-mistakes gate's refusal: firstmate's drop-in exits 3 for it, as the script
+        did (told by its code, never read back from its words)."""
+        return self._code == ErrorCode.NO_MISTAKES_GATE
+
+    @property
     def code(self) -> ErrorCode:
         """Its stable code: the one it was given, else its verdict's."""
         return self._code or _VERDICT_CODE.get(self.verdict, ErrorCode.UNSAFE)
+
+    @property
+    def note(self) -> Note:
+        """Its message with its code, as a reason or a warning carries it."""
+        from fm_teardown.model.notes import Note  # which imports this module
+
+        return Note(self.code, self.message)
 
 
 def invalid(message: str, *hints: str, code: ErrorCode | None = None) -> FmError:

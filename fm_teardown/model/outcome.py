@@ -10,7 +10,6 @@ from dataclasses import replace
 
 from fm_teardown.model.errors import ExitCode, FmError, Lead, Verdict
 from fm_teardown.model.landing import Reason
-from fm_teardown.model.notes import Note
 from fm_teardown.model.own_files import WorkPlaces
 from fm_teardown.model.plan import Decision, Step, StepName, StepOutcome
 from fm_teardown.model.reasons import NotSelectedReason
@@ -122,7 +121,7 @@ class Outcome:
             dry_run=dry_run,
             verdict=err.verdict,
             exit_code=int(err.exit_code),
-            reasons=(Note(err.code, err.message),),
+            reasons=(err.note,),
             hints=err.hints,
             tail=err.unchanged,
             gate=err.gate,

@@ -43,7 +43,6 @@ def refusal(env: Mapping[str, str], cwd: str) -> FmError | None:
         return FmError(
             Verdict.UNSAFE,
             f"{MESSAGE} (NO_MISTAKES_GATE set)",
-            gate=True,
             lead=Lead.ERROR,
             code=GATE,
         )
@@ -60,7 +59,6 @@ def refusal(env: Mapping[str, str], cwd: str) -> FmError | None:
         return FmError(
             Verdict.UNSAFE,
             f"{MESSAGE} (inside a no-mistakes gate worktree: {gate})",
-            gate=True,
             lead=Lead.ERROR,
             code=GATE,
         )
