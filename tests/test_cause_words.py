@@ -46,9 +46,8 @@ from fm_teardown.model.causes import (
     SlotOwned,
     StaleHeadline,
 )
-from fm_teardown.model.errors import ErrorCode, Verdict
+from fm_teardown.model.errors import Verdict
 from fm_teardown.model.not_landed import NestedRepo, NoHead, OwnWork, Unpushed
-from fm_teardown.model.notes import Note
 from fm_teardown.model.plan import Decision, OwnerKind
 from fm_teardown.model.world import EndpointState
 from fm_teardown.report import messages
@@ -258,7 +257,6 @@ CAUSES: list[tuple[Cause, str]] = [
         "not fetched: a dry run uses origin/main as last fetched; the real run fetches first "
         "(with prune) and may decide otherwise",
     ),
-    (Note(ErrorCode.NO_SUCH_TASK, "no such task 'x'"), "no such task 'x'"),
 ]
 
 

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, ClassVar
 
 from fm_teardown.model.errors import ErrorCode
 from fm_teardown.model.not_landed import NestedRepo, NotLandedWhy
-from fm_teardown.model.notes import Note
 from fm_teardown.model.values import value
 from fm_teardown.model.world import EndpointState, InventoryDoubt
 
@@ -538,7 +537,6 @@ Cause = (
     | NestedWork
     | NestedUnsaved
     | NotFetched
-    | Note
 )
 
 

@@ -63,7 +63,6 @@ from fm_teardown.model.not_landed import (
     SlotUninspectedKind,
     Unpushed,
 )
-from fm_teardown.model.notes import Note
 from fm_teardown.model.plan import OwnerKind
 from fm_teardown.model.records import record_refusal
 
@@ -276,8 +275,6 @@ def cause_text(c: Cause) -> str:
                 f"the journal {c.path} cannot be written ({c.problem}): a real run journals "
                 "its intent before it changes anything"
             )
-        case Note():
-            return c.text
         case OtherLaunch():
             then = ", ".join(f"{name} {was} → {now}" for name, was, now in c.changed)
             return (

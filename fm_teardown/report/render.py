@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from fm_teardown.model.causes import code_of
 from fm_teardown.model.errors import ExitCode, FmError, Verdict
 from fm_teardown.model.landing import ProofLine, Reason
+from fm_teardown.model.notes import Note
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.plan import Step, StepOutcome
 from fm_teardown.model.results import PoolResult, PoolWhat
@@ -74,7 +75,9 @@ def error_runbook(err: FmError) -> str:
 def reason_code(r: Reason) -> str | None:
     """A reason's or headline's stable code; None for the decide stage's own words and a
     proof of landing (a proceeding decision's, no refusal)."""
-    return None if isinstance(r, str | ProofLine) else code_of(r)
+    if isinstance(r, str | ProofLine):
+        return None
+    return str(r.code) if isinstance(r, Note) else code_of(r)
 
 
 def step_json(step: Step) -> dict[str, str]:
