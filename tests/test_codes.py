@@ -209,3 +209,19 @@ def test_the_json_gives_each_reason_warning_and_owner_its_code(fleet: Fleet) -> 
 
     code, doc = fleet.fm_json("teardown", tid("cj-nosuch"), "--dry-run")
     assert (code, doc["reason_codes"]) == (2, ["no-such-task"]), doc
+
+
+def test_an_error_without_a_code_of_its_own_has_its_verdicts() -> None:
+    from fm_teardown.model.errors import FmError, Verdict
+
+    assert FmError(Verdict.INVALID, "x").code == "invalid-request"
+    assert FmError(Verdict.LIVE_OWNER, "x").code == "live-owner"  # refused at the pool step
+    assert FmError(Verdict.FAILED, "x").code == "failed"
+    assert FmError(Verdict.UNSAFE, "x").code == "unsafe"
+    gate = FmError(Verdict.UNSAFE, "x", code=ErrorCode.NO_MISTAKES_GATE)
+    assert (gate.code, gate.gate, FmError(Verdict.UNSAFE, "x").gate) == (
+        "no-mistakes-gate",
+        True,
+        False,
+    )
+    assert gate.note.code == "no-mistakes-gate" and gate.note.text == "x"

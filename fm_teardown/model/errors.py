@@ -92,6 +92,11 @@ class ErrorCode(StrEnum):
     INVALID_REQUEST = "invalid-request"  # a request fm cannot carry out as given (exit 2)
     UNSAFE = "unsafe"
     FAILED = "failed"
+    # Refused while acting, as the decision's cause of the same name says (the pool step: a
+    # lease or an interactive get took the slot since deciding).
+    LIVE_OWNER = "live-owner"
+    NOT_LANDED = "not-landed"
+    PLAN_CHANGED = "plan-changed"
     BAD_TASK_ID = "bad-task-id"
     NO_SUCH_TASK = "no-such-task"
     BAD_SETTING = "bad-setting"  # an FM_* variable that is not what it must be
@@ -116,6 +121,9 @@ class ErrorCode(StrEnum):
 _VERDICT_CODE = {
     Verdict.INVALID: ErrorCode.INVALID_REQUEST,
     Verdict.FAILED: ErrorCode.FAILED,
+    Verdict.LIVE_OWNER: ErrorCode.LIVE_OWNER,
+    Verdict.UNLANDED: ErrorCode.NOT_LANDED,
+    Verdict.PLAN_CHANGED: ErrorCode.PLAN_CHANGED,
 }
 
 
