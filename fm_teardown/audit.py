@@ -22,9 +22,9 @@ from fm_teardown.decide import finished
 from fm_teardown.decide.audit import Audit, AuditRow, row, shared_slots, unusable
 from fm_teardown.decide.hints import inventory_hint
 from fm_teardown.decide.rules import decide_all
-from fm_teardown.model.errors import refused
+from fm_teardown.model.errors import ErrorCode, refused
 from fm_teardown.model.plan import Flags
-from fm_teardown.model.records import Fleet, Record, load_fleet
+from fm_teardown.model.records import Backend, Fleet, Record, load_fleet
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.world import InventoryStatus, Observation
 from fm_teardown.observe.loose_ends import orphans
@@ -44,12 +44,13 @@ def refuse_unreadable_inventory(fleet: Fleet, obs: Observation) -> None:
     error = obs.inventory.error or "unknown error"
     if obs.inventory.status != InventoryStatus.ERROR:
         return
-    if not any(r.backend == "tmux" for r in fleet.records.values()):
+    if not any(r.backend == Backend.TMUX for r in fleet.records.values()):
         return
     raise refused(
         f"the tmux inventory could not be read, so no task's window can be confirmed gone: {error}",
         inventory_hint(error),
         unchanged=True,
+        code=ErrorCode.INVENTORY_UNREADABLE,
     )
 
 

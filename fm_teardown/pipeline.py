@@ -32,6 +32,7 @@ from fm_teardown.model.causes import (
     PlanTokens,
 )
 from fm_teardown.model.errors import ExitCode, FmError, Verdict, invalid, plan_changed_exit
+from fm_teardown.model.notes import Note, NoteCode
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.own_files import NOWHERE, WorkPlaces
 from fm_teardown.model.paths import Canonicalizer
@@ -40,6 +41,7 @@ from fm_teardown.model.reasons import NotSelectedReason
 from fm_teardown.model.records import (
     Fleet,
     Record,
+    RecordKind,
     check_task_id,
     load_fleet,
     load_record,
@@ -48,6 +50,8 @@ from fm_teardown.model.records import (
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.world import Observation, Proc, ProcessTable, TmuxInventory
 from fm_teardown.observe.observation import assemble, observe
+
+UNFINISHED = NoteCode.UNFINISHED_TEARDOWN
 
 if TYPE_CHECKING:
     from fm_teardown.report.journal import TornDown
@@ -192,7 +196,11 @@ def _expected_plan_refusal(planned: Planned, expected: str, *, dry_run: bool) ->
         changes: list[Cause] = []
         say = NeverApproved(d.task, now)
     else:
-        names = fingerprint.changed(expected, now)
+        # Only what changed: a field the plan now rests on no value of (rule 5's facts not
+        # gathered, no pool return) reads as emptied, but nothing is known to have changed.
+        unread = {"head", "dirty"} if planned.landed is None else set()
+        unread |= {"lease"} if d.pool_return is None else set()
+        names = [n for n in fingerprint.changed(expected, now) if n not in unread]
         before = fingerprint.recover(
             expected, d, planned.observation, planned.landed, fm_pid=os.getpid()
         )
@@ -417,7 +425,7 @@ def _children_home(s: Settings, task: str, flags: Flags) -> str | None:
         record = load_record(s.state_dir, task)
     except FmError:
         return None  # the run itself says why
-    if record.kind != "secondmate":
+    if record.kind != RecordKind.SECONDMATE:
         return None
     return record.home or record.worktree
 
@@ -453,7 +461,9 @@ def _decided(
             s, task, flags, guard, intent=_intent_writer(s, flags, required=journal_required)
         )
     if left is not None:
-        outcome = replace(outcome, warnings=(journal.unfinished_line(left), *outcome.warnings))
+        outcome = replace(
+            outcome, warnings=(Note(UNFINISHED, journal.unfinished_line(left)), *outcome.warnings)
+        )
     return outcome
 
 
@@ -516,11 +526,14 @@ def _other_launch(
         cause = OtherLaunch(task, str(intent.get("time") or "?"), changed)
         refused = Outcome.of_decision(other_launch(d, cause, dry_run=flags.dry_run), dry_run=False)
         seen = replace(refused, dry_run=flags.dry_run, plan_id=seen.plan_id, places=seen.places)
-    return replace(seen, warnings=(journal.unfinished_line(dict(intent)), *seen.warnings))
+    return replace(
+        seen, warnings=(Note(UNFINISHED, journal.unfinished_line(dict(intent))), *seen.warnings)
+    )
 
 
 def _already_torn_down(task: str, done: TornDown, *, dry_run: bool) -> Outcome:
     """A re-run's result for a task the journal says was torn down: done, nothing to do."""
+    code = NoteCode.ALREADY_TORN_DOWN_UNFINISHED if done.unfinished else NoteCode.ALREADY_TORN_DOWN
     if done.unfinished:
         reason = (
             f"already torn down at {done.when}: its record is gone; the teardown that started "
@@ -535,7 +548,7 @@ def _already_torn_down(task: str, done: TornDown, *, dry_run: bool) -> Outcome:
         dry_run=dry_run,
         verdict=Verdict.ALREADY,
         exit_code=int(ExitCode.OK),
-        reasons=(reason,),
+        reasons=(Note(code, reason),),
     )
 
 
@@ -603,7 +616,7 @@ def interrupted_before_acting(task: str, flags: Flags) -> Outcome:
         dry_run=flags.dry_run,
         verdict=Verdict.FAILED,
         exit_code=int(ExitCode.INTERRUPTED),
-        reasons=("interrupted while deciding",),
+        reasons=(Note(NoteCode.INTERRUPTED_DECIDING, "interrupted while deciding"),),
         interrupted=True,
         tail=True,
     )

@@ -32,7 +32,7 @@ class NotChosen:
     """A task `--landed` did not select: its verdict, and why (with the opt-in, if any)."""
 
     task: str
-    verdict: str
+    verdict: Verdict
     finished: Finished
     # Refused rather than passed over: `--include-live` would take it for its own live
     # endpoint, but someone else works in its slot (spec §15.4); it counts in the exit code.
@@ -63,7 +63,7 @@ def select_landed(s: Settings, opts: Options) -> Selection:
         # A task `--include-live` took for its own live endpoint but where someone else works
         # too refuses as a live owner (its verdict here), though its own dry run proceeds.
         tuple(
-            NotChosen(r.task, str(r.finished.verdict or r.verdict), r.finished, _refuses(r, opts))
+            NotChosen(r.task, r.finished.verdict or r.verdict, r.finished, _refuses(r, opts))
             for r in rows
             if not r.finished.finished
         ),
@@ -76,7 +76,8 @@ def _refuses(row: AuditRow, opts: Options) -> bool:
     says so (a person's terminal there) or only the selection does (`OthersAtWork`)."""
     return (
         opts.include_live
-        and row.endpoint not in (None, "dead", "missing")
+        and row.endpoint is not None
+        and row.endpoint.live
         and row.finished.verdict == Verdict.LIVE_OWNER
         and bool(row.finished.working)
     )
@@ -133,7 +134,7 @@ def guard(
             verdict = classify(
                 d.verdict,
                 d.headline,
-                str(ep.state) if ep is not None else None,
+                ep.state if ep is not None else None,
                 ep.detail if ep is not None else "",
                 record,
                 cast("LandedFacts | None", planned.landed),

@@ -26,7 +26,7 @@ from fm_teardown.model.landing import LandedRung, Proof, ProofLine
 from fm_teardown.model.not_landed import NestedRepo, NotLandedWhy, OwnWork
 from fm_teardown.model.paths import is_within
 from fm_teardown.model.plan import Decision, Flags, PoolReturn
-from fm_teardown.model.records import Fleet, InvalidRecord, Record, load_fleet
+from fm_teardown.model.records import Fleet, InvalidRecord, Record, RecordKind, load_fleet
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.world import (
     Endpoint,
@@ -132,7 +132,7 @@ class World:
             session="firstmate",
             worktree=slot,
             project=project,
-            kind=kind,
+            kind=RecordKind(kind),
             tasktmp=tasktmp,
             home=home,
             lease_id=lease_id,

@@ -15,7 +15,7 @@ from fm_teardown.model.errors import FmError, Lead, Verdict
 from fm_teardown.model.leases import lease_name, lease_task, unconditional_only
 from fm_teardown.model.paths import canonical, is_within
 from fm_teardown.model.plan import Decision, StepName, StepOutcome
-from fm_teardown.model.records import Record
+from fm_teardown.model.records import Record, RecordKind
 from fm_teardown.model.results import (
     BranchResult,
     BranchWhat,
@@ -105,7 +105,7 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
     _check_pool_before_return(run, record, d)
     if _pool_reuses_as_is(run, record, d):
         return
-    if pr.force and not run.flags.force and record.kind == "secondmate":
+    if pr.force and not run.flags.force and record.kind == RecordKind.SECONDMATE:
         # A forced return without fm's --force: the home is looked at again right before
         # it, so that work that appeared there after the decision is preserved, not reset.
         _preserve_late_work(run, record, pr.path)
@@ -209,7 +209,7 @@ def _preserve_late_work(run: Run, record: Record, path: str) -> None:
 
 def _recheck_landed(run: Run, record: Record) -> None:
     """After removing a stale lock, the safety checks run again before the return."""
-    if run.flags.force or record.kind == "scout":
+    if run.flags.force or record.kind == RecordKind.SCOUT:
         return  # a scout's work is its report, not its slot
     facts = run.seams.landed(record)
     if not facts.landed:

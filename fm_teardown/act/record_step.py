@@ -14,7 +14,7 @@ from fm_teardown.act.leaks import step_leaks
 from fm_teardown.act.run_state import Run
 from fm_teardown.model import sidecars as _sidecars
 from fm_teardown.model.plan import StepName
-from fm_teardown.model.records import Record, RecordProblem, parse_record, read_meta
+from fm_teardown.model.records import Record, RecordKind, RecordProblem, parse_record, read_meta
 from fm_teardown.model.results import (
     AttributionResult,
     AttributionWhat,
@@ -48,7 +48,7 @@ def step_record(run: Run, record: Record) -> None:
     step_attribution(run, record)
     # TASK's browser stack and the remote-job sweep (spec §15.5), best effort: `act/leaks.py`.
     step_leaks(run, record)
-    route = _remove_route(run, record) if record.kind == "secondmate" else None
+    route = _remove_route(run, record) if record.kind == RecordKind.SECONDMATE else None
     removed = []
     try:
         if record.tasktmp and record.tasktmp == f"/tmp/fm-{record.task_id}":

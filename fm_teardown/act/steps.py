@@ -205,13 +205,13 @@ def run(settings: Settings, planned: Planned, flags: Flags, seams: Seams) -> Out
         return outcome(r, d, Verdict.FAILED, interrupted=interrupted)
     except FmError as err:
         r.steps.extend(_left(d, r, NotRunCause.REFUSED))
-        refused = replace(d, verdict=err.verdict, reasons=(err.message,), hints=err.hints)
+        refused = replace(d, verdict=err.verdict, reasons=(err.note,), hints=err.hints)
         if refused.refused:
             # Shown with what the run had done by then. A refusal of the pool's (a new
             # lease) adds nothing when nothing was done; a record refused at the re-check
             # says that nothing was changed.
             return outcome(r, refused, err.verdict, tail=err.unchanged or _ran(r))
-        r.warnings.append(err.message)
+        r.warnings.append(err.note)
         return outcome(r, d, Verdict.FAILED)
     return outcome(r, d, d.verdict)
 

@@ -39,7 +39,9 @@ from typing import TYPE_CHECKING
 from fm_teardown.model.causes import OthersAtWork
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.reasons import Finished, FinishedWhy
+from fm_teardown.model.records import RecordKind
 from fm_teardown.model.values import value
+from fm_teardown.model.world import EndpointState
 
 if TYPE_CHECKING:
     from fm_teardown.model.landing import LandedFacts, Reason
@@ -65,7 +67,7 @@ _DURATION = re.compile(r"([0-9]+)([smhd]?)")
 # number of any length would overflow the clock arithmetic it feeds.
 MAX_DURATION = 36525 * 86400.0
 _SPAWN_GEN = re.compile(r"s(\d+)\.")
-_NOT_LIVE = ("dead", "missing")
+_NOT_LIVE = (EndpointState.DEAD, EndpointState.MISSING)
 # The opt-ins, as a not-finished task offers them.
 INCLUDE_LIVE = "--include-live"
 INCLUDE_PUSHED = "--include-pushed"
@@ -123,7 +125,7 @@ def refused(verdict: Verdict, headline: Reason, working: Sequence[str] = ()) -> 
 def classify(
     verdict: Verdict,
     headline: Reason,
-    endpoint: str | None,
+    endpoint: EndpointState | None,
     endpoint_detail: str,
     record: Record | None,
     landed: LandedFacts | None,
@@ -176,7 +178,7 @@ def _lift(opts: Options, opt_in: str) -> Options:
 def _classify(
     verdict: Verdict,
     headline: Reason,
-    endpoint: str | None,
+    endpoint: EndpointState | None,
     endpoint_detail: str,
     record: Record | None,
     landed: LandedFacts | None,
@@ -223,7 +225,7 @@ def _classify(
     if landed is None:
         # A ship task whose slot is gone: nothing of it is left to merge or lose.
         return Finished(True, FinishedWhy.SLOT_GONE)
-    if landed.merged and not landed.own_commits and live and record.kind == "ship":
+    if landed.merged and not landed.own_commits and live and record.kind == RecordKind.SHIP:
         return Finished(False, FinishedWhy.NOTHING_OF_ITS_OWN, endpoint=endpoint)
     summary = landed.merge_summary
     if landed.merged:

@@ -29,7 +29,7 @@ from fm_teardown.model.plan import (
     Step,
     StepName,
 )
-from fm_teardown.model.records import Record
+from fm_teardown.model.records import Record, RecordKind
 from fm_teardown.model.scaffold import SCAFFOLD_PATHS
 from fm_teardown.model.world import Endpoint, EndpointState, PoolEntry, Proc
 
@@ -83,7 +83,7 @@ def proceed_decision(c: Case, reasons: list[Reason], warnings: list[DecisionWarn
     discarded, returns_slot, landed = c.discarded, c.returns_slot, c.work
     # Forced under --force (after its save), and where the slot is not the task's work as a
     # ship's is: a scout's scratch, a secondmate's home (looked at again right before).
-    forced = c.flags.force or c.record.kind in ("scout", "secondmate")
+    forced = c.flags.force or c.record.kind in (RecordKind.SCOUT, RecordKind.SECONDMATE)
     pool_return = _pool_return(c.facts.pool.entry, forced) if returns_slot else None
     save_as = (
         (discarded if discarded is not None and discarded in c.fleet.records else c.task)
@@ -140,7 +140,7 @@ def _plan(
     if save_as is not None:
         records = (
             " and the task records of its home's state/ (their bytes)"
-            if c.record.kind == "secondmate"
+            if c.record.kind == RecordKind.SECONDMATE
             else ""
         )
         plan.append(
@@ -212,7 +212,7 @@ def _record_steps(record: Record) -> tuple[Step, ...]:
     ]
     if record.tasktmp:
         parts.append(f"remove {record.tasktmp}")
-    if record.kind == "secondmate":
+    if record.kind == RecordKind.SECONDMATE:
         parts.append(f"remove its route '- {record.task_id} ...' from data/secondmates.md")
     parts.append(f"remove state/{record.task_id}.* sidecars, then {record.meta_path} last")
     return (

@@ -121,7 +121,7 @@ class Outcome:
             dry_run=dry_run,
             verdict=err.verdict,
             exit_code=int(err.exit_code),
-            reasons=(err.message,),
+            reasons=(err.note,),
             hints=err.hints,
             tail=err.unchanged,
             gate=err.gate,
@@ -138,6 +138,13 @@ class Skipped:
     task: str
     failed: str | None = None
     not_selected: NotSelectedReason | None = None
+
+    @property
+    def code(self) -> str:
+        """Why it was not run, as a stable code (`docs/codes.md`)."""
+        if self.not_selected is not None:
+            return self.not_selected.code
+        return "batch-stopped" if self.failed is not None else "batch-interrupted"
 
 
 Result = Outcome | Skipped

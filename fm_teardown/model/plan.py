@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.landing import Proof, Reason
 from fm_teardown.model.not_landed import NestedRepo, NotLandedWhy, UnlandedDiscarded
+from fm_teardown.model.notes import Note
 from fm_teardown.model.values import value
 from fm_teardown.model.world import EndpointState
 
@@ -48,6 +49,19 @@ class OwnerKind(StrEnum):
     # A person's terminal no task holds (a shell, an editor, a REPL in someone's pane, an ssh
     # login), `pid:<PID>`: its processes in the slot, by pane or terminal (spec §15.4).
     TERMINAL = "terminal"
+
+    @property
+    def code(self) -> str:
+        """The owner's stable code in `--json` (`docs/codes.md`)."""
+        return _OWNER_CODES[self]
+
+
+_OWNER_CODES = {
+    OwnerKind.RECORD: "record-claim",
+    OwnerKind.LEASE: "pool-lease",
+    OwnerKind.PROCESS: "unattributed-agent",
+    OwnerKind.TERMINAL: "live-terminal",
+}
 
 
 @value
@@ -96,8 +110,8 @@ class Flags:
     no_journal: bool = False  # `--no-journal`: run without the journal (no intent, no result)
 
 
-# A decision's warning: the decide stage's words, or a value report/ words.
-DecisionWarning = str | UnlandedDiscarded
+# A decision's warning: the decide stage's words with their code, or a value report/ words.
+DecisionWarning = Note | UnlandedDiscarded
 
 
 class LandedLike(Protocol):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import Enum, auto
+from typing import ClassVar
 
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.landing import Reason
@@ -405,6 +406,7 @@ class AuthLeft:
     problem: str = ""
     token: str = ""
     unlinked: Unlinked | None = None
+    code: ClassVar[str] = "auth-entry-left"  # as a warning (`docs/codes.md`)
 
 
 @value

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from fm_teardown.model.errors import ExitCode, FmError, Verdict
@@ -28,14 +28,17 @@ if TYPE_CHECKING:  # the audit's module only when an audit is rendered
     from fm_teardown.decide.audit import Audit, AuditRow
 
 __all__ = [
+    "ROW_REASON",
     "VERDICT_STYLE",
     "Printer",
     "Shortener",
+    "cut",
     "headline",
     "plain",
     "render_audit",
     "render_error",
     "render_outcome",
+    "said_once",
 ]
 
 VERDICT_STYLE = {
@@ -307,7 +310,7 @@ def _why(r: AuditRow) -> str:
     """The row's one reason; a row that would proceed but is not finished says why not (what
     `--landed` would skip it for, and the opt-in that would include it)."""
     f = r.finished
-    if f.finished or r.verdict not in ("proceed", "stale"):
+    if f.finished or r.verdict not in (Verdict.PROCEED, Verdict.STALE):
         return messages.said_text(r.headline)
     opt = f" [include with {f.opt_in}]" if f.opt_in else ""
     return f"not finished: {messages.finished_reason(f)}{opt}"
@@ -316,23 +319,36 @@ def _why(r: AuditRow) -> str:
 # A WHY cell longer than this is cut (`…`); the reason is then said in full once, below the
 # table, for every task it applies to (a socket doubt names every server: 600 characters).
 _WHY_WIDTH = 120
+# A reason on a row of any other table (a batch's summary, the tasks `--landed` did not
+# select) fits the row: at most this long, and said in full once below it (spec §15.10).
+ROW_REASON = 200
 
 
-def _cut(text: str) -> str:
-    return text if len(text) <= _WHY_WIDTH else text[: _WHY_WIDTH - 1] + "…"
+def cut(text: str, width: int = _WHY_WIDTH) -> str:
+    """A row's reason as the row shows it: cut (`…`) past `width` characters."""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def said_once(
+    p: Printer, rows: Iterable[tuple[str, str]], title: str, width: int = _WHY_WIDTH
+) -> None:
+    """Each reason a row showed cut, in full, once, with the tasks it is theirs: below the
+    table (the JSON has every row's in full)."""
+    by_reason: dict[str, list[str]] = {}
+    for task, why in rows:
+        if len(why) > width:
+            by_reason.setdefault(why, []).append(task)
+    if not by_reason:
+        return
+    p.line(title, "bold")
+    for why, tasks in by_reason.items():
+        p.line(f"  {', '.join(tasks)}: {why}")
 
 
 def _reasons_in_full(p: Printer, rows: Sequence[AuditRow]) -> None:
-    by_reason: dict[str, list[str]] = {}
-    for r in rows:
-        why = _why(r)
-        if len(why) > _WHY_WIDTH:
-            by_reason.setdefault(why, []).append(r.task)
-    if not by_reason:
-        return
-    p.line("WHY in full (cut above; --json has every row's):", "bold")
-    for why, tasks in by_reason.items():
-        p.line(f"  {', '.join(tasks)}: {why}")
+    said_once(
+        p, ((r.task, _why(r)) for r in rows), "WHY in full (cut above; --json has every row's):"
+    )
 
 
 def render_audit(a: Audit, out: TextIO | None = None) -> None:
@@ -356,7 +372,7 @@ def render_audit(a: Audit, out: TextIO | None = None) -> None:
                 r.endpoint or "-",
                 "yes" if r.finished.finished else "no",
                 _short_path(r.slot, a.pools),
-                _cut(_why(r)),
+                cut(_why(r)),
             )
             for r in a.rows
         ]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from fm_teardown.decide.hints import shell_where
 from fm_teardown.model.leaks import BrowserLeft, BrowserResult, RemoteJobsResult, WorkersLeft
 from fm_teardown.model.not_landed import UnlandedDiscarded
+from fm_teardown.model.notes import Note
 from fm_teardown.model.plan import Step
 from fm_teardown.model.results import (
     Arrived,
@@ -410,8 +411,8 @@ def _auth_left(w: AuthLeft) -> str:
 def warning_text(w: RunWarning) -> str:
     """A warning's words: the decision's are words already; a run's are made here."""
     match w:
-        case str():
-            return w
+        case Note():
+            return w.text
         case UnlandedDiscarded():
             if w.live_owner:
                 return (
