@@ -28,6 +28,7 @@ from fm_teardown.model.world import Observation, Orphan
 if TYPE_CHECKING:
     from fm_teardown.model.landing import LandedFacts
     from fm_teardown.model.plan import Decision
+    from fm_teardown.model.request import Options
 
 __all__ = ["Audit", "AuditRow", "row", "shared_slots", "unusable"]
 
@@ -71,7 +72,7 @@ def row(
     fleet: Fleet,
     obs: Observation,
     facts: LandedFacts | None,
-    opts: finished.Options,
+    opts: Options,
     *,
     now: float,
     inode: int | None,
