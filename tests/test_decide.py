@@ -25,8 +25,9 @@ from fm_teardown.model.errors import ExitCode, Verdict
 from fm_teardown.model.landing import LandedRung, Proof, ProofLine
 from fm_teardown.model.not_landed import NestedRepo, NotLandedWhy, OwnWork
 from fm_teardown.model.paths import is_within
-from fm_teardown.model.plan import Decision, Flags, PoolReturn
+from fm_teardown.model.plan import Decision, PoolReturn
 from fm_teardown.model.records import Fleet, InvalidRecord, Record, RecordKind, load_fleet
+from fm_teardown.model.request import Flags
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.world import (
     Endpoint,
@@ -293,7 +294,7 @@ class World:
         landed: Landed | None = LANDED,
     ) -> Decision:
         fleet, obs = self.build()
-        d = decide(task, fleet, obs, Flags(force=force, discard_live_owner=discard), landed)
+        d = decide(task, fleet, obs, Flags.given(force=force, discard_live_owner=discard), landed)
         assert isinstance(d, Decision), d  # not Unfinished: rule 5's facts are given
         return d
 
@@ -1290,7 +1291,7 @@ def test_a_dry_run_says_when_its_verdict_rests_on_refs_it_did_not_fetch() -> Non
         "not fetched: a dry run uses origin/main as last fetched; the real run fetches first "
         "(with prune) and may decide otherwise"
     )
-    dry = decide("a", fleet, obs, Flags(dry_run=True), landed)
+    dry = decide("a", fleet, obs, Flags.given(dry_run=True), landed)
     assert note in text(dry)
     real = decide("a", fleet, obs, Flags(), landed)
     assert "not fetched" not in text(real)
@@ -1302,7 +1303,7 @@ def test_a_dry_run_says_when_its_verdict_rests_on_refs_it_did_not_fetch() -> Non
         proof=None,
         unfetched=("origin/main",),
     )
-    assert note in text(decide("a", fleet, obs, Flags(dry_run=True), unlanded))
+    assert note in text(decide("a", fleet, obs, Flags.given(dry_run=True), unlanded))
 
 
 def test_the_proof_of_landing_stays_a_value_until_report_words_it() -> None:
@@ -1332,7 +1333,7 @@ def test_unfinished_without_landed_facts() -> None:
 def test_decide_is_deterministic() -> None:
     world = World().task("a").task("b", endpoint="alive").lease(holder="x").agent(9)
     fleet, obs = world.build()
-    flags = Flags(force=True, discard_live_owner="b")
+    flags = Flags.given(force=True, discard_live_owner="b")
     assert decide("a", fleet, obs, flags, LANDED) == decide("a", fleet, obs, flags, LANDED)
 
 
@@ -1420,7 +1421,7 @@ class RealWorld:
         obs = ready(assemble(self.settings(), fleet, inventory, table), fleet, [task])
         landed: Any = kw.pop("landed", LANDED)
         with no_io():  # observe worked out everything decide reads: it reads values only
-            d = decide(task, fleet, obs, Flags(**kw), landed)  # type: ignore[arg-type]
+            d = decide(task, fleet, obs, Flags.given(**kw), landed)  # type: ignore[arg-type]
         assert isinstance(d, Decision), d
         return d
 
@@ -1733,7 +1734,7 @@ def test_records_sharing_one_slot_are_decided_in_linear_work(
 
     monkeypatch.setattr(ownership.SlotGroup, "__init__", counting_group)
     monkeypatch.setattr(ownership, "newer_launch", counting_newer)
-    decisions = {t: decide(t, fleet, obs, Flags(dry_run=True), LANDED) for t in fleet.records}
+    decisions = {t: decide(t, fleet, obs, Flags.given(dry_run=True), LANDED) for t in fleet.records}
     assert len(groups) == 1 and compared == []
     # The one live task: the others are dead, and the newest launch (r299) holds the slot.
     assert decisions["r007"].verdict == Verdict.STALE and "belongs to r299" in text(
@@ -1746,7 +1747,7 @@ def test_records_sharing_one_slot_are_decided_in_linear_work(
     # Without the live one, every other record is stale and its reasons stay short.
     world.states["r007"] = EndpointState.DEAD
     fleet, obs = world.build()
-    d = decide("r000", fleet, obs, Flags(dry_run=True), LANDED)
+    d = decide("r000", fleet, obs, Flags.given(dry_run=True), LANDED)
     assert d.verdict == Verdict.STALE and "belongs to r299" in text(d)
     assert f"and {k - 1 - 10} more" in text(d) and "r250" not in text(d)
 

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from fm_teardown.decide.rules import decide
 from fm_teardown.model.errors import Verdict
-from fm_teardown.model.plan import Decision, Flags
+from fm_teardown.model.plan import Decision
+from fm_teardown.model.request import Flags
 from fm_teardown.model.world import EndpointState
 from fm_teardown.report.step_words import warning_text
 from tests.reliability.figures import count, soak
@@ -164,7 +165,7 @@ class Scenario:
     def decide(self, *, force: bool | None = None, discard: str | bool | None = False) -> Decision:
         """Decide for TASK; `force`/`discard` override the drawn flags when given."""
         fleet, obs = self.world().build()
-        flags = Flags(
+        flags = Flags.given(
             force=self.force if force is None else force,
             discard_live_owner=self.discard if discard is False else discard,  # type: ignore[arg-type]
         )
@@ -620,7 +621,7 @@ def check_proceed_plans_are_ordered_and_end_with_the_record(sc: Scenario, d: Dec
 
 def check_decide_is_deterministic(sc: Scenario) -> None:
     fleet, obs = sc.world().build()
-    flags = Flags(force=sc.force, discard_live_owner=sc.discard)
+    flags = Flags.given(force=sc.force, discard_live_owner=sc.discard)
     first = decide(sc.task, fleet, obs, flags, sc.landed)
     assert decide(sc.task, fleet, obs, flags, sc.landed) == first
     assert sc.decide() == first  # a fresh build of the same world: the same decision

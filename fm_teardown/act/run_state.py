@@ -14,9 +14,10 @@ from fm_teardown.act import faults
 from fm_teardown.adapters import interrupts, processes
 from fm_teardown.adapters.interrupts import Interrupted
 from fm_teardown.model.causes import OwnFileBlocked
-from fm_teardown.model.plan import Decision, Flags, LandedLike, Planned, Step, StepName, StepOutcome
+from fm_teardown.model.plan import Decision, LandedLike, Planned, Step, StepName, StepOutcome
 from fm_teardown.model.reasons import NotSelectedReason
 from fm_teardown.model.records import Fleet, Record
+from fm_teardown.model.request import Flags
 from fm_teardown.model.results import (
     BranchUse,
     Drift,

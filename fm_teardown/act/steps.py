@@ -78,7 +78,8 @@ from fm_teardown.adapters.interrupts import Interrupted
 from fm_teardown.decide.before_acting import own_file_blocked
 from fm_teardown.model.errors import ExitCode, FmError, Lead, Verdict
 from fm_teardown.model.outcome import Outcome, Signal
-from fm_teardown.model.plan import Decision, Flags, Planned, Step, StepName, StepOutcome
+from fm_teardown.model.plan import Decision, Planned, Step, StepName, StepOutcome
+from fm_teardown.model.request import Flags
 from fm_teardown.model.results import NotNeeded, NotRun, NotRunCause, RecheckAt
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.step_warnings import (

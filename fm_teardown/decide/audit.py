@@ -2,7 +2,7 @@
 record refused before deciding, and the slots claimed by more than one record.
 
 The audit itself (one observation of the fleet, rule 5's facts gathered for the rows that
-reach it, the loose ends) is strung together by `fm_teardown/audit.py`.
+reach it, the loose ends) is strung together by `fm_teardown/pipeline/audit.py`.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from fm_teardown.model.world import EndpointState, Observation, Orphan
 if TYPE_CHECKING:
     from fm_teardown.model.landing import LandedFacts
     from fm_teardown.model.plan import Decision
+    from fm_teardown.model.request import Options
 
 __all__ = ["Audit", "AuditRow", "row", "shared_slots", "unusable"]
 
@@ -73,7 +74,7 @@ def row(
     fleet: Fleet,
     obs: Observation,
     facts: LandedFacts | None,
-    opts: finished.Options,
+    opts: Options,
     *,
     now: float,
     inode: int | None,

@@ -18,8 +18,9 @@ from fm_teardown.decide.sparing import NeverSignalled, never_signalled
 from fm_teardown.model.causes import Cause
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.landing import Reason
-from fm_teardown.model.plan import DecisionWarning, Flags, LandedLike, Owner
+from fm_teardown.model.plan import DecisionWarning, LandedLike, Owner
 from fm_teardown.model.records import Fleet, Record, RecordKind
+from fm_teardown.model.request import Discard, Flags
 from fm_teardown.model.values import value
 from fm_teardown.model.world import Endpoint, Observation, SlotFacts
 
@@ -132,7 +133,7 @@ class Case:
         """The one live owner that --force --discard-live-owner names, when it does."""
         live = live_of(self.owners)
         wanted = self.flags.discard_live_owner
-        if wanted is not None and self.flags.force and len(live) == 1 and live[0].id == wanted:
+        if self.flags.discard == Discard.LIVE_OWNER and len(live) == 1 and live[0].id == wanted:
             return wanted
         return None
 

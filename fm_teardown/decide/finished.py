@@ -40,7 +40,7 @@ from fm_teardown.model.causes import OthersAtWork
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.reasons import Finished, FinishedWhy
 from fm_teardown.model.records import RecordKind
-from fm_teardown.model.values import value
+from fm_teardown.model.request import Options
 from fm_teardown.model.world import EndpointState
 
 if TYPE_CHECKING:
@@ -48,19 +48,16 @@ if TYPE_CHECKING:
     from fm_teardown.model.records import Record
 
 __all__ = [
-    "DEFAULT_MIN_AGE",
     "INCLUDE_LIVE",
     "INCLUDE_PUSHED",
     "MAX_DURATION",
     "MIN_AGE_0",
-    "Options",
     "classify",
     "identity",
     "parse_duration",
     "refused",
 ]
 
-DEFAULT_MIN_AGE = 3600.0
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION = re.compile(r"([0-9]+)([smhd]?)")
 # The longest --min-age: a hundred years. A longer one is no duration but a typo, and a
@@ -72,15 +69,6 @@ _NOT_LIVE = (EndpointState.DEAD, EndpointState.MISSING)
 INCLUDE_LIVE = "--include-live"
 INCLUDE_PUSHED = "--include-pushed"
 MIN_AGE_0 = "--min-age 0"
-
-
-@value
-class Options:
-    """The opt-ins of `--landed`, each lifting exactly one condition."""
-
-    include_live: bool = False
-    include_pushed: bool = False
-    min_age: float = DEFAULT_MIN_AGE
 
 
 def parse_duration(text: str) -> float | None:

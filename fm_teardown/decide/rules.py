@@ -5,8 +5,7 @@
 which `decide` walks. A rule says nothing (None), or one `Ruling`:
 
 - `Refusal`: the decision ends with that verdict and an empty plan;
-- `Stale`: the slot is someone else's now; the decision ends cleaning only TASK's own window
-  and record;
+- `Stale`: the slot is someone else's now; the decision cleans only TASK's own window and record;
 - `GoOn`: the decision goes on, with the reasons and warnings the rule adds;
 - `NeedsLanded`: rule 5 is reached without TASK's landed facts: `decide` returns `Unfinished`,
   which nothing can act on; `decide_all` gathers the facts (git runs only now, on TASK's own
@@ -57,8 +56,9 @@ from fm_teardown.model.landing import Reason, said
 from fm_teardown.model.leases import lease_task
 from fm_teardown.model.not_landed import UnlandedDiscarded
 from fm_teardown.model.paths import is_ancestor_or_same
-from fm_teardown.model.plan import Decision, DecisionWarning, Flags, LandedLike
+from fm_teardown.model.plan import Decision, DecisionWarning, LandedLike
 from fm_teardown.model.records import Backend, Fleet, Record, RecordKind
+from fm_teardown.model.request import Flags
 from fm_teardown.model.values import value
 from fm_teardown.model.world import EndpointState, InventoryStatus, Observation
 

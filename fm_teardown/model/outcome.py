@@ -1,6 +1,6 @@
 """The one result of `fm teardown TASK`, for a dry run, a refusal and a real run alike.
 
-`act.run` returns an Outcome and prints nothing; `commands.teardown` journals it and
+`act.run` returns an Outcome and prints nothing; `pipeline.one_task` journals it and
 `report` renders it (pipx's `result.py` + `render_result`; the-loop's `CleanupOutcome`).
 """
 

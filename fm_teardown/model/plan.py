@@ -1,4 +1,4 @@
-"""The values a decision is made of: flags, steps, the pool return, the Decision itself.
+"""The values a decision is made of: steps, the pool return, the Decision itself.
 
 Plain frozen values and the vocabulary they speak (step names and outcomes as StrEnums, which
 serialise as their values), shared by `decide` (which makes them), `act` (which carries them
@@ -30,7 +30,6 @@ __all__ = [
     "BranchDelete",
     "Decision",
     "DecisionWarning",
-    "Flags",
     "LandedLike",
     "Owner",
     "OwnerKind",
@@ -98,16 +97,6 @@ class StepOutcome(StrEnum):
     ABSENT = "absent"  # nothing was there to act on
     SKIPPED = "skipped"
     FAILED = "failed"
-
-
-@value
-class Flags:
-    force: bool = False
-    discard_live_owner: str | None = None
-    dry_run: bool = False
-    # The plan token the operator approved (`--expect-plan`): the first decision must give it.
-    expect_plan: str | None = None
-    no_journal: bool = False  # `--no-journal`: run without the journal (no intent, no result)
 
 
 # A decision's warning: the decide stage's words with their code, or a value report/ words.

@@ -1,6 +1,6 @@
 """What a batch prints (spec §9): the `--landed` selection, the summary (one line a task,
 and for a stopped batch the tasks not done and one command that finishes them) and the
-batch's JSON document. `commands/batch.py` runs the batch; every line it shows is here."""
+batch's JSON document. `pipeline/batch.py` runs the batch; every line it shows is here."""
 
 from __future__ import annotations
 

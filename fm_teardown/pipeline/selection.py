@@ -1,8 +1,8 @@
 """What a batch tears down (spec §9): `fm teardown --landed` (every finished task, from the
 audit) and `fm teardown A B C` (the launches named), and each task selected again at its turn.
 
-Strung together here, beside `pipeline.py` and `audit.py`; `commands/batch.py` runs the
-selection one task after another, journals and renders.
+Strung together here, beside `stages.py` and `audit.py`; `batch.py` runs the selection one
+task after another, and `commands/batch.py` renders it.
 """
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ from dataclasses import field
 from typing import TYPE_CHECKING, cast
 
 from fm_teardown.decide import census
-from fm_teardown.decide.finished import Options, classify, identity
+from fm_teardown.decide.finished import classify, identity
 from fm_teardown.model.errors import FmError, Verdict
 from fm_teardown.model.reasons import Finished, NotSelectedReason, NotSelectedWhy
+from fm_teardown.model.request import Options
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.values import value
-from fm_teardown.pipeline import Guard, meta_inode
+from fm_teardown.pipeline.stages import Guard, meta_inode
 
 if TYPE_CHECKING:
     from fm_teardown.decide.audit import AuditRow
@@ -53,7 +54,7 @@ _IDENTITY_FIELDS = ("window", "worktree", "spawn_gen", "meta inode", "meta mtime
 def select_landed(s: Settings, opts: Options) -> Selection:
     """`--landed`: every finished task (finished.classify, the audit's own column), from one
     observation of the fleet, in task-id order; the others with their one reason."""
-    from fm_teardown.audit import audit
+    from fm_teardown.pipeline.audit import audit
 
     rows = sorted(audit(s, opts).rows, key=lambda r: r.task)
     chosen = [r for r in rows if r.finished.finished]
