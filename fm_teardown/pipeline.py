@@ -32,7 +32,7 @@ from fm_teardown.model.causes import (
     PlanTokens,
 )
 from fm_teardown.model.errors import ExitCode, FmError, Verdict, invalid, plan_changed_exit
-from fm_teardown.model.outcome import Outcome
+from fm_teardown.model.outcome import Framing, Outcome
 from fm_teardown.model.own_files import NOWHERE, WorkPlaces
 from fm_teardown.model.paths import Canonicalizer
 from fm_teardown.model.plan import Decision, Flags, LandedLike, Planned
@@ -604,6 +604,5 @@ def interrupted_before_acting(task: str, flags: Flags) -> Outcome:
         verdict=Verdict.FAILED,
         exit_code=int(ExitCode.INTERRUPTED),
         reasons=("interrupted while deciding",),
-        interrupted=True,
-        tail=True,
+        framing=Framing(tail=True),
     )
