@@ -14,7 +14,7 @@ from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.plan import Step, StepOutcome
 from fm_teardown.model.results import PoolResult, PoolWhat
 from fm_teardown.report import messages, step_words
-from fm_teardown.report.human import Printer, render_error, render_outcome
+from fm_teardown.report.human import DropIn, Printer, render_error, render_outcome
 
 if TYPE_CHECKING:  # the audit's module only when an audit is rendered
     from fm_teardown.decide.audit import Audit
@@ -215,7 +215,5 @@ def render_firstmate(
         out or sys.stdout,
         err or sys.stderr,
         runbook=runbook_for(o),
-        lead=lead,
-        lead_is_first_reason=lead_is_first_reason,
-        completion_line=False,
+        drop_in=DropIn(lead, lead_is_first_reason),
     )
