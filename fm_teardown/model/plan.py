@@ -172,7 +172,7 @@ class Where:
     pool: str | None = None
 
 
-A = TypeVar("A", bound="StepAction")
+_A = TypeVar("_A", bound="StepAction")
 
 
 @value
@@ -200,7 +200,7 @@ class Decision:
     # The live owner `--force --discard-live-owner` names, discarded by this plan (spec §7a).
     discarded_owner: str | None = None
 
-    def action(self, kind: type[A]) -> A | None:
+    def action(self, kind: type[_A]) -> _A | None:
         """What the plan's step of that kind will do (`EndProcesses`, `PoolReturn`, ...), or
         None when no step of the plan has one."""
         for s in self.plan:
@@ -214,6 +214,7 @@ class Decision:
         `lease`)."""
         return self.action(PoolReturn)
 
+    # Where TASK is, read as every stage reads it (`d.slot`); the facts live in `where`.
     @property
     def slot(self) -> str | None:
         return self.where.slot
