@@ -25,10 +25,16 @@ from fm_teardown.model.errors import ExitCode, Verdict
 from fm_teardown.model.landing import LandedRung, Proof, ProofLine
 from fm_teardown.model.not_landed import NestedRepo, NotLandedWhy, OwnWork
 from fm_teardown.model.paths import is_within
-from fm_teardown.model.plan import Decision, PoolReturn
+from fm_teardown.model.plan import Decision
 from fm_teardown.model.records import Fleet, InvalidRecord, Record, RecordKind, load_fleet
 from fm_teardown.model.request import Flags
 from fm_teardown.model.settings import Settings
+from fm_teardown.model.step_actions import (
+    BranchDelete,
+    EndProcesses,
+    PoolReturn,
+    SaveWork,
+)
 from fm_teardown.model.world import (
     Endpoint,
     EndpointState,
@@ -1069,7 +1075,7 @@ def test_decide_table(name: str) -> None:
         assert d.plan == ()
         assert d.pool_return is None
         assert d.discarded_owner is None
-        assert not d.end_processes
+        assert d.action(EndProcesses) is None
         assert messages.refused_reasons(d.reasons, d.refused)[0].startswith("REFUSED")
     if d.verdict == Verdict.LIVE_OWNER:
         for owner in case.owners:
@@ -1120,7 +1126,8 @@ def test_plan_targets_for_sole_claimant() -> None:
     assert record.target == f"{FM_HOME}/state/a.meta"
     assert "/tmp/fm-a" in record.detail
     assert all(s.outcome == "planned" for s in d.plan)
-    assert d.end_processes
+    ends = d.action(EndProcesses)
+    assert ends is not None and ends.slot == S1
 
 
 def test_pool_return_unleased_slot_is_unconditional() -> None:
@@ -1237,8 +1244,8 @@ def test_stale_warning_names_the_current_owner() -> None:
     assert d.verdict == Verdict.STALE
     assert any("belongs to b" in warning_text(w) for w in d.warnings), d.warnings
     assert d.pool_return is None
-    assert not d.end_processes
-    assert not d.save_discarded
+    assert d.action(EndProcesses) is None
+    assert d.action(SaveWork) is None
 
 
 def test_proceed_with_dead_others_warns_their_records_name_a_returned_slot() -> None:
@@ -1249,7 +1256,7 @@ def test_proceed_with_dead_others_warns_their_records_name_a_returned_slot() -> 
 
 def test_unlanded_force_is_saved_and_says_so() -> None:
     d = World().task("a").decide("a", force=True, landed=UNLANDED)
-    assert d.save_discarded
+    assert d.action(SaveWork) == SaveWork("a")
     assert any("refs/fm/discarded/a/" in s.target for s in d.plan)
     assert any("--force" in warning_text(w) for w in d.warnings)
 
@@ -1268,7 +1275,7 @@ def test_force_refuses_while_repositories_are_nested_in_the_slot() -> None:
     """Its save would keep a nested repository as a commit id only: nothing to restore."""
     d = World().task("a").decide("a", force=True, landed=NESTED)
     assert (d.verdict, d.exit_code) == (Verdict.UNSAFE, 5)
-    assert not d.save_discarded and d.plan == ()
+    assert d.action(SaveWork) is None and d.plan == ()
     said = text(d)
     assert messages.said_text(d.headline) == (
         "a's slot holds nested repositories (vendor/lib/): --force cannot save them with "
@@ -1646,12 +1653,12 @@ def test_discarding_a_live_task_saves_its_work_under_its_own_name() -> None:
     """spec §7a: what is saved before the return is the discarded owner's work, named for it."""
     w = World().task("a").task("b", endpoint="alive")
     d = w.decide("a", force=True, discard="b", landed=UNLANDED)
-    assert (d.verdict, d.save_discarded, d.save_as) == (Verdict.PROCEED, True, "b")
+    assert (d.verdict, d.action(SaveWork)) == (Verdict.PROCEED, SaveWork("b"))
     [save] = [s for s in d.plan if s.step == "save-discarded"]
     assert save.target == "refs/fm/discarded/b/<UTC timestamp>"
     d = World().task("a").decide("a", force=True, landed=UNLANDED)
-    assert (d.save_as, [s.target for s in d.plan if s.step == "save-discarded"]) == (
-        "a",
+    assert (d.action(SaveWork), [s.target for s in d.plan if s.step == "save-discarded"]) == (
+        SaveWork("a"),
         ["refs/fm/discarded/a/<UTC timestamp>"],
     )
 
@@ -1662,14 +1669,15 @@ def test_the_branch_seen_when_deciding_is_deleted_after_the_return() -> None:
     facts = Landed(head="c" * 40, branch="fm/a", default_branch="main")
     d = World().task("a").decide("a", landed=facts)
     assert steps(d) == ["endpoint", "processes", "hooks", "pool", "branch", *RECORD]
-    assert d.branch is not None and (d.branch.name, d.branch.commit) == ("fm/a", "c" * 40)
+    branch = d.action(BranchDelete)
+    assert branch is not None and (branch.name, branch.commit) == ("fm/a", "c" * 40)
     d = (
         World()
         .task("a")
         .task("b", endpoint="alive")
         .decide("a", force=True, discard="b", landed=facts)
     )
-    assert d.verdict == Verdict.PROCEED and d.branch is None
+    assert d.verdict == Verdict.PROCEED and d.action(BranchDelete) is None
 
 
 def test_the_dry_run_names_a_shell_no_task_holds_as_a_shell_in_a_terminal() -> None:

@@ -19,7 +19,7 @@ from fm_teardown.decide.before_acting import acts, other_launch, own_file_blocke
 from fm_teardown.model.causes import OtherLaunch, OwnFile, OwnFileBlocked
 from fm_teardown.model.errors import ExitCode, FmError, Verdict
 from fm_teardown.model.notes import Note, NoteCode
-from fm_teardown.model.outcome import Outcome
+from fm_teardown.model.outcome import Framing, Outcome
 from fm_teardown.model.plan import Decision, Planned
 from fm_teardown.model.records import RecordKind, load_record, task_id_problem
 from fm_teardown.model.request import Caller, Flags
@@ -267,6 +267,5 @@ def _interrupted_before_acting(task: str, flags: Flags) -> Outcome:
         verdict=Verdict.FAILED,
         exit_code=int(ExitCode.INTERRUPTED),
         reasons=(Note(NoteCode.INTERRUPTED_DECIDING, "interrupted while deciding"),),
-        interrupted=True,
-        tail=True,
+        framing=Framing(tail=True),
     )

@@ -23,7 +23,7 @@ from fm_teardown.model.plan import Step, StepOutcome
 from fm_teardown.model.results import PoolResult, PoolWhat
 from fm_teardown.model.step_warnings import warning_code
 from fm_teardown.report import messages, step_words
-from fm_teardown.report.human import Printer, render_error, render_outcome
+from fm_teardown.report.human import DropIn, Printer, render_error, render_outcome
 
 if TYPE_CHECKING:  # the audit's module only when an audit is rendered
     from fm_teardown.decide.audit import Audit
@@ -242,7 +242,5 @@ def render_firstmate(
         out or sys.stdout,
         err or sys.stderr,
         runbook=runbook_for(o),
-        lead=lead,
-        lead_is_first_reason=lead_is_first_reason,
-        completion_line=False,
+        drop_in=DropIn(lead, lead_is_first_reason),
     )
