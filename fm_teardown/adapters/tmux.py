@@ -361,6 +361,10 @@ def _parsed(result: TmuxResult, *, absent_ok: bool) -> TmuxInventory:
     if result.timed_out:
         return TmuxInventory(InventoryStatus.ERROR, error=" ".join(result.stderr))
     if result.returncode != 0:
+        if [line.strip() for line in result.stderr if line.strip()] == ["no current target"]:
+            # A server without a session (one exiting after its last window was killed, or
+            # one kept with `exit-empty off`) answers `list-panes -a` so: it holds no pane.
+            return TmuxInventory(InventoryStatus.OK)
         if absent_ok and _absent(result.stderr):
             return TmuxInventory(InventoryStatus.NO_SERVER, error=" ".join(result.stderr))
         return TmuxInventory(
