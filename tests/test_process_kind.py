@@ -14,7 +14,7 @@ from fm_teardown.adapters import processes
 from fm_teardown.model import process_kind
 from fm_teardown.model.process_kind import ProcessClass, classify_proc, configure, named
 from fm_teardown.model.settings import load
-from fm_teardown.model.world import Proc, parse_cmdline
+from fm_teardown.model.world import Proc, ProcStat, parse_cmdline
 from tests.fleet import wait_for
 
 AGENT, OTHER, SHELL, UNSURE = (
@@ -26,7 +26,7 @@ AGENT, OTHER, SHELL, UNSURE = (
 
 
 def proc(name: str, *argv: str, cut: bool = False) -> Proc:
-    return Proc(7, 1, name, argv[0], None, 1.0, args=tuple(argv[1:]), cut=cut)
+    return Proc(7, 1, name, (argv[0], tuple(argv[1:]), cut), None, ProcStat(1.0))
 
 
 @pytest.fixture(autouse=True)
@@ -73,7 +73,7 @@ def builtin_list() -> Iterator[None]:
         # What it runs lies past what was read, or nothing could be read: cannot be told.
         (proc("node", "node", "--max-old-space-size=4096", cut=True), UNSURE),
         (proc("python3", "python3", *(["-W", "ignore"] * 40), "x.py"), UNSURE),
-        (Proc(7, 1, "node", None, None, 1.0, read_cmdline=lambda pid: ""), UNSURE),
+        (Proc(7, 1, "node", lambda pid: "", None, ProcStat(1.0)), UNSURE),
         # Names, as before.
         (proc("claude", "claude"), AGENT),
         (proc("agy", "agy"), AGENT),
