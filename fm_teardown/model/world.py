@@ -102,17 +102,22 @@ class TmuxInventory:
         return frozenset(p.server_pid for p in self.panes if p.server_pid > 0)
 
 
-@value
 class ProcStat:
     """What a process's stat line says of it beside its pid, parent and name
     (`/proc/<pid>/stat`; psutil reads the same): when it started, whether it is a zombie
     (ended, not yet reaped), its controlling terminal and that terminal's foreground process
-    group. Given to `Proc` as one value; the scan makes one per process."""
+    group. Given to `Proc` as one value. A plain class, as `Proc` is: the scan makes one per
+    process, and every run scans (a `@value` compiles its `__init__` at its first instance)."""
 
-    start_time: float
-    zombie: bool = False
-    tty: str | None = None
-    tpgid: int = 0
+    __slots__ = ("start_time", "tpgid", "tty", "zombie")
+
+    def __init__(
+        self, start_time: float, zombie: bool = False, tty: str | None = None, tpgid: int = 0
+    ) -> None:
+        self.start_time = start_time
+        self.zombie = zombie
+        self.tty = tty
+        self.tpgid = tpgid
 
 
 # A process's command line as `Proc` is given it: argv[0] alone (no arguments); argv[0], the
