@@ -122,6 +122,27 @@ def test_parse_cmdline() -> None:
     assert parse_cmdline("sshd: user@pts/0") == ("sshd: user@pts/0", (), True)
 
 
+def test_each_way_a_command_line_is_given_reads_as_it_did() -> None:
+    """`Proc` is given a command line one of four ways: argv[0] alone, as read, the reader
+    that reads it on first use (once), or nothing to read."""
+    alone = Proc(7, 1, "bash", "bash", None, ProcStat(1.0))
+    assert (alone.argv0, alone.args, alone.cut) == ("bash", (), False)
+    read = Proc(7, 1, "node", ("node", ("a.js",), True), None, ProcStat(1.0))
+    assert (read.argv0, read.args, read.cut) == ("node", ("a.js",), True)
+    calls: list[int] = []
+
+    def reader(pid: int) -> str:
+        calls.append(pid)
+        return "node\0b.js\0"
+
+    later = Proc(8, 1, "node", reader, None, ProcStat(1.0))
+    assert calls == []  # not read until asked
+    assert (later.args, later.argv0, later.cut, calls) == (("b.js",), "node", False, [8])
+    gone = Proc(9, 1, "x", None, None, ProcStat(1.0, zombie=True, tty="/dev/pts/1", tpgid=9))
+    assert (gone.argv0, gone.args, gone.cut) == ("", None, False)
+    assert (gone.start_time, gone.zombie, gone.tty, gone.tpgid) == (1.0, True, "/dev/pts/1", 9)
+
+
 def test_a_command_line_past_the_bound_reads_as_cut() -> None:
     """A real process whose command line is longer than fm reads: argv[0] and the first
     arguments are there, and it reads as cut (an interpreter's script past it is doubt)."""
