@@ -21,7 +21,7 @@ from fm_teardown.adapters import interrupts, processes, tmux
 from fm_teardown.model.process_kind import ProcessClass, classify
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.values import value
-from fm_teardown.model.world import Pane, Proc, ProcessTable
+from fm_teardown.model.world import Pane, Proc, ProcessTable, ProcStat
 
 __all__ = [
     "CTRL_C",
@@ -209,9 +209,7 @@ def _note_children(proc: Proc, seen: dict[int, Proc]) -> None:
             if ident is None or ident[1]:
                 continue
             name = processes.stat_name(pid) or "?"
-            seen[pid] = Proc(
-                pid, proc.pid, name, None, None, ident[0], read_cmdline=processes.read_cmdline
-            )
+            seen[pid] = Proc(pid, proc.pid, name, processes.read_cmdline, None, ProcStat(ident[0]))
             todo.append(pid)
 
 

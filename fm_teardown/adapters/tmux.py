@@ -154,7 +154,7 @@ def _kill_hung_tmux_children() -> None:
     import psutil
 
     from fm_teardown.adapters import processes
-    from fm_teardown.model.world import Proc
+    from fm_teardown.model.world import Proc, ProcStat
 
     for child in psutil.Process(os.getpid()).children():
         try:
@@ -163,7 +163,9 @@ def _kill_hung_tmux_children() -> None:
                 continue
             for proc in [*child.children(recursive=True), child]:
                 with contextlib.suppress(psutil.Error):
-                    target = Proc(proc.pid, 0, proc.name(), None, None, proc.create_time())
+                    target = Proc(
+                        proc.pid, 0, proc.name(), None, None, ProcStat(proc.create_time())
+                    )
                     processes.send(target, signal.SIGKILL)
         except psutil.Error:
             continue

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from fm_teardown.decide.audit import Audit, AuditRow, row, shared_slots, unusable
+from fm_teardown.decide.audit import Audit, AuditRow, RowReads, row, shared_slots, unusable
 from fm_teardown.decide.hints import inventory_hint
 from fm_teardown.decide.rules import decide_all
 from fm_teardown.model.errors import ErrorCode, refused
@@ -105,7 +105,7 @@ def audit(settings: Settings, opts: Options | None = None) -> Audit:
     now, me = time.time(), os.getpid()
     for task, d in decisions.items():
         inode = meta_inode(fleet.records[task])
-        rows[task] = row(d, fleet, obs, facts.get(task), opts, now=now, inode=inode, fm_pid=me)
+        rows[task] = row(d, fleet, obs, facts.get(task), opts, RowReads(now, inode, me))
     return Audit(
         settings.state_dir,
         tuple(rows[t] for t in fleet.task_ids),
