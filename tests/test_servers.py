@@ -94,6 +94,17 @@ def _foreground_server(fleet: Fleet) -> tuple[Path, subprocess.Popen[bytes]]:
     )
     fleet.procs.append(proc)
     wait_for(socket.exists, what="the foreground tmux server's socket")
+
+    def answers() -> bool:
+        # Listening, not only bound: a `new-session` that found the socket refusing would
+        # start a server of its own there (a daemon, with no terminal).
+        r = subprocess.run(
+            ["tmux", "-S", str(socket), "-f", "/dev/null", "list-sessions"],
+            env=fleet.tmux.env, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        return "error connecting" not in r.stderr and "no server running" not in r.stderr
+
+    wait_for(answers, what="the foreground tmux server answering")
     return socket, proc
 
 

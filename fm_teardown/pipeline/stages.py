@@ -50,6 +50,7 @@ __all__ = [
     "TaskRun",
     "decide_and_act",
     "load",
+    "lock_placed",
     "meta_inode",
     "plan",
 ]
