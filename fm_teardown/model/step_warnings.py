@@ -12,6 +12,7 @@ from __future__ import annotations
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.leaks import BrowserLeft, WorkersLeft
 from fm_teardown.model.not_landed import UnlandedDiscarded
+from fm_teardown.model.parked_run import RunUnasked
 from fm_teardown.model.results import (
     AuthLeft,
     BranchResult,
@@ -158,6 +159,7 @@ StepWarning = (
     | RerunForNewDecision
     | BrowserLeft
     | WorkersLeft
+    | RunUnasked
 )
 # A decision's warnings are the decide stage's words (or `UnlandedDiscarded`); a run's are values.
 RunWarning = str | UnlandedDiscarded | StepWarning

@@ -17,7 +17,7 @@ from fm_teardown.model.errors import Lead
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.records import Record
 from fm_teardown.model.settings import Settings
-from fm_teardown.report import messages, step_words
+from fm_teardown.report import messages, parked_run_words, step_words
 
 __all__ = [
     "USAGE",
@@ -72,15 +72,21 @@ def success(record: Record, reminder: str | None) -> None:
 
 
 def operator_lines(outcome: Outcome) -> None:
-    """The script's progress lines its callers read, said of what fm did: TASK's browser
+    """The script's progress lines its callers read, said of what fm did: TASK's own
+    no-mistakes run aborted at its gate (`teardown: no-mistakes run for <id> is parked at a
+    gate; aborting before the worker is removed`), TASK's browser
     stack closed (`browser reap: …`, firstmate's reaper's words), the processes it ended in
     the slot or the task's temp dir (`teardown: reaping leaked worktree process(es) for <id>:
     <pids>`), then each process group of which the step ended the leader and left nothing
     (`teardown: reaping leaked worktree process group for <id>: <pgid>`), then the remote-job
     workers of a pruned code root it ended (`reaped abandoned remote job worker …`)."""
     from fm_teardown.model.leaks import BrowserResult, RemoteJobsResult
+    from fm_teardown.model.parked_run import ParkedRunResult
     from fm_teardown.report import leak_words
 
+    for st in outcome.steps:
+        if isinstance(st.result, ParkedRunResult) and st.result.aborted:
+            sys.stderr.write(parked_run_words.aborting_line(outcome.task or "?") + "\n")
     for st in outcome.steps:
         if isinstance(st.result, BrowserResult):
             for line in leak_words.browser_lines(st.result):
@@ -120,11 +126,20 @@ def lead_line(outcome: Outcome) -> tuple[str, bool]:
         return messages.refusal_line(first), bool(said) and outcome.lead == Lead.REFUSED
     if outcome.exit_code == 1 or outcome.interrupted:
         failed = next((st for st in outcome.steps if st.outcome == "failed"), None)
+        if failed is not None and _parked_run_refused(failed.result) and not outcome.interrupted:
+            # The script refuses a run it could not read back stopped, in these words.
+            return messages.refusal_line(parked_run_words.refusal_text(outcome.task or "?")), False
         cause = f"{failed.step}: {step_words.detail(failed)}" if failed else first
         if outcome.interrupted:
             cause = "interrupted" + (f" ({cause})" if failed else "")
         return f"error: teardown {outcome.task} stopped: {cause}; the record is kept", False
     return messages.led(Lead.ERROR, first), False
+
+
+def _parked_run_refused(result: object) -> bool:
+    from fm_teardown.model.parked_run import ParkedRunResult, ParkedRunWhat
+
+    return isinstance(result, ParkedRunResult) and result.what == ParkedRunWhat.UNCONFIRMED
 
 
 def backlog_reminder(s: Settings, record: Record) -> str | None:
