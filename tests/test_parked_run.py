@@ -1,4 +1,4 @@
-"""A ship task's own no-mistakes run parked at a gate (docs/spec.md §15.5a): how `axi status`
+"""A ship task's own no-mistakes run parked at a gate (docs/spec.md §15.5b): how `axi status`
 is read, whose a run is, when an abort is confirmed, and the step's work against a stand-in
 `no-mistakes` (`tests/nm_fake.py`) in a real git worktree. The teardowns that run it are in
 `tests/test_parked_run_teardown.py`."""

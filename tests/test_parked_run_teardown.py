@@ -1,5 +1,5 @@
 """Teardowns of a ship task whose own no-mistakes run is parked at a gate (docs/spec.md
-§15.5a): the run is aborted before anything of the task is destroyed, a run not read back
+§15.5b): the run is aborted before anything of the task is destroyed, a run not read back
 stopped stops the teardown with nothing of the task touched, a dry run only says it would
 look. Real tmux, git, processes and the pool stand-in; `no-mistakes` is the stand-in of
 `tests/nm_fake.py`, first on PATH."""

@@ -1,5 +1,5 @@
 """The parked-run step (the order and why: `act/steps.py`): a ship task's own no-mistakes run
-parked at a gate is aborted before anything of TASK's is destroyed (spec §15.5a).
+parked at a gate is aborted before anything of TASK's is destroyed (spec §15.5b).
 
 firstmate's script does this first of its pre-teardown cleanup ("Fix 1",
 `conclude_task_no_mistakes_run`): a run parked at a gate (awaiting approval, a fix review, an

@@ -1,4 +1,4 @@
-"""The operator's `no-mistakes` CLI, as the parked-run step asks it (spec §15.5a): `axi status`,
+"""The operator's `no-mistakes` CLI, as the parked-run step asks it (spec §15.5b): `axi status`,
 `axi abort --run <id>` and `axi status --run <id>`, each run in the slot, and their answers
 read into values (`model/parked_run.py`). Nothing here decides whose a run is
 (`decide/parked_run.py` does).

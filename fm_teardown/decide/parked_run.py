@@ -1,5 +1,5 @@
 """Whose a no-mistakes run is, whether it is parked, and whether its abort is confirmed
-(spec §15.5a). Pure: the parked-run step (`act/parked_run_step.py`) gathers the facts (the
+(spec §15.5b). Pure: the parked-run step (`act/parked_run_step.py`) gathers the facts (the
 CLI's answers, the slot's branch and code identity) and asks these.
 
 The rule is firstmate's (`bin/fm-teardown.sh`, `task_status_is_own_parked_run`, and

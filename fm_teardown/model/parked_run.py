@@ -1,4 +1,4 @@
-"""A ship task's own no-mistakes run parked at a gate, as values (spec §15.5a).
+"""A ship task's own no-mistakes run parked at a gate, as values (spec §15.5b).
 
 A ship task's no-mistakes pipeline run can be parked at a gate (awaiting approval, a fix
 review, an agent) when the task is torn down: with the worker gone, nothing will ever answer

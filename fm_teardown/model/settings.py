@@ -73,7 +73,7 @@ class Settings:
     browser_sessions_root: str | None = None
     browser_reap_grace: float = 2.0
     # The operator's `no-mistakes` on PATH (absolute), None when there is none: a ship task's
-    # own run parked at a gate is aborted before its teardown (spec §15.5a), each call bounded
+    # own run parked at a gate is aborted before its teardown (spec §15.5b), each call bounded
     # by FM_TEARDOWN_NM_TIMEOUT seconds.
     no_mistakes_bin: str | None = None
     nm_timeout: float = 10.0
