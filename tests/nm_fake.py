@@ -2,7 +2,8 @@
 `axi abort --run <id>`, `axi status --run <id>`. Like firstmate's own fake, but driven by files
 in its control dir (`NM_FAKE_DIR`), so one fake serves a whole test:
 
-- `status`: what `axi status` prints (nothing when absent); `status.rc`: its exit code;
+- `status`: what `axi status` prints (nothing when absent), and once its run was aborted
+  (unless `noop`), `outcome: cancelled` after it; `status.rc`: its exit code;
 - `after`, `after.err`, `after.rc`: what `axi status --run <id>` prints, on stdout and stderr,
   and its exit code, once `<id>` was aborted (by default the run reads back `cancelled`);
 - `noop`: `axi abort` records the call but aborts nothing (`status --run` keeps answering
@@ -42,6 +43,12 @@ case "${1:-}" in
       exit 0
     fi
     [ -f "$d/status" ] && cat "$d/status"
+    # The most recent run, once aborted, reads ended.
+    id=$(sed -n 's/^[[:space:]]*id:[[:space:]]*"\{0,1\}\([^"]*\)"\{0,1\}[[:space:]]*$/\1/p' \
+      "$d/status" 2>/dev/null | head -1)
+    if [ -n "$id" ] && grep -Fxq "$id" "$d/aborted" 2>/dev/null && [ ! -f "$d/noop" ]; then
+      printf '  outcome: cancelled\n'
+    fi
     exit "$(cat "$d/status.rc" 2>/dev/null || echo 0)"
     ;;
   abort)

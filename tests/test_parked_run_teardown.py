@@ -103,8 +103,7 @@ def test_a_run_not_read_back_stopped_stops_the_teardown_touching_nothing_of_the_
     command finishes the job and leaves it alone."""
     slot, _ = ship(fleet)
     worker = fleet.spawn(["sleep", "100000"], slot, new_session=True)  # left running in the slot
-    parked = parked_toon(BRANCH, head(slot))
-    nm.set("status", parked)
+    nm.set("status", parked_toon(BRANCH, head(slot)))
     nm.set("noop", "")
     before = fleet.snapshot(slot)
     if command == "fm teardown":
@@ -126,7 +125,6 @@ def test_a_run_not_read_back_stopped_stops_the_teardown_touching_nothing_of_the_
     assert fleet.treehouse_calls() == []
     # No-mistakes now reads the run ended: the re-run leaves it alone and finishes.
     (nm.dir / "noop").unlink()
-    nm.set("status", parked + "  outcome: cancelled\n")
     code, doc = fleet.fm_json("teardown", ID_T1, env=env(fleet, nm))
     assert code == 0, doc
     assert nm.aborted() == ["01RUN"]
@@ -193,3 +191,24 @@ def test_a_scout_has_no_such_step(fleet: Fleet, nm: NmFake) -> None:
     assert code == 0, doc
     assert "parked-run" not in [s["step"] for s in doc["steps"]], doc
     assert nm.calls() == []
+
+
+def test_a_teardown_that_dies_after_the_abort_is_finished_by_the_same_command(
+    fleet: Fleet, nm: NmFake
+) -> None:
+    """fm killed right after the abort (before its window): the re-run finds the run ended,
+    leaves it alone and finishes; the run was aborted once."""
+    slot, _ = ship(fleet)
+    nm.set("status", parked_toon(BRANCH, head(slot)))
+    r = fleet.fm("teardown", ID_T1, env=env(fleet, nm, FM_TEST_FAULT="crash:after-parked-run"))
+    assert r.returncode == -9, r.stdout + r.stderr
+    assert nm.aborted() == ["01RUN"]
+    assert (fleet.state / f"{ID_T1}.meta").exists()
+    assert f"{SESSION}:fm-{ID_T1}" in fleet.tmux.windows()
+    code, doc = fleet.fm_json("teardown", ID_T1, env=env(fleet, nm))
+    assert code == 0, doc
+    first = doc["steps"][0]
+    assert (first["step"], first["outcome"]) == ("parked-run", "absent"), first
+    assert "has ended already (cancelled)" in first["detail"], first
+    assert nm.aborted() == ["01RUN"]
+    assert not (fleet.state / f"{ID_T1}.meta").exists()
