@@ -265,22 +265,23 @@ def teardown(
     """Tear down a finished task: end its endpoint and processes, return its slot, clear its
     record. Several TASKs: one after another. Without TASK, --dry-run audits the whole fleet."""
     from fm_teardown.commands.teardown import teardown as run_teardown
+    from fm_teardown.model.request import CommandLine
 
-    code = run_teardown(
-        tasks=list(tasks or []),
+    line = CommandLine(
+        tasks=tuple(tasks or ()),
         dry_run=dry_run,
         force=force,
         discard_live_owner=discard_live_owner,
         landed=landed,
-        json_out=json_out,
-        state_dir=state_dir,
         include_live=include_live,
         include_pushed=include_pushed,
         min_age=min_age,
-        expect_plan=list(expect_plan or []),
+        json=json_out,
+        state_dir=state_dir,
+        expect_plan=tuple(expect_plan or ()),
         no_journal=no_journal,
     )
-    raise typer.Exit(code)
+    raise typer.Exit(run_teardown(line))
 
 
 @app.command(short_help="List a task's saved work, or put a save back as a new worktree.")

@@ -184,6 +184,7 @@ def test_a_state_dir_that_cannot_be_read_gives_the_audits_own_shape(fleet: Fleet
         "exit_code": 5,
         "verdict": "unsafe",
         "reasons": doc["reasons"],
+        "reason_codes": ["state-dir-unreadable"],
         "hints": [],
         "runbook": "unsafe",
         "tasks": [],

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fm_teardown import pipeline
 from fm_teardown.model import settings as settings_of
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.paths import Canonicalizer, ancestors
-from fm_teardown.model.plan import Flags
+from fm_teardown.model.request import Flags
 from fm_teardown.observe import observation
+from fm_teardown.pipeline import stages as pipeline
 from tests.fleet import Fleet, tid
 
 NAMES = ["a", "b", "c", "link", "up", "loop", "gone", "..", "."]
@@ -73,7 +73,7 @@ def test_one_look_at_the_fleet_resolves_each_directory_once(
     monkeypatch.setenv("FM_HOME", str(fleet.fm_home))
     for key, val in fleet.env().items():
         monkeypatch.setenv(key, val)
-    planned = pipeline.plan(settings_of.load(None), task, Flags(dry_run=True))
+    planned = pipeline.plan(settings_of.load(None), task, Flags.given(dry_run=True))
     assert planned.decision.verdict == Verdict.PROCEED, planned.decision
     assert len(made) == 1
     assert resolved.count(str(slot)) == 1, resolved

@@ -48,13 +48,15 @@ from fm_teardown.model.causes import (
 )
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.not_landed import NestedRepo, NoHead, OwnWork, Unpushed
-from fm_teardown.model.plan import Decision
+from fm_teardown.model.plan import Decision, OwnerKind
+from fm_teardown.model.world import EndpointState
 from fm_teardown.report import messages
 from fm_teardown.report.cause_words import cause_text
 
-_BOB = LiveOwner("bob", "record", "alive", "its record names this slot; endpoint alive")
-_LEASE = LiveOwner("lease:ci", "lease", "alive", "holds the pool lease on this slot")
-_PROC = LiveOwner("pid:7", "process", "alive", "tmux pane other:scratch (%4)")
+ALIVE = EndpointState.ALIVE
+_BOB = LiveOwner("bob", OwnerKind.RECORD, ALIVE, "its record names this slot; endpoint alive")
+_LEASE = LiveOwner("lease:ci", OwnerKind.LEASE, ALIVE, "holds the pool lease on this slot")
+_PROC = LiveOwner("pid:7", OwnerKind.PROCESS, ALIVE, "tmux pane other:scratch (%4)")
 
 CAUSES: list[tuple[Cause, str]] = [
     (
@@ -68,7 +70,9 @@ CAUSES: list[tuple[Cause, str]] = [
         "working in this slot: tmux pane other:scratch (%4)",
     ),
     (
-        LiveOwners((LiveOwner("pid:8", "terminal", "alive", "bash (8) in tmux pane ops:sh (%5)"),)),
+        LiveOwners(
+            (LiveOwner("pid:8", OwnerKind.TERMINAL, ALIVE, "bash (8) in tmux pane ops:sh (%5)"),)
+        ),
         "pid:8 is working in this slot: bash (8) in tmux pane ops:sh (%5)",
     ),
     (
@@ -78,7 +82,7 @@ CAUSES: list[tuple[Cause, str]] = [
     ),
     (LiveChildren("sm", ("sm/a", "sm/b")), "secondmate sm's home has a live task: sm/a, sm/b"),
     (
-        ChildEndpoint("sm/a", "alive", "window x runs claude (9)"),
+        ChildEndpoint("sm/a", ALIVE, "window x runs claude (9)"),
         "sm/a: endpoint alive: window x runs claude (9)",
     ),
     (

@@ -17,6 +17,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -796,3 +797,95 @@ def test_fm_complete_saves_lists_the_tasks_with_saves_in_the_named_projects(
     assert (r.returncode, r.stdout, r.stderr) == (0, "gone-task\nlive-task\n", "")
     r = fm("__complete", "saves", env={"FM_HOME": str(tmp_path / "nowhere")})
     assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
+
+
+# --------------------------------------------------------------------------- every option listed
+
+# The commands whose options the scripts list (the hidden `__complete` is the scripts' own).
+LISTED = ("teardown", "restore", "runbook", "demo")
+
+
+def cli_options() -> dict[str, tuple[set[str], set[str]]]:
+    """Each command's options as typer parses them, and which of them take a value (every
+    command has --help too)."""
+    import typer.main
+
+    from fm_teardown import cli
+
+    group: Any = typer.main.get_command(cli.app)
+    out: dict[str, tuple[set[str], set[str]]] = {}
+    for name in LISTED:
+        options = [p for p in group.commands[name].params if p.param_type_name == "option"]
+        every = {o for p in options for o in (*p.opts, *p.secondary_opts)} | {"--help"}
+        valued = {o for p in options if not p.is_flag for o in p.opts}
+        out[name] = every, valued
+    return out
+
+
+def _words(text: str) -> set[str]:
+    return set(text.split())
+
+
+def bash_options(text: str, command: str) -> tuple[set[str], set[str]]:
+    m = re.search(rf"^\s*{command}\)\s+opts=\"([^\"]*)\"\s+valued=\"([^\"]*)\"", text, re.M)
+    assert m is not None, f"fm.bash lists no options for {command}"
+    return _words(m.group(1)), _words(m.group(2))
+
+
+def zsh_options(text: str, command: str) -> tuple[set[str], set[str]]:
+    m = re.search(rf"^\s*\({command}\)\s+_arguments \\\n(.*?)&& ret=0", text, re.M | re.S)
+    assert m is not None, f"_fm lists no options for {command}"
+    specs = re.findall(r"^\s*['\"]\*?(--[a-z-]+)(=?)\[", m.group(1), re.M)
+    return {o for o, _ in specs}, {o for o, eq in specs if eq}
+
+
+def fish_options(text: str, command: str) -> tuple[set[str], set[str]]:
+    lines = re.findall(rf"^complete -c fm -n '__fm_using {command}' -l ([a-z-]+)(.*)$", text, re.M)
+    assert lines, f"fm.fish lists no options for {command}"
+    return {f"--{o}" for o, _ in lines}, {f"--{o}" for o, rest in lines if " -x" in rest}
+
+
+# The list of the options whose next word the zsh and fish scripts' scan of the line skips as
+# their value, whatever the command (bash keeps one list per command: `valued` above).
+SCANNED = {"zsh": r"local i w expect= dd=0 valued='([^']*)'", "fish": r"set -l valued (.*)$"}
+
+
+def scanned_values(shell: str, text: str) -> set[str]:
+    m = re.search(SCANNED[shell], text, re.M)
+    assert m is not None, f"{shell}: no list of the options that take a value"
+    return _words(m.group(1))
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_every_option_of_every_command_is_in_each_script(shell: str) -> None:
+    """A new flag cannot be forgotten in a completion script: each script offers exactly the
+    options typer parses for each command, knows which of them take a value (so the word
+    after one is never completed as a task id), and its scan of the line skips those values."""
+    text = (SCRIPTS / completion.SCRIPT_FILES[shell]).read_text()
+    reader = {"bash": bash_options, "zsh": zsh_options, "fish": fish_options}[shell]
+    every_valued: set[str] = set()
+    for command, (want, valued) in cli_options().items():
+        assert reader(text, command) == (want, valued), f"{shell}: fm {command}"
+        every_valued |= valued
+    if shell in SCANNED:
+        assert scanned_values(shell, text) == every_valued, shell
+
+
+def test_fish_completes_a_task_id_only_where_no_option_wants_a_value() -> None:
+    text = (SCRIPTS / "fm.fish").read_text()
+    options = cli_options()
+    for command in ("teardown", "restore"):
+        m = re.search(rf"'__fm_using {command}; and not __fm_after ([^;']*)", text)
+        assert m is not None, command
+        assert _words(m.group(1)) == options[command][1], command
+
+
+def test_the_option_readers_see_a_missing_option() -> None:
+    """The readers are not blind: a script without one option reads differently."""
+    for shell, reader in (("bash", bash_options), ("zsh", zsh_options), ("fish", fish_options)):
+        text = (SCRIPTS / completion.SCRIPT_FILES[shell]).read_text()
+        full, _ = reader(text, "teardown")
+        cut = "\n".join(
+            ln for ln in text.splitlines() if "no-journal" not in ln or "opts=" in ln
+        ).replace(" --no-journal", "")
+        assert reader(cut, "teardown")[0] == full - {"--no-journal"}, shell

@@ -25,9 +25,16 @@ from fm_teardown.model.errors import ExitCode, Verdict
 from fm_teardown.model.landing import LandedRung, Proof, ProofLine
 from fm_teardown.model.not_landed import NestedRepo, NotLandedWhy, OwnWork
 from fm_teardown.model.paths import is_within
-from fm_teardown.model.plan import Decision, Flags, PoolReturn
-from fm_teardown.model.records import Fleet, InvalidRecord, Record, load_fleet
+from fm_teardown.model.plan import Decision
+from fm_teardown.model.records import Fleet, InvalidRecord, Record, RecordKind, load_fleet
+from fm_teardown.model.request import Flags
 from fm_teardown.model.settings import Settings
+from fm_teardown.model.step_actions import (
+    BranchDelete,
+    EndProcesses,
+    PoolReturn,
+    SaveWork,
+)
 from fm_teardown.model.world import (
     Endpoint,
     EndpointState,
@@ -132,7 +139,7 @@ class World:
             session="firstmate",
             worktree=slot,
             project=project,
-            kind=kind,
+            kind=RecordKind(kind),
             tasktmp=tasktmp,
             home=home,
             lease_id=lease_id,
@@ -293,7 +300,7 @@ class World:
         landed: Landed | None = LANDED,
     ) -> Decision:
         fleet, obs = self.build()
-        d = decide(task, fleet, obs, Flags(force=force, discard_live_owner=discard), landed)
+        d = decide(task, fleet, obs, Flags.given(force=force, discard_live_owner=discard), landed)
         assert isinstance(d, Decision), d  # not Unfinished: rule 5's facts are given
         return d
 
@@ -1068,7 +1075,7 @@ def test_decide_table(name: str) -> None:
         assert d.plan == ()
         assert d.pool_return is None
         assert d.discarded_owner is None
-        assert not d.end_processes
+        assert d.action(EndProcesses) is None
         assert messages.refused_reasons(d.reasons, d.refused)[0].startswith("REFUSED")
     if d.verdict == Verdict.LIVE_OWNER:
         for owner in case.owners:
@@ -1119,7 +1126,8 @@ def test_plan_targets_for_sole_claimant() -> None:
     assert record.target == f"{FM_HOME}/state/a.meta"
     assert "/tmp/fm-a" in record.detail
     assert all(s.outcome == "planned" for s in d.plan)
-    assert d.end_processes
+    ends = d.action(EndProcesses)
+    assert ends is not None and ends.slot == S1
 
 
 def test_pool_return_unleased_slot_is_unconditional() -> None:
@@ -1236,8 +1244,8 @@ def test_stale_warning_names_the_current_owner() -> None:
     assert d.verdict == Verdict.STALE
     assert any("belongs to b" in warning_text(w) for w in d.warnings), d.warnings
     assert d.pool_return is None
-    assert not d.end_processes
-    assert not d.save_discarded
+    assert d.action(EndProcesses) is None
+    assert d.action(SaveWork) is None
 
 
 def test_proceed_with_dead_others_warns_their_records_name_a_returned_slot() -> None:
@@ -1248,7 +1256,7 @@ def test_proceed_with_dead_others_warns_their_records_name_a_returned_slot() -> 
 
 def test_unlanded_force_is_saved_and_says_so() -> None:
     d = World().task("a").decide("a", force=True, landed=UNLANDED)
-    assert d.save_discarded
+    assert d.action(SaveWork) == SaveWork("a")
     assert any("refs/fm/discarded/a/" in s.target for s in d.plan)
     assert any("--force" in warning_text(w) for w in d.warnings)
 
@@ -1267,7 +1275,7 @@ def test_force_refuses_while_repositories_are_nested_in_the_slot() -> None:
     """Its save would keep a nested repository as a commit id only: nothing to restore."""
     d = World().task("a").decide("a", force=True, landed=NESTED)
     assert (d.verdict, d.exit_code) == (Verdict.UNSAFE, 5)
-    assert not d.save_discarded and d.plan == ()
+    assert d.action(SaveWork) is None and d.plan == ()
     said = text(d)
     assert messages.said_text(d.headline) == (
         "a's slot holds nested repositories (vendor/lib/): --force cannot save them with "
@@ -1290,7 +1298,7 @@ def test_a_dry_run_says_when_its_verdict_rests_on_refs_it_did_not_fetch() -> Non
         "not fetched: a dry run uses origin/main as last fetched; the real run fetches first "
         "(with prune) and may decide otherwise"
     )
-    dry = decide("a", fleet, obs, Flags(dry_run=True), landed)
+    dry = decide("a", fleet, obs, Flags.given(dry_run=True), landed)
     assert note in text(dry)
     real = decide("a", fleet, obs, Flags(), landed)
     assert "not fetched" not in text(real)
@@ -1302,7 +1310,7 @@ def test_a_dry_run_says_when_its_verdict_rests_on_refs_it_did_not_fetch() -> Non
         proof=None,
         unfetched=("origin/main",),
     )
-    assert note in text(decide("a", fleet, obs, Flags(dry_run=True), unlanded))
+    assert note in text(decide("a", fleet, obs, Flags.given(dry_run=True), unlanded))
 
 
 def test_the_proof_of_landing_stays_a_value_until_report_words_it() -> None:
@@ -1332,7 +1340,7 @@ def test_unfinished_without_landed_facts() -> None:
 def test_decide_is_deterministic() -> None:
     world = World().task("a").task("b", endpoint="alive").lease(holder="x").agent(9)
     fleet, obs = world.build()
-    flags = Flags(force=True, discard_live_owner="b")
+    flags = Flags.given(force=True, discard_live_owner="b")
     assert decide("a", fleet, obs, flags, LANDED) == decide("a", fleet, obs, flags, LANDED)
 
 
@@ -1420,7 +1428,7 @@ class RealWorld:
         obs = ready(assemble(self.settings(), fleet, inventory, table), fleet, [task])
         landed: Any = kw.pop("landed", LANDED)
         with no_io():  # observe worked out everything decide reads: it reads values only
-            d = decide(task, fleet, obs, Flags(**kw), landed)  # type: ignore[arg-type]
+            d = decide(task, fleet, obs, Flags.given(**kw), landed)  # type: ignore[arg-type]
         assert isinstance(d, Decision), d
         return d
 
@@ -1645,12 +1653,12 @@ def test_discarding_a_live_task_saves_its_work_under_its_own_name() -> None:
     """spec §7a: what is saved before the return is the discarded owner's work, named for it."""
     w = World().task("a").task("b", endpoint="alive")
     d = w.decide("a", force=True, discard="b", landed=UNLANDED)
-    assert (d.verdict, d.save_discarded, d.save_as) == (Verdict.PROCEED, True, "b")
+    assert (d.verdict, d.action(SaveWork)) == (Verdict.PROCEED, SaveWork("b"))
     [save] = [s for s in d.plan if s.step == "save-discarded"]
     assert save.target == "refs/fm/discarded/b/<UTC timestamp>"
     d = World().task("a").decide("a", force=True, landed=UNLANDED)
-    assert (d.save_as, [s.target for s in d.plan if s.step == "save-discarded"]) == (
-        "a",
+    assert (d.action(SaveWork), [s.target for s in d.plan if s.step == "save-discarded"]) == (
+        SaveWork("a"),
         ["refs/fm/discarded/a/<UTC timestamp>"],
     )
 
@@ -1661,14 +1669,15 @@ def test_the_branch_seen_when_deciding_is_deleted_after_the_return() -> None:
     facts = Landed(head="c" * 40, branch="fm/a", default_branch="main")
     d = World().task("a").decide("a", landed=facts)
     assert steps(d) == ["endpoint", "processes", "hooks", "pool", "branch", *RECORD]
-    assert d.branch is not None and (d.branch.name, d.branch.commit) == ("fm/a", "c" * 40)
+    branch = d.action(BranchDelete)
+    assert branch is not None and (branch.name, branch.commit) == ("fm/a", "c" * 40)
     d = (
         World()
         .task("a")
         .task("b", endpoint="alive")
         .decide("a", force=True, discard="b", landed=facts)
     )
-    assert d.verdict == Verdict.PROCEED and d.branch is None
+    assert d.verdict == Verdict.PROCEED and d.action(BranchDelete) is None
 
 
 def test_the_dry_run_names_a_shell_no_task_holds_as_a_shell_in_a_terminal() -> None:
@@ -1733,7 +1742,7 @@ def test_records_sharing_one_slot_are_decided_in_linear_work(
 
     monkeypatch.setattr(ownership.SlotGroup, "__init__", counting_group)
     monkeypatch.setattr(ownership, "newer_launch", counting_newer)
-    decisions = {t: decide(t, fleet, obs, Flags(dry_run=True), LANDED) for t in fleet.records}
+    decisions = {t: decide(t, fleet, obs, Flags.given(dry_run=True), LANDED) for t in fleet.records}
     assert len(groups) == 1 and compared == []
     # The one live task: the others are dead, and the newest launch (r299) holds the slot.
     assert decisions["r007"].verdict == Verdict.STALE and "belongs to r299" in text(
@@ -1746,7 +1755,7 @@ def test_records_sharing_one_slot_are_decided_in_linear_work(
     # Without the live one, every other record is stale and its reasons stay short.
     world.states["r007"] = EndpointState.DEAD
     fleet, obs = world.build()
-    d = decide("r000", fleet, obs, Flags(dry_run=True), LANDED)
+    d = decide("r000", fleet, obs, Flags.given(dry_run=True), LANDED)
     assert d.verdict == Verdict.STALE and "belongs to r299" in text(d)
     assert f"and {k - 1 - 10} more" in text(d) and "r250" not in text(d)
 

@@ -20,7 +20,9 @@ from hypothesis import strategies as st
 
 from fm_teardown.decide.rules import decide
 from fm_teardown.model.errors import Verdict
-from fm_teardown.model.plan import Decision, Flags
+from fm_teardown.model.plan import Decision
+from fm_teardown.model.request import Flags
+from fm_teardown.model.step_actions import EndProcesses, SaveWork
 from fm_teardown.model.world import EndpointState
 from fm_teardown.report.step_words import warning_text
 from tests.reliability.figures import count, soak
@@ -164,7 +166,7 @@ class Scenario:
     def decide(self, *, force: bool | None = None, discard: str | bool | None = False) -> Decision:
         """Decide for TASK; `force`/`discard` override the drawn flags when given."""
         fleet, obs = self.world().build()
-        flags = Flags(
+        flags = Flags.given(
             force=self.force if force is None else force,
             discard_live_owner=self.discard if discard is False else discard,  # type: ignore[arg-type]
         )
@@ -537,8 +539,8 @@ def check_a_refusal_plans_nothing(sc: Scenario, d: Decision) -> None:
     if d.verdict in (Verdict.UNLANDED, Verdict.LIVE_OWNER, Verdict.UNSAFE):
         assert d.plan == ()
         assert d.pool_return is None
-        assert not d.end_processes
-        assert not d.save_discarded
+        assert d.action(EndProcesses) is None
+        assert d.action(SaveWork) is None
         assert d.discarded_owner is None
 
 
@@ -571,7 +573,7 @@ def check_stale_plans_touch_only_endpoint_and_record(sc: Scenario, d: Decision) 
     if d.verdict == Verdict.STALE:
         assert step_names(d) == ["endpoint", *RECORD_STEPS]
         assert d.pool_return is None
-        assert not d.end_processes
+        assert d.action(EndProcesses) is None
         assert d.discarded_owner is None
         assert any(sc.task in warning_text(w) and "stale" in warning_text(w) for w in d.warnings)
 
@@ -587,8 +589,10 @@ def check_proceed_plans_are_ordered_and_end_with_the_record(sc: Scenario, d: Dec
     assert ("pool" in names) == (d.pool_return is not None) == model_returns_slot(sc)
     # The processes step runs on the slot when the plan returns it; else still on TASK's
     # tasktmp when it exists, because the record step is about to remove it.
-    assert d.end_processes == model_returns_slot(sc)
-    assert ("processes" in names) == (d.end_processes or sc.tmp == "exists")
+    ends = d.action(EndProcesses)
+    ends_slot = ends is not None and ends.slot is not None
+    assert ends_slot == model_returns_slot(sc)
+    assert ("processes" in names) == (ends_slot or sc.tmp == "exists")
     if "pool" in names:  # the pool's return never meets processes we did not try to end
         assert "processes" in names
     assert ("hooks" in names) == ("pool" in names)  # hook files go only from a returned slot
@@ -620,7 +624,7 @@ def check_proceed_plans_are_ordered_and_end_with_the_record(sc: Scenario, d: Dec
 
 def check_decide_is_deterministic(sc: Scenario) -> None:
     fleet, obs = sc.world().build()
-    flags = Flags(force=sc.force, discard_live_owner=sc.discard)
+    flags = Flags.given(force=sc.force, discard_live_owner=sc.discard)
     first = decide(sc.task, fleet, obs, flags, sc.landed)
     assert decide(sc.task, fleet, obs, flags, sc.landed) == first
     assert sc.decide() == first  # a fresh build of the same world: the same decision

@@ -1,12 +1,14 @@
 """The import direction between the stages: model <- adapters <- observe <- decide <- act <-
-report <- top. A module imports only from its own stage and the stages before it, and every
-import counts: the ones at the top and the lazy ones inside functions alike (read with `ast`,
-never by importing). Three stricter rules: the model imports only the model; decide imports
-neither the adapters, observe nor act (it decides from values; what runs, runs elsewhere);
-act imports nothing from observe (what it reads again comes through the pipeline's `Seams`).
+report <- pipeline <- top. A module imports only from its own stage and the stages before it,
+and every import counts: the ones at the top and the lazy ones inside functions alike (read
+with `ast`, never by importing). Three stricter rules: the model imports only the model;
+decide imports neither the adapters, observe nor act (it decides from values; what runs,
+runs elsewhere); act imports nothing from observe (what it reads again comes through the
+pipeline's `Seams`).
 
 A module's stage is its folder under `fm_teardown/` (`model/`, `adapters/`, `observe/`,
-`decide/`, `act/`, `report/`); what lies outside them is in the `STAGE_OF` table below."""
+`decide/`, `act/`, `report/`, and `pipeline/`, which strings the others together for the
+commands); what lies outside them is in the `STAGE_OF` table below."""
 
 from __future__ import annotations
 
@@ -16,25 +18,12 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "fm_teardown"
 
 # The stages, in the order they may import each other: each may import the ones before it.
-STAGES = ("model", "adapters", "observe", "decide", "act", "report", "top")
+STAGES = ("model", "adapters", "observe", "decide", "act", "report", "pipeline", "top")
 
-# What is not in a stage folder: the entry points and the commands (they string the stages
-# together), the runbooks (report's texts) and the pool stand-in.
+# What is not in a stage folder: the entry points and the commands (they parse, run the
+# pipeline and render), the runbooks (report's texts) and the pool stand-in.
 STAGE_OF = {
-    **dict.fromkeys(
-        (
-            "__init__",
-            "__main__",
-            "cli",
-            "cli_values",
-            "pipeline",
-            "audit",
-            "selection",
-            "commands",
-            "standin",
-        ),
-        "top",
-    ),
+    **dict.fromkeys(("__init__", "__main__", "cli", "cli_values", "commands", "standin"), "top"),
     "runbooks": "report",
 }
 
@@ -182,7 +171,7 @@ def _cycles(modules: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_cycle_among_the_commands() -> None:
     """One command module may use another, never both ways: what two need goes into a third
-    (`pipeline.run_one`: one task's run, shared by `teardown`, `batch` and `firstmate`)."""
+    (`pipeline/one_task.py`: one task's run, shared by `teardown`, `batch` and `firstmate`)."""
     commands = {module_name(p): imports_of(p) for p in sorted((PACKAGE / "commands").glob("*.py"))}
     graph = {m: {t for t in targets if t in commands and t != m} for m, targets in commands.items()}
     assert _cycles(graph) == []
@@ -223,3 +212,21 @@ def test_the_words_check_sees_a_lazy_import_below_report(tmp_path: Path) -> None
     bad = tmp_path / "bad.py"
     bad.write_text("def f():\n    from fm_teardown.report import messages\n    return messages\n")
     assert WORDS[0] in imports_of_file(bad, "fm_teardown.act.bad")
+
+
+# The commands that tear down: they parse their line, run the pipeline and render.
+TEARDOWN_COMMANDS = ("teardown", "batch", "firstmate")
+
+
+def test_the_teardown_commands_only_parse_run_the_pipeline_and_render() -> None:
+    """What strings the stages together lives in `pipeline/`: `fm teardown`, its batches and
+    the drop-in import nothing that observes, acts or starts anything (decide/ only for the
+    syntax of what they parse: a plan token, a duration)."""
+    found = [
+        f"commands/{name}.py imports {target}"
+        for name in TEARDOWN_COMMANDS
+        for target in sorted(imports_of(PACKAGE / "commands" / f"{name}.py"))
+        if stage_of(target) in ("adapters", "observe", "act")
+    ]
+    assert found == []
+    assert "fm_teardown.pipeline.one_task" in imports_of(PACKAGE / "commands" / "teardown.py")

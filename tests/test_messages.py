@@ -20,6 +20,7 @@ from fm_teardown.model.leaks import (
     WorkersLeft,
 )
 from fm_teardown.model.not_landed import OwnWork
+from fm_teardown.model.notes import Note, NoteCode
 from fm_teardown.model.outcome import Skipped
 from fm_teardown.model.plan import Step, StepName, StepOutcome
 from fm_teardown.model.reasons import NotSelectedReason, NotSelectedWhy
@@ -661,7 +662,7 @@ WARNINGS: list[tuple[RunWarning, str]] = [
         WorkersLeft(RemoteJobsResult(survived=(Worker(7, "/gone/root"),))),
         "abandoned remote-job workers survived ending: 7 (pruned code root /gone/root)",
     ),
-    ("a decision's own words", "a decision's own words"),
+    (Note(NoteCode.STRAY_RECORD, "a decision's own words"), "a decision's own words"),
 ]
 
 

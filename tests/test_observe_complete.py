@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from fm_teardown import audit as audit_mod
-from fm_teardown import pipeline
 from fm_teardown.decide import rules
-from fm_teardown.model.plan import Flags
+from fm_teardown.model.request import Flags
 from fm_teardown.model.settings import load
 from fm_teardown.model.world import Observation
+from fm_teardown.pipeline import audit as audit_mod
+from fm_teardown.pipeline import stages as pipeline
 from tests.fleet import Fleet, tid
 
 ID_DONE = tid("done")
@@ -81,7 +81,7 @@ def test_one_task_decides_on_values_only(fleet: Fleet, monkeypatch: pytest.Monke
     calls = guard(monkeypatch, rules, "decide_with_landed", read)
     verdicts = {}
     for task in (ID_DONE, ID_STALE, ID_LIVE):
-        planned = pipeline.plan(settings, task, Flags(dry_run=True))
+        planned = pipeline.plan(settings, task, Flags.given(dry_run=True))
         verdicts[task] = str(planned.decision.verdict)
     assert len(calls) == 3
     # The scenario reaches the rules that classify and name processes.
@@ -110,7 +110,7 @@ def test_the_poison_sees_a_read(fleet: Fleet) -> None:
     """The check above can fail: reading an unread argv[0] is recorded."""
     world(fleet)
     settings = load(None, fleet.env())
-    obs = pipeline.plan(settings, ID_DONE, Flags(dry_run=True)).observation
+    obs = pipeline.plan(settings, ID_DONE, Flags.given(dry_run=True)).observation
     unread = [p for p in obs.processes.procs.values() if p._argv0 is None]
     assert unread
     read: list[int] = []

@@ -11,11 +11,11 @@ import sys
 
 import pytest
 
-from fm_teardown import pipeline
 from fm_teardown.adapters import processes
 from fm_teardown.decide import fingerprint
-from fm_teardown.model.plan import Flags
+from fm_teardown.model.request import Flags
 from fm_teardown.model.settings import load
+from fm_teardown.pipeline import stages as pipeline
 from fm_teardown.report.cause_words import cause_text
 from tests.fleet import Fleet, Task, tid
 from tests.test_plan_token import TOKEN, base, token_of
@@ -178,7 +178,7 @@ def test_a_boot_time_that_moves_by_a_second_keeps_the_token(
     fleet.task(t, slot, "dead", extra={"treehouse_lease_holder": t})
     fleet.spawn(["sleep", "100000"], slot)
     settings = load(None, fleet.env())
-    flags = Flags(dry_run=True)
+    flags = Flags.given(dry_run=True)
     processes._clock()
     first = pipeline.plan(settings, t, flags)
     monkeypatch.setattr(processes, "_BOOT", [processes._BOOT[0] + 1])
@@ -206,7 +206,7 @@ def test_the_audit_and_each_dry_run_agree_on_a_shared_slot(fleet: Fleet) -> None
     settings = load(None, fleet.env())
     changed: set[str] = set()
     for t in ids:
-        planned = pipeline.plan(settings, t, Flags(dry_run=True))
+        planned = pipeline.plan(settings, t, Flags.given(dry_run=True))
         owners = planned.decision.owners
         assert len(owners) >= 3
         changed.update(o.id for o in owners if "lease" in o.why)

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from fm_teardown.model.errors import ExitCode, Verdict, invalid
-from fm_teardown.model.outcome import Outcome, Signal
+from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.plan import StepOutcome
-from fm_teardown.model.results import ProcessesResult, ProcessesWhat, ProcRef
+from fm_teardown.model.results import ProcessesResult, ProcessesWhat, ProcRef, Signal
 from fm_teardown.report import render as report
 from tests.test_decide import POOL, S1, UNLANDED, World
 
@@ -33,7 +33,7 @@ def rendered(o: Outcome) -> str:
 
 def with_pool(o: Outcome) -> Outcome:
     assert o.decision is not None
-    return replace(o, decision=replace(o.decision, pool=POOL))
+    return replace(o, decision=replace(o.decision, where=replace(o.decision.where, pool=POOL)))
 
 
 DETAILS = {
@@ -47,12 +47,20 @@ DETAILS = {
 }
 
 
-# What the renderer reads as a value, not as words (the count of processes ended).
-RESULTS = {"processes": ProcessesResult(ProcessesWhat.ENDED, (ProcRef("claude", 41),))}
+# What the renderer reads as a value, not as words (the count of processes ended, what they
+# were sent).
+RESULTS = {
+    "processes": ProcessesResult(
+        ProcessesWhat.ENDED,
+        (ProcRef("claude", 41),),
+        signals=(Signal(41, 1.0, "claude", ("SIGTERM",)),),
+    )
+}
 
 
 def done(o: Outcome, *outcomes: StepOutcome) -> Outcome:
-    """A real run of the plan, each step with the given outcome."""
+    """A real run of the plan, each step with the given outcome (a run that started acting:
+    its steps carry results, here the processes step's when it is done)."""
     steps = tuple(
         replace(
             s,
@@ -62,7 +70,7 @@ def done(o: Outcome, *outcomes: StepOutcome) -> Outcome:
         )
         for s, oc in zip(o.steps, outcomes, strict=False)
     )
-    return replace(o, dry_run=False, steps=steps, acted=True)
+    return replace(o, dry_run=False, steps=steps)
 
 
 def cases() -> dict[str, Outcome]:
@@ -78,7 +86,6 @@ def cases() -> dict[str, Outcome]:
     unsafe = Outcome.of_decision(World().task("a").foreign_git().decide("a"), dry_run=True)
     D, A, S = StepOutcome.DONE, StepOutcome.ABSENT, StepOutcome.SKIPPED
     torn = done(proceed, D, D, A, D, A, D, D)
-    torn = replace(torn, signalled=(Signal(41, 1.0, "claude", ("SIGTERM",)),))
     failed = done(proceed, D, StepOutcome.FAILED, S, S, S, S, S)
     failed = replace(failed, verdict=Verdict.FAILED, exit_code=int(ExitCode.FAILED))
     error = Outcome.of_error(
@@ -158,14 +165,14 @@ def test_a_refusal_states_its_reason_once_and_a_real_runs_owners_table_says_befo
     # `alive yes`): the table says so; a dry run's is the state now.
     stale = c["stale-dry-run"]
     assert "owners of the slot:\n" in rendered(stale)
-    real = rendered(replace(stale, dry_run=False, acted=True))
+    real = rendered(replace(stale, dry_run=False))
     assert "owners of the slot (before this run):\n" in real
 
 
 def test_the_stale_headline_says_what_was_cleared_once(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
     stale = cases()["stale-dry-run"]
-    first = rendered(replace(stale, dry_run=False, acted=True)).splitlines()[1]
+    first = rendered(replace(stale, dry_run=False)).splitlines()[1]
     assert first == "CLEARED — a's window and record; the slot belongs to b now", first
 
 

@@ -110,7 +110,12 @@ def test_an_agent_in_a_pane_of_a_foreground_server_is_in_that_pane(fleet: Fleet)
             text=True,
         )
         server = int(answer.stdout)
-        assert psutil.Process(server).terminal() is not None  # a terminal of its own
+        # A terminal of its own (read by a poll: a loaded machine may show the server before
+        # psutil's map of terminals has its pty).
+        wait_for(
+            lambda: psutil.Process(server).terminal() is not None,
+            what="the foreground server's own terminal",
+        )
 
         def agent() -> int | None:
             kids = [c for c in psutil.Process(server).children(recursive=True)]

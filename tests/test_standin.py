@@ -640,3 +640,18 @@ def test_call_log_records_each_invocation(pool: Pool) -> None:
     assert second["argv"] == ["status"]
     assert second["cwd"] == str(pool.project)
     assert second["stdin_kind"] == "pipe"
+
+
+def test_the_standin_is_checked_as_python_by_ruff_and_mypy() -> None:
+    """The stand-in is named as the pool's command (no `.py`), so neither tool would find it
+    by itself: the project's configuration names it, and it is Python they can check."""
+    import ast
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    path = "fm_teardown/standin/treehouse"
+    assert path in config["tool"]["mypy"]["files"]
+    assert path in config["tool"]["ruff"]["extend-include"]
+    assert config["tool"]["mypy"]["strict"] is True
+    ast.parse((root / path).read_text(encoding="utf-8"))

@@ -20,7 +20,7 @@ from __future__ import annotations
 from fm_teardown.act.run_state import DecidedOtherwise, Rechecked, Run
 from fm_teardown.decide.census import Kind, Member, census
 from fm_teardown.model.errors import Verdict
-from fm_teardown.model.plan import Decision, StepName
+from fm_teardown.model.plan import Decision, Planned, StepName
 from fm_teardown.model.process_kind import ProcessClass, classify_proc
 from fm_teardown.model.results import Arrived, RecheckAt
 from fm_teardown.model.world import Observation
@@ -28,30 +28,24 @@ from fm_teardown.model.world import Observation
 __all__ = ["check", "look_again", "newcomers"]
 
 
-def look_again(r: Run, d: Decision, at: RecheckAt, step: StepName, target: str) -> Rechecked:
+def look_again(r: Run, at: RecheckAt, step: StepName, target: str) -> Rechecked:
     """Look at the world again right before the destructive call of `step`: the fresh look
-    when the decision still holds, else StepFailed (an `Arrived` result for `step`)."""
-    assert r.decided is not None
+    when the decision acted on (`Run.decided`) still holds, else StepFailed (an `Arrived`
+    result for `step`)."""
     fresh = r.seams.recheck(at, r.remembered, r.decided.landed)
-    check(r, d, fresh, at, step, target, before=r.decided.observation)
+    check(r, r.decided, fresh, at, step, target)
     return fresh
 
 
 def check(
-    r: Run,
-    d: Decision,
-    fresh: Rechecked,
-    at: RecheckAt,
-    step: StepName,
-    target: str,
-    *,
-    before: Observation,
+    r: Run, decided: Planned, fresh: Rechecked, at: RecheckAt, step: StepName, target: str
 ) -> None:
-    """Raise when `fresh` no longer holds what decision `d` saw, in this order:
+    """Raise when `fresh` no longer holds what `decided` (a decision, with the observation it
+    was made from) saw, in this order:
 
-    1. newcomers in the census of `before` (someone came to work in the slot): StepFailed
-       with `Arrived`, exit 1, whatever the decision made now says (its verdict and why are
-       said with them);
+    1. newcomers in the census of its observation (someone came to work in the slot):
+       StepFailed with `Arrived`, exit 1, whatever the decision made now says (its verdict and
+       why are said with them);
     2. a decision that now refuses: `DecidedOtherwise`, reported as that refusal (under the
        slot lock the caller compares the whole decision and reports it itself);
     3. a batch's selection that no longer holds, or conditions that changed (a lease to
@@ -59,6 +53,7 @@ def check(
 
     Before the branch delete the slot is the pool's again: only the census counts there (the
     decision made now differs from the decided one by design, and so may a selection)."""
+    d, before = decided.decision, decided.observation
     now = fresh.planned.decision
     came = tuple(str(m) for m in newcomers(d.task, before, fresh.planned.observation))
     returned = at == RecheckAt.BRANCH

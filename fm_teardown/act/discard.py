@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from fm_teardown.adapters import runner
 from fm_teardown.model.errors import FmError, Verdict
 from fm_teardown.model.paths import canonical
-from fm_teardown.model.records import Record
+from fm_teardown.model.records import Record, RecordKind
 from fm_teardown.model.values import value
 
 __all__ = ["DiscardedRef", "main_checkout", "save_discarded"]
@@ -137,7 +137,7 @@ def save_discarded(record: Record, now: datetime, owner: str | None = None) -> D
     # `fm restore` puts the save back as a new worktree with the saved files as uncommitted
     # changes again (the worktree add and the `git reset HEAD^` in one command). The task id
     # comes last, so the directory is the word before it.
-    checkout = main_checkout(project) if record.kind == "secondmate" else project
+    checkout = main_checkout(project) if record.kind == RecordKind.SECONDMATE else project
     restore = shlex.join(
         [
             "fm",
@@ -158,7 +158,7 @@ def _home_records(record: Record) -> list[str]:
     """A secondmate's task records in its home (`state/*.meta`, regular files only): saved
     byte for byte with the home, whatever the home's ignore rules say, since the pool's
     reset may remove them with it (spec §14.7)."""
-    if record.kind != "secondmate":
+    if record.kind != RecordKind.SECONDMATE:
         return []
     state = os.path.join(record.worktree, "state")
     try:

@@ -7,12 +7,18 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fm_teardown.act import faults, graceful
-from fm_teardown.act.run_state import EndpointChanged, Run, proc_refs
+from fm_teardown.act.run_state import EndpointChanged, Run, proc_refs, signals
 from fm_teardown.adapters import interrupts, processes, tmux
-from fm_teardown.model.outcome import WINDOW_KILL_SIGNAL
 from fm_teardown.model.plan import Step, StepName
 from fm_teardown.model.records import Record
-from fm_teardown.model.results import Drift, DriftWhat, EndpointResult, EndpointWhat
+from fm_teardown.model.results import (
+    WINDOW_KILL_SIGNAL,
+    Drift,
+    DriftWhat,
+    EndpointResult,
+    EndpointWhat,
+    Signal,
+)
 from fm_teardown.model.step_warnings import EndpointKept
 from fm_teardown.model.world import (
     Endpoint,
@@ -23,7 +29,16 @@ from fm_teardown.model.world import (
     TmuxInventory,
 )
 
-__all__ = ["step_endpoint"]
+__all__ = ["act", "step_endpoint"]
+
+
+def act(run: Run, step: Step) -> None:
+    """The endpoint step of the plan: TASK's window as the decision saw it (its endpoint in
+    the decision's observation), never fm's own processes; what it ran is remembered as
+    TASK's."""
+    seen = run.decided.observation
+    decided = seen.endpoints[run.task]
+    run.remembered = tuple(step_endpoint(run, run.record, decided, seen.env.protected))
 
 
 def step_endpoint(
@@ -43,7 +58,6 @@ def step_endpoint(
     s = run.settings
     target = record.target
     inv = tmux.list_panes(s)
-    window = record.window
     if inv.status == InventoryStatus.NO_SERVER:
         run.note(StepName.ENDPOINT, target, EndpointResult(EndpointWhat.NO_SERVER))
         return []
@@ -53,21 +67,14 @@ def step_endpoint(
             target,
             EndpointResult(EndpointWhat.INVENTORY_UNREADABLE, error=inv.error),
         )
-    named = [
-        p for p in inv.panes if p.session == record.session and p.window_name == record.window_name
-    ]
-    newcomers = sorted({p.window_id for p in named if p.window_id not in decided.window_ids})
-    if newcomers:
-        raise run.fail(
-            StepName.ENDPOINT,
-            target,
-            EndpointResult(EndpointWhat.NEW_WINDOW, tuple(newcomers), window),
-        )
+    _no_new_window(run, record, decided, inv)
     table = processes.scan()
     _same_window(run, record, decided, inv, table, graceful.Farewell())
     panes = _decided_panes(inv, decided, record)
     if not panes:
-        run.note(StepName.ENDPOINT, target, EndpointResult(EndpointWhat.NO_WINDOW, window=window))
+        run.note(
+            StepName.ENDPOINT, target, EndpointResult(EndpointWhat.NO_WINDOW, window=record.window)
+        )
         return []
     snapshot = [
         proc
@@ -78,7 +85,7 @@ def step_endpoint(
     window_ids = tuple(sorted({p.window_id for p in panes}))
     # Before any signal (the kill's SIGHUP included): ask TASK's own agent to leave.
     farewell = graceful.ask_to_quit(s, panes, table)
-    said = _endpoint_said(EndpointWhat.KILLED, window_ids, window, farewell)
+    said = _endpoint_said(EndpointWhat.KILLED, window_ids, record.window, farewell)
     before, now = inv, table
     if farewell.asked:
         # Right before the kill, after the grace: the same window still (an agent leaving
@@ -100,24 +107,63 @@ def step_endpoint(
     # The decided panes, by pane id: a pane joined into the window since the last check is
     # not one of them and is never killed (the window then stays, with it).
     decided_panes = {p.pane_id for p in panes}
-    for pane in [p for p in before.panes if p.pane_id in decided_panes]:
-        hung_up = graceful.hung_up([pane], now, protected)
-        if tmux.kill_pane(s, pane.pane_id).returncode != 0:
+    hung_up = _kill([p for p in before.panes if p.pane_id in decided_panes], now, run, protected)
+    _confirm_gone(run, record, replace(said, signals=hung_up), decided_panes)
+    return snapshot
+
+
+def _no_new_window(run: Run, record: Record, decided: Endpoint, inv: TmuxInventory) -> None:
+    """A window of the record's name that the decision did not see (a relaunch's) stops the
+    step: it is never killed."""
+    named = [
+        p for p in inv.panes if p.session == record.session and p.window_name == record.window_name
+    ]
+    newcomers = sorted({p.window_id for p in named if p.window_id not in decided.window_ids})
+    if newcomers:
+        raise run.fail(
+            StepName.ENDPOINT,
+            record.target,
+            EndpointResult(EndpointWhat.NEW_WINDOW, tuple(newcomers), record.window),
+        )
+
+
+def _kill(
+    panes: list[Pane], now: ProcessTable, run: Run, protected: frozenset[int]
+) -> tuple[Signal, ...]:
+    """Kill the panes by id; whom each kill hung up (their terminal gone: signalled by this run
+    as much as by a kill), never fm's own."""
+    hung_up: dict[int, processes.Signalled] = {}
+    for pane in panes:
+        procs = graceful.hung_up([pane], now, protected)
+        if tmux.kill_pane(run.settings, pane.pane_id).returncode != 0:
             continue
-        for proc in hung_up:
-            # The kill hangs up their terminal: signalled by this run as much as by a kill.
-            entry = run.hung_up.setdefault(
+        for proc in procs:
+            entry = hung_up.setdefault(
                 proc.pid, processes.Signalled(proc.pid, proc.start_time, proc.name)
             )
             entry.signals.append(WINDOW_KILL_SIGNAL)
-    after = tmux.list_panes(s)
+    return signals(hung_up)
+
+
+def _confirm_gone(run: Run, record: Record, said: EndpointResult, decided_panes: set[str]) -> None:
+    """After the kill: the decided windows gone (or, with --force, still there and said so);
+    a pane joined since the last check was not killed, and the window is no longer the one
+    decided on."""
+    target, window_ids = record.target, said.windows
+    after = tmux.list_panes(run.settings)
     if after.status == InventoryStatus.NO_SERVER:
         still: list[str] = []
     elif after.status != InventoryStatus.OK:
         raise run.fail(
             StepName.ENDPOINT,
             target,
-            EndpointResult(EndpointWhat.UNCONFIRMED, window_ids, window, after.error),
+            EndpointResult(
+                EndpointWhat.UNCONFIRMED,
+                window_ids,
+                record.window,
+                after.error,
+                signals=said.signals,
+            ),
         )
     else:
         still = sorted({p.window_id for p in after.panes if p.window_id in window_ids})
@@ -135,14 +181,15 @@ def step_endpoint(
             raise run.fail(
                 StepName.ENDPOINT,
                 target,
-                EndpointResult(EndpointWhat.STILL_PRESENT, tuple(still), window),
+                EndpointResult(
+                    EndpointWhat.STILL_PRESENT, tuple(still), record.window, signals=said.signals
+                ),
             )
         forced = replace(said, what=EndpointWhat.STILL_PRESENT_FORCED, windows=tuple(still))
         run.warnings.append(EndpointKept(forced, target))
         run.note(StepName.ENDPOINT, target, forced)
-        return snapshot
+        return
     run.note(StepName.ENDPOINT, target, said)
-    return snapshot
 
 
 def _decided_panes(inv: TmuxInventory, decided: Endpoint, record: Record) -> list[Pane]:

@@ -49,7 +49,7 @@ from fm_teardown.model.leaks import (
 )
 from fm_teardown.model.plan import StepName, StepOutcome
 from fm_teardown.model.process_kind import ProcessClass, classify, is_tmux
-from fm_teardown.model.records import Record
+from fm_teardown.model.records import Record, RecordKind
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.world import Proc, ProcessTable
 
@@ -72,7 +72,7 @@ def step_leaks(run: Run, record: Record) -> None:
     s = run.settings
     try:
         # As the script: a secondmate's browser is its home's business, not its teardown's.
-        browser = reap_browser(s, record.task_id) if record.kind != "secondmate" else None
+        browser = reap_browser(s, record.task_id) if record.kind != RecordKind.SECONDMATE else None
     except OSError as exc:  # best effort: what could not be read is left, and said
         why = f"could not be read ({exc.strerror or exc})"
         browser = BrowserResult(BrowserWhat.UNREADABLE, session_of(s, record.task_id), other=why)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from fm_teardown.model.errors import FmError, refused
+from fm_teardown.model.errors import ErrorCode, FmError, refused
 
 __all__ = [
     "Held",
@@ -285,7 +285,10 @@ def lifecycle_locks(state_dir: Path, task: str, meta_wait: float) -> Iterator[No
 
 def _refusal(message: str, task: str) -> FmError:
     return refused(
-        message, f"wait for it to finish, then run: fm teardown {task} --dry-run", unchanged=True
+        message,
+        f"wait for it to finish, then run: fm teardown {task} --dry-run",
+        unchanged=True,
+        code=ErrorCode.LIFECYCLE_BUSY,
     )
 
 
@@ -345,7 +348,7 @@ def _check(lock: Path, busy: str) -> None:
     except OSError:
         return  # unreadable here; the real run's take of it says why
     if held is not None:
-        raise refused(busy, unchanged=True)
+        raise refused(busy, unchanged=True, code=ErrorCode.LIFECYCLE_BUSY)
 
 
 def _walk_home(home: Path, depth: int, visit: Callable[[Path, str], None]) -> None:
@@ -384,7 +387,7 @@ def _take(stack: ExitStack, lock: Path, busy: str) -> None:
     try:
         owner = try_acquire(lock)
     except Held:
-        raise refused(busy, unchanged=True) from None
+        raise refused(busy, unchanged=True, code=ErrorCode.LIFECYCLE_BUSY) from None
     except OSError as exc:
         raise refused(
             f"cannot take firstmate's lock {lock}: {exc.strerror or exc}", unchanged=True
@@ -394,7 +397,7 @@ def _take(stack: ExitStack, lock: Path, busy: str) -> None:
 
 def _secondmate_home(state: Path, child: str) -> Path | None:
     """A child secondmate's home (`home=`, else `worktree=`), read as the script reads it."""
-    from fm_teardown.model.records import RecordProblem, read_meta
+    from fm_teardown.model.records import RecordKind, RecordProblem, read_meta
 
     try:
         text, _ = read_meta(str(state / f"{child}.meta"))
@@ -405,7 +408,7 @@ def _secondmate_home(state: Path, child: str) -> Path | None:
         key, eq, val = line.partition("=")
         if eq and key in ("kind", "home", "worktree") and key not in values:
             values[key] = val.strip()
-    if values.get("kind") != "secondmate":
+    if values.get("kind") != RecordKind.SECONDMATE:
         return None
     where = values.get("home") or values.get("worktree")
     return Path(where) if where and os.path.isabs(where) else None

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from fm_teardown.adapters import interrupts, safefile
-from fm_teardown.model.errors import FmError, Verdict
+from fm_teardown.model.errors import ErrorCode, FmError, Verdict
 from fm_teardown.model.own_files import NOWHERE, WorkPlaces
 
 __all__ = ["lock_path", "slot_lock"]
@@ -45,6 +45,7 @@ def slot_lock(
             Verdict.UNSAFE,
             f"the slot lock {path} would be written where fm never writes its own files: {inside}",
             ("point the state dir (FM_HOME, FM_STATE_OVERRIDE) outside every slot, then re-run",),
+            code=ErrorCode.SLOT_LOCK_INSIDE_WORK,
         )
     deadline = time.monotonic() + timeout
     while True:
@@ -87,5 +88,6 @@ def _acquire(fd: int, path: Path, slot: str, timeout: float, deadline: float) ->
                 raise FmError(
                     Verdict.FAILED,
                     f"another teardown of slot {slot} still holds {path} after {timeout:g}s",
+                    code=ErrorCode.SLOT_LOCK_BUSY,
                 ) from None
             time.sleep(0.05)

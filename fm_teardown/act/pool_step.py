@@ -14,8 +14,8 @@ from fm_teardown.adapters import interrupts, pool, processes
 from fm_teardown.model.errors import FmError, Lead, Verdict
 from fm_teardown.model.leases import lease_name, lease_task, unconditional_only
 from fm_teardown.model.paths import canonical, is_within
-from fm_teardown.model.plan import Decision, StepName, StepOutcome
-from fm_teardown.model.records import Record
+from fm_teardown.model.plan import Step, StepName, StepOutcome
+from fm_teardown.model.records import Record, RecordKind
 from fm_teardown.model.results import (
     BranchResult,
     BranchWhat,
@@ -24,6 +24,7 @@ from fm_teardown.model.results import (
     PoolWhat,
     RecheckAt,
 )
+from fm_teardown.model.step_actions import BranchDelete, PoolReturn, RemoveClaim, RemoveHooks
 from fm_teardown.model.step_warnings import (
     BranchKept,
     ClaimKept,
@@ -33,7 +34,23 @@ from fm_teardown.model.step_warnings import (
     StaleLockRemoved,
 )
 
-__all__ = ["step_branch", "step_claim", "step_hooks", "step_pool"]
+__all__ = [
+    "act_branch",
+    "act_claim",
+    "act_hooks",
+    "act_pool",
+    "step_branch",
+    "step_claim",
+    "step_hooks",
+    "step_pool",
+]
+
+
+def act_hooks(run: Run, step: Step) -> None:
+    """The hooks step of the plan: out of the slot before the return."""
+    hooks = step.action
+    assert isinstance(hooks, RemoveHooks), step
+    step_hooks(run, hooks.slot)
 
 
 def step_hooks(run: Run, slot: str) -> None:
@@ -47,19 +64,28 @@ def step_hooks(run: Run, slot: str) -> None:
     run.note(StepName.HOOKS, slot, result)
 
 
-def _check_pool_before_return(run: Run, record: Record, d: Decision) -> None:
+def act_pool(run: Run, step: Step) -> None:
+    """The pool step of the plan: the world looked at again (the locks included), then the
+    lease read again right before `treehouse return`."""
+    pr = step.action
+    assert isinstance(pr, PoolReturn), step
+    slot = run.decided.decision.slot
+    assert slot is not None
+    arrivals.look_again(run, RecheckAt.POOL, StepName.POOL, pr.path)
+    step_pool(run, run.record, pr, slot)
+
+
+def _check_pool_before_return(run: Run, record: Record, pr: PoolReturn, slot: str) -> None:
     """Right before `treehouse return`: the pool's state file read again and the slot path
     resolved again (spec §7a). A lease that is not TASK's stops the run (4, naming it); a path that
     no longer resolves to the decided slot stops it too (1)."""
-    pr = d.pool_return
-    assert pr is not None and d.slot is not None
-    if canonical(record.worktree) != d.slot or canonical(pr.path) != d.slot:
+    if canonical(record.worktree) != slot or canonical(pr.path) != slot:
         raise run.fail(
             StepName.POOL,
             pr.path,
-            PoolResult(PoolWhat.PATH_MOVED, slot=d.slot, now=canonical(pr.path)),
+            PoolResult(PoolWhat.PATH_MOVED, slot=slot, now=canonical(pr.path)),
         )
-    view = pool.fresh_view(record.worktree, d.slot)
+    view = pool.fresh_view(record.worktree, slot)
     entry = view.entry
     if view.error or entry is None:
         raise run.fail(StepName.POOL, pr.path, PoolResult(PoolWhat.STATE_CHANGED, error=view.error))
@@ -89,26 +115,35 @@ def _refused_at_pool(path: str, owner: str, what: str) -> None:
     )
 
 
-def step_pool(run: Run, record: Record, d: Decision) -> None:
-    pr = d.pool_return
-    assert pr is not None and d.slot is not None
+def step_pool(run: Run, record: Record, pr: PoolReturn, slot: str) -> None:
+    """`treehouse return` of the decided slot (`slot`, canonical), conditional on the lease
+    seen, then verified in the pool's state and, unforced, by the tree."""
     s = run.settings
-    bin_ = s.treehouse_bin
-    if bin_ is None:
+    if s.treehouse_bin is None:
         raise run.fail(StepName.POOL, pr.path, PoolResult(PoolWhat.NO_TREEHOUSE))
     project = canonical(record.project)
     cwd = (
         project
-        if os.path.isdir(project) and not is_within(project, d.slot)
+        if os.path.isdir(project) and not is_within(project, slot)
         else str(s.state_dir if s.state_dir.is_dir() else "/")
     )
-    _check_pool_before_return(run, record, d)
-    if _pool_reuses_as_is(run, record, d):
+    _check_pool_before_return(run, record, pr, slot)
+    if _pool_reuses_as_is(run, record, pr, slot):
         return
-    if pr.force and not run.flags.force and record.kind == "secondmate":
+    if pr.force and not run.flags.force and record.kind == RecordKind.SECONDMATE:
         # A forced return without fm's --force: the home is looked at again right before
         # it, so that work that appeared there after the decision is preserved, not reset.
         _preserve_late_work(run, record, pr.path)
+    result = _return(run, record, pr, slot, cwd)
+    _verify_return(run, record, pr, slot, result)
+
+
+def _return(run: Run, record: Record, pr: PoolReturn, slot: str, cwd: str) -> pool.ReturnResult:
+    """`treehouse return`, retried while a git lock is held (the script's retries), then once
+    more after removing a lock that is provably stale (a held one fails the step)."""
+    s = run.settings
+    assert s.treehouse_bin is not None
+    bin_ = s.treehouse_bin
     result = pool.run_return(bin_, pr.argv, cwd, s.treehouse_timeout)
     retries = 0
     while result.git_lock_held:
@@ -120,10 +155,10 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
             if result.returncode == 0:
                 run.warnings.append(LockRetried(retries))
             continue
-        lock = gitlock.index_lock_path(d.slot)
+        lock = gitlock.index_lock_path(slot)
         if lock is None or not os.path.lexists(lock):
             break
-        verdict = gitlock.remove_if_provably_stale(lock, d.slot, s.stale_lock_age)
+        verdict = gitlock.remove_if_provably_stale(lock, slot, s.stale_lock_age)
         if not verdict.stale:
             raise run.fail(
                 StepName.POOL,
@@ -140,7 +175,15 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
         _recheck_landed(run, record)
         result = pool.run_return(bin_, pr.argv, cwd, s.treehouse_timeout)
         break
-    view = pool.fresh_view(record.worktree, d.slot)
+    return result
+
+
+def _verify_return(
+    run: Run, record: Record, pr: PoolReturn, slot: str, result: pool.ReturnResult
+) -> None:
+    """The return verified in the pool's state file (the slot unleased, or leased again
+    since), and an unforced one by the tree: one that still holds changes was declined."""
+    view = pool.fresh_view(record.worktree, slot)
     last = result.last_line
     entry = view.entry
     said = PoolResult(PoolWhat.RETURNED, command="treehouse " + " ".join(pr.argv))
@@ -152,7 +195,7 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
         # The unforced return, proven: a tree that still holds changes after it was not
         # returned (the pool declined it, its dirty prompt answered by a closed stdin): the
         # work that appeared after the decision is preserved.
-        changes = pool.changes_in(d.slot)
+        changes = pool.changes_in(slot)
         if result.aborted or changes is None or changes:
             raise run.fail(
                 StepName.POOL,
@@ -180,22 +223,28 @@ def step_pool(run: Run, record: Record, d: Decision) -> None:
     raise run.fail(StepName.POOL, pr.path, replace(said, what=PoolWhat.NOT_RETURNED, error=why))
 
 
-def _pool_reuses_as_is(run: Run, record: Record, d: Decision) -> bool:
+def _pool_reuses_as_is(run: Run, record: Record, pr: PoolReturn, slot: str) -> bool:
     """A record without lease facts on a slot the pool shows unleased: the return could only
     be unconditional, and it would clear a lease granted between the re-read and the call.
     When the slot is clean and its HEAD merged into the pool's reset target, the pool's next
     `get` resets and hands it out by itself, so fm does not call the return at all."""
-    pr = d.pool_return
-    assert pr is not None and d.slot is not None
-    slot = d.slot
     if not unconditional_only(record, pr, lambda: pool.fresh_view(record.worktree, slot).entry):
         return False
     why_not = pool.reusable_as_is(slot)
     if why_not is not None:
         return False
-    run.pool_reuses = True
     run.note(StepName.POOL, pr.path, PoolResult(PoolWhat.REUSED_AS_IS))
     return True
+
+
+def _back_in_the_pool(run: Run) -> bool:
+    """Is the slot back in the pool's hands: returned (verified), already returned, or left to
+    the pool as it is (its next `get` resets it)?"""
+    done = run.ran(StepName.POOL)
+    if done is None:
+        return False
+    reused = isinstance(done.result, PoolResult) and done.result.what == PoolWhat.REUSED_AS_IS
+    return reused or done.outcome in (StepOutcome.DONE, StepOutcome.ABSENT)
 
 
 def _preserve_late_work(run: Run, record: Record, path: str) -> None:
@@ -209,7 +258,7 @@ def _preserve_late_work(run: Run, record: Record, path: str) -> None:
 
 def _recheck_landed(run: Run, record: Record) -> None:
     """After removing a stale lock, the safety checks run again before the return."""
-    if run.flags.force or record.kind == "scout":
+    if run.flags.force or record.kind == RecordKind.SCOUT:
         return  # a scout's work is its report, not its slot
     facts = run.seams.landed(record)
     if not facts.landed:
@@ -220,30 +269,37 @@ def _recheck_landed(run: Run, record: Record) -> None:
         )
 
 
-def step_branch(run: Run, record: Record, d: Decision) -> None:
+def act_branch(run: Run, step: Step) -> None:
+    """The branch step of the plan: only after a verified return."""
+    b = step.action
+    assert isinstance(b, BranchDelete), step
+    step_branch(run, run.record, b, run.decided.decision.slot)
+
+
+def step_branch(run: Run, record: Record, b: BranchDelete, slot: str | None) -> None:
     """TASK's branch, after a verified return, by compare-and-swap on the commit seen when
     deciding. A failure only warns."""
     from fm_teardown.act.duties import delete_branch
 
-    b = d.branch
-    assert b is not None
     target = f"refs/heads/{b.name}"
-    returned = (StepOutcome.DONE, StepOutcome.ABSENT)
-    if not run.pool_reuses and not any(
-        s.step == StepName.POOL and s.outcome in returned for s in run.steps
-    ):
+    if not _back_in_the_pool(run):
         run.note(StepName.BRANCH, target, BranchResult(BranchWhat.NOT_RETURNED, b.name, b.commit))
         return
     # Right before the delete: the slot's census taken again (someone who came to work there
     # since stops the run; the branch is kept).
     boundary("before-branch")
-    arrivals.look_again(run, d, RecheckAt.BRANCH, StepName.BRANCH, target)
-    result = delete_branch(
-        record.project, b.name, b.commit, b.default, d.slot, run.seams.branch_held
-    )
+    arrivals.look_again(run, RecheckAt.BRANCH, StepName.BRANCH, target)
+    result = delete_branch(record.project, b.name, b.commit, b.default, slot, run.seams.branch_held)
     if result.warns:
         run.warnings.append(BranchKept(result))
     run.note(StepName.BRANCH, target, result)
+
+
+def act_claim(run: Run, step: Step) -> None:
+    """The claim step of the plan: after a verified return."""
+    claim = step.action
+    assert isinstance(claim, RemoveClaim), step
+    step_claim(run, claim.path, run.task)
 
 
 def step_claim(run: Run, path: str, task: str) -> None:

@@ -13,8 +13,8 @@ from fm_teardown.act import faults
 from fm_teardown.act.leaks import step_leaks
 from fm_teardown.act.run_state import Run
 from fm_teardown.model import sidecars as _sidecars
-from fm_teardown.model.plan import StepName
-from fm_teardown.model.records import Record, RecordProblem, parse_record, read_meta
+from fm_teardown.model.plan import Step, StepName
+from fm_teardown.model.records import Record, RecordKind, RecordProblem, parse_record, read_meta
 from fm_teardown.model.results import (
     AttributionResult,
     AttributionWhat,
@@ -24,7 +24,14 @@ from fm_teardown.model.results import (
 )
 from fm_teardown.model.step_warnings import AttributionFailed, RouteLeft
 
-__all__ = ["step_attribution", "step_auth", "step_record"]
+__all__ = ["act", "step_attribution", "step_auth", "step_record"]
+
+
+def act(run: Run, step: Step) -> None:
+    """The record step of the plan, with its duties (the plan's auth and attribution steps,
+    TASK's browser stack and the remote-job sweep): the record last."""
+    step_record(run, run.record)
+    faults.at("after-record")
 
 
 def step_record(run: Run, record: Record) -> None:
@@ -48,7 +55,7 @@ def step_record(run: Run, record: Record) -> None:
     step_attribution(run, record)
     # TASK's browser stack and the remote-job sweep (spec §15.5), best effort: `act/leaks.py`.
     step_leaks(run, record)
-    route = _remove_route(run, record) if record.kind == "secondmate" else None
+    route = _remove_route(run, record) if record.kind == RecordKind.SECONDMATE else None
     removed = []
     try:
         if record.tasktmp and record.tasktmp == f"/tmp/fm-{record.task_id}":

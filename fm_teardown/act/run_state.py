@@ -14,14 +14,16 @@ from fm_teardown.act import faults
 from fm_teardown.adapters import interrupts, processes
 from fm_teardown.adapters.interrupts import Interrupted
 from fm_teardown.model.causes import OwnFileBlocked
-from fm_teardown.model.plan import Decision, Flags, LandedLike, Planned, Step, StepName, StepOutcome
+from fm_teardown.model.plan import Decision, LandedLike, Planned, Step, StepName, StepOutcome
 from fm_teardown.model.reasons import NotSelectedReason
 from fm_teardown.model.records import Fleet, Record
+from fm_teardown.model.request import Flags
 from fm_teardown.model.results import (
     BranchUse,
     Drift,
     ProcRef,
     RecheckAt,
+    Signal,
     StepResult,
     Terminal,
 )
@@ -46,6 +48,7 @@ __all__ = [
     "StepFailed",
     "boundary",
     "proc_refs",
+    "signals",
 ]
 
 
@@ -102,28 +105,33 @@ class StepFailed(Exception):
 
 @dataclass
 class Run:
+    """One run's state, from step to step: the steps so far and the warnings, the decision
+    acted on (with what it saw) and TASK's remembered endpoint. What a step did (the processes
+    it signalled, the save it made) is its step's result, in `steps`."""
+
     settings: Settings
     flags: Flags
     task: str
     fleet: Fleet
     seams: Seams
+    # The decision acted on, as made with what it saw: the first one until the re-check under
+    # the slot lock, then that one, with which every later look at the world is compared
+    # (`act/arrivals.py`).
+    decided: Planned
     steps: list[Step] = field(default_factory=list)
-    signalled: dict[int, processes.Signalled] = field(default_factory=dict)
-    # Hung up by the window kill of the endpoint step (the journal lists them too).
-    hung_up: dict[int, processes.Signalled] = field(default_factory=dict)
-    discarded_ref: str | None = None
-    restore: str | None = None
-    saved_for: str | None = None
     warnings: list[RunWarning] = field(default_factory=list)
-    # The pool step was skipped because the pool hands the slot out as it is: the slot is
-    # back in the pool's hands, as after a verified return.
-    pool_reuses: bool = False
     # TASK's own endpoint processes from the snapshot taken before its window was killed:
     # still TASK's whenever the world is looked at again.
     remembered: tuple[Proc, ...] = ()
-    # The decision acted on, as made (under the slot lock) with what it saw: every later look
-    # at the world is compared with it (`act/arrivals.py`).
-    decided: Planned | None = None
+
+    @property
+    def record(self) -> Record:
+        """TASK's record, as the decision acted on read it."""
+        return self.fleet.records[self.task]
+
+    def ran(self, step: StepName) -> Step | None:
+        """The step of that name as it ran, if it did."""
+        return next((s for s in self.steps if s.step == step), None)
 
     def note(self, step: StepName, target: str, result: StepResult) -> Step:
         """A step that ran (done, or nothing there to act on) or was left out (skipped): its
@@ -161,6 +169,12 @@ class EndpointChanged(Exception):
     def __init__(self, step: Step) -> None:
         super().__init__(str(step.step))
         self.step = step
+
+
+def signals(log: Mapping[int, processes.Signalled]) -> tuple[Signal, ...]:
+    """What a step signalled, as its result keeps it: each process once, in the order first
+    signalled."""
+    return tuple(Signal(s.pid, s.start_time, s.name, tuple(s.signals)) for s in log.values())
 
 
 def proc_refs(

@@ -13,8 +13,11 @@ stops the run, exit 1) and checked again (the window, the pool's lease, tasktmp,
 users, the claim): the checks that read the world come through `Seams`, built by the
 pipeline, so act imports nothing from observe.
 
-Each step lives in a module of its own (`endpoint_step`, `processes_step`, `pool_step`,
-`record_step`), sharing `Run` and `Seams` (`run_state`); the order is here only.
+Each step's act function lives in a step module (`endpoint_step`, `processes_step`,
+`pool_step`, `record_step`), sharing `Run` and `Seams` (`run_state`), and is found by the
+step's name in the table below (`BEFORE_THE_LOCK`, `UNDER_THE_LOCK`), one row per step in the
+order they run; `run` walks it, acting on each step the plan has (with its action) and saying
+skipped, with why, each the plan leaves out (`Decision.left_out`). The order is here only.
 
 The order, and why (written here only; docs/architecture.md points here):
 0. intent: the journal gets the run's intent (task, plan token, steps) before anything is
@@ -56,15 +59,12 @@ else's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from fm_teardown.act import arrivals, faults
-from fm_teardown.act.endpoint_step import step_endpoint
+from fm_teardown.act import arrivals, endpoint_step, pool_step, processes_step, record_step
 from fm_teardown.act.lock import slot_lock
-from fm_teardown.act.pool_step import step_branch, step_claim, step_hooks, step_pool
-from fm_teardown.act.processes_step import step_processes, step_save
-from fm_teardown.act.record_step import step_record
 from fm_teardown.act.run_state import (
     DecidedOtherwise,
     EndpointChanged,
@@ -77,9 +77,17 @@ from fm_teardown.adapters import interrupts
 from fm_teardown.adapters.interrupts import Interrupted
 from fm_teardown.decide.before_acting import own_file_blocked
 from fm_teardown.model.errors import ExitCode, FmError, Lead, Verdict
-from fm_teardown.model.outcome import Outcome, Signal
-from fm_teardown.model.plan import Decision, Flags, Planned, Step, StepName, StepOutcome
-from fm_teardown.model.results import NotNeeded, NotRun, NotRunCause, RecheckAt
+from fm_teardown.model.outcome import Framing, Outcome
+from fm_teardown.model.plan import Decision, Planned, Step, StepName, StepOutcome
+from fm_teardown.model.request import Flags
+from fm_teardown.model.results import (
+    NotNeeded,
+    NotRun,
+    NotRunCause,
+    RecheckAt,
+    SaveResult,
+    SaveWhat,
+)
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.step_warnings import (
     DecidedAgain,
@@ -88,8 +96,72 @@ from fm_teardown.model.step_warnings import (
     RunWarning,
     SavedForOther,
 )
+from fm_teardown.model.values import value
 
-__all__ = ["changed", "outcome", "run"]
+__all__ = ["BEFORE_THE_LOCK", "UNDER_THE_LOCK", "ActStep", "changed", "outcome", "run"]
+
+
+# -- the table ----------------------------------------------------------------------------------
+
+
+@value
+class ActStep:
+    """A step as a run carries it out: its name (the plan's `Step.step`), its act function
+    (given the run and the plan's step, with its action), and the boundaries around it (a
+    fault hook for the tests, where an interrupt stops the run): `before` right before it when
+    the plan has it, `after` right after it when it ran or was said left out. `duties`: the
+    plan's steps (and the ones noted only when something was there) its act function carries
+    out with it."""
+
+    name: StepName
+    act: Callable[[Run, Step], None]
+    before: str | None = None
+    after: str | None = None
+    duties: tuple[StepName, ...] = ()
+
+
+# The steps in the order they run (the why: this module's docstring, numbered as it is);
+# `decide/plan_builder.py` builds the plan in the same order (tests/test_step_table.py).
+# 1. TASK's own, before the slot lock.
+BEFORE_THE_LOCK: tuple[ActStep, ...] = (
+    ActStep(StepName.ENDPOINT, endpoint_step.act, "before-endpoint", "after-endpoint"),
+)
+# 3-9. In the slot, under its lock, once the world was looked at and decided again (2).
+UNDER_THE_LOCK: tuple[ActStep, ...] = (
+    ActStep(StepName.PROCESSES, processes_step.act, "before-processes", "after-processes"),
+    ActStep(StepName.SAVE_DISCARDED, processes_step.act_save, after="after-save"),
+    ActStep(StepName.HOOKS, pool_step.act_hooks),
+    ActStep(StepName.POOL, pool_step.act_pool, "before-pool", "after-pool"),
+    ActStep(StepName.BRANCH, pool_step.act_branch),
+    ActStep(StepName.CLAIM, pool_step.act_claim),
+    ActStep(
+        StepName.RECORD,
+        record_step.act,
+        duties=(StepName.AUTH, StepName.ATTRIBUTION, StepName.BROWSER, StepName.REMOTE_JOBS),
+    ),
+)
+
+
+def _walk(r: Run, d: Decision, table: tuple[ActStep, ...]) -> None:
+    """Carry out `d`'s plan, the table's steps in the table's order: a step the plan has is
+    acted on; one it leaves out is said skipped, and why, when the plan says so (`left_out`)."""
+    planned = {s.step: s for s in d.plan}
+    left_out = {left.step: left for left in d.left_out}
+    for row in table:
+        step, left = planned.get(row.name), left_out.get(row.name)
+        if step is not None:
+            if row.before is not None:
+                boundary(row.before)
+            row.act(r, step)
+        elif left is not None:
+            r.note(left.step, left.target, NotNeeded(left.why))
+        else:
+            continue
+        if row.after is not None:
+            boundary(row.after)
+
+
+_LOCKED = frozenset(n for row in UNDER_THE_LOCK for n in (row.name, *row.duties))
 
 
 # -- the run ------------------------------------------------------------------------------------
@@ -97,11 +169,9 @@ __all__ = ["changed", "outcome", "run"]
 
 def run(settings: Settings, planned: Planned, flags: Flags, seams: Seams) -> Outcome:
     d = planned.decision
-    r = Run(settings, flags, d.task, planned.fleet, seams)
-    record = planned.fleet.records[d.task]
     if d.verdict not in (Verdict.PROCEED, Verdict.STALE) or d.slot is None:
         return Outcome.of_decision(d, dry_run=False)
-    decided_endpoint = planned.observation.endpoints[d.task]
+    r = Run(settings, flags, d.task, planned.fleet, seams, planned)
     unjournalled = seams.intent(d)
     if unjournalled is not None:
         # The words and hint its dry run gave (decide/before_acting.py).
@@ -109,85 +179,14 @@ def run(settings: Settings, planned: Planned, flags: Flags, seams: Seams) -> Out
     try:
         with interrupts.while_acting():
             # 0. intent: journalled above, before anything is destroyed.
-            # 1. endpoint: TASK's own window, before the slot lock.
-            boundary("before-endpoint")
-            snapshot = step_endpoint(r, record, decided_endpoint, planned.observation.env.protected)
-            boundary("after-endpoint")
+            _walk(r, d, BEFORE_THE_LOCK)
             with slot_lock(settings.state_dir, d.slot, settings.lock_timeout, settings.places):
-                # 2. lock, re-observe, re-decide: a changed decision stops the run; so does
-                # someone who came to work in the slot since, or for a batch's task a
-                # selection that no longer holds.
-                boundary("before-recheck")
-                r.remembered = tuple(snapshot)
-                again = seams.recheck(RecheckAt.LOCKED, r.remembered, None)
-                d2 = again.planned.decision
-                # Someone who came to work in the slot stops the run (exit 1) before the
-                # decision is compared (a stale slot is left to its owner: only TASK's window
-                # and record go, whoever works there).
-                first = next((s for s in d.plan if s.step != StepName.ENDPOINT), None)
-                if first is not None and d.verdict == Verdict.PROCEED:
-                    arrivals.check(
-                        r,
-                        d,
-                        again,
-                        RecheckAt.LOCKED,
-                        first.step,
-                        first.target,
-                        before=planned.observation,
-                    )
+                d2 = _recheck(r, planned)
                 if _key(d2) != _key(d):
                     return changed(r, d, d2)
                 # Report the endpoint as it was before this run ended it.
-                d, record = replace(d2, endpoint=d.endpoint), again.planned.fleet.records[d.task]
-                r.fleet, r.decided = again.planned.fleet, again.planned
-                assert d.slot is not None
-                # 3. processes: nothing may run in the slot when it is saved and reset. Right
-                # before the first signal the world is looked at again (`arrivals`); that look
-                # is the step's first scan.
-                # No owner but TASK (d.owners leaves TASK out): what starts in the slot as
-                # its processes end may be ended as theirs (the processes step's later pass).
-                sole = not d.owners
-                ends = d.end_processes or any(s.step == StepName.PROCESSES for s in d.plan)
-                if ends:
-                    boundary("before-processes")
-                    where = d.slot if d.end_processes else (record.tasktmp or d.slot)
-                    look = arrivals.look_again(r, d, RecheckAt.PROCESSES, StepName.PROCESSES, where)
-                    step_processes(
-                        r,
-                        record,
-                        d.slot if d.end_processes else None,
-                        d.discarded_owner,
-                        sole_claimant=sole,
-                        first=look.planned.observation,
-                    )
-                else:
-                    r.note(StepName.PROCESSES, d.slot, NotNeeded(d.skip_reason))
-                boundary("after-processes")
-                # 4. save-discarded (--force): after the processes, before the reset.
-                if d.save_discarded:
-                    step_save(r, record, d.save_as or d.task)
-                    boundary("after-save")
-                # 5. hooks: out of the slot before the return.
-                if any(s.step == StepName.HOOKS for s in d.plan):
-                    step_hooks(r, d.slot)
-                # 6. pool: the world looked at again (the locks included), then the lease
-                # read again right before `treehouse return`.
-                if d.pool_return is not None:
-                    boundary("before-pool")
-                    arrivals.look_again(r, d, RecheckAt.POOL, StepName.POOL, d.pool_return.path)
-                    step_pool(r, record, d)
-                else:
-                    r.note(StepName.POOL, d.slot, NotNeeded(d.skip_reason))
-                boundary("after-pool")
-                # 7. branch, claim: only after a verified return (the branch step looks at
-                # the slot's census again right before the delete).
-                if d.branch is not None:
-                    step_branch(r, record, d)
-                if d.own_claim is not None:
-                    step_claim(r, d.own_claim, d.task)
-                # 8, 9. auth, attribution, then the record last (`step_record` runs both).
-                step_record(r, record)
-                faults.at("after-record")
+                d = replace(d2, where=replace(d2.where, endpoint=d.endpoint))
+                _walk(r, d, UNDER_THE_LOCK)
     except DecidedOtherwise as exc:
         r.steps.extend(_left(d, r, NotRunCause.REFUSED))
         return changed(r, d, exc.decision)
@@ -205,15 +204,31 @@ def run(settings: Settings, planned: Planned, flags: Flags, seams: Seams) -> Out
         return outcome(r, d, Verdict.FAILED, interrupted=interrupted)
     except FmError as err:
         r.steps.extend(_left(d, r, NotRunCause.REFUSED))
-        refused = replace(d, verdict=err.verdict, reasons=(err.message,), hints=err.hints)
+        refused = replace(d, verdict=err.verdict, reasons=(err.note,), hints=err.hints)
         if refused.refused:
             # Shown with what the run had done by then. A refusal of the pool's (a new
             # lease) adds nothing when nothing was done; a record refused at the re-check
             # says that nothing was changed.
             return outcome(r, refused, err.verdict, tail=err.unchanged or _ran(r))
-        r.warnings.append(err.message)
+        r.warnings.append(err.note)
         return outcome(r, d, Verdict.FAILED)
     return outcome(r, d, d.verdict)
+
+
+def _recheck(r: Run, planned: Planned) -> Decision:
+    """2. Under the slot lock, the world looked at and decided again (rule 5 included): the
+    decision made now, which the run then acts on (`Run.decided`). Someone who came to work in
+    the slot stops the run (exit 1) before the decisions are compared (a stale slot is left to
+    its owner: only TASK's window and record go, whoever works there); so does, for a batch's
+    task, a selection that no longer holds."""
+    d = planned.decision
+    boundary("before-recheck")
+    again = r.seams.recheck(RecheckAt.LOCKED, r.remembered, None)
+    first = next((s for s in d.plan if s.step in _LOCKED), None)
+    if first is not None and d.verdict == Verdict.PROCEED:
+        arrivals.check(r, planned, again, RecheckAt.LOCKED, first.step, first.target)
+    r.fleet, r.decided = again.planned.fleet, again.planned
+    return again.planned.decision
 
 
 def _key(d: Decision) -> tuple[Any, ...]:
@@ -225,7 +240,6 @@ def _key(d: Decision) -> tuple[Any, ...]:
         live,
         d.pool_return,
         d.discarded_owner,
-        d.save_discarded,
         tuple(s.step for s in d.plan),
     )
 
@@ -274,15 +288,24 @@ def outcome(
     (by default: a refusal the decision made)."""
     code = int(ExitCode.INTERRUPTED) if interrupted else int(verdict.exit_code)
     warnings: list[RunWarning] = [*d.warnings, *r.warnings]
-    if r.saved_for and r.saved_for != d.task:
-        warnings.append(SavedForOther(r.discarded_ref, r.saved_for, d.task))
     hints = d.hints
-    if code == 0 and r.saved_for and r.saved_for != d.task:
-        hints = (
-            *hints,
-            f"{r.saved_for}'s record now names a returned slot: clear it with "
-            f"fm teardown {r.saved_for}",
-        )
+    saved = next(
+        (
+            s.result
+            for s in r.steps
+            if isinstance(s.result, SaveResult) and s.result.what == SaveWhat.SAVED
+        ),
+        None,
+    )
+    if saved is not None and saved.owner != d.task:
+        warnings.append(SavedForOther(saved.ref, saved.owner, d.task))
+        if code == 0:
+            hints = (
+                *hints,
+                f"{saved.owner}'s record now names a returned slot: clear it with "
+                f"fm teardown {saved.owner}",
+            )
+    refused = verdict == d.verdict and d.refused
     return Outcome(
         task=d.task,
         dry_run=False,
@@ -293,16 +316,5 @@ def outcome(
         steps=tuple(r.steps),
         warnings=tuple(warnings),
         hints=hints,
-        signalled=tuple(
-            Signal(s.pid, s.start_time, s.name, tuple(s.signals)) for s in r.signalled.values()
-        ),
-        hung_up=tuple(
-            Signal(s.pid, s.start_time, s.name, tuple(s.signals)) for s in r.hung_up.values()
-        ),
-        discarded_ref=r.discarded_ref,
-        restore=r.restore,
-        interrupted=interrupted,
-        acted=True,
-        tail=(verdict == d.verdict and d.refused) if tail is None else tail,
-        lead=Lead.REFUSED if verdict == d.verdict and d.refused else Lead.PLAIN,
+        framing=Framing(Lead.REFUSED if refused else Lead.PLAIN, refused if tail is None else tail),
     )

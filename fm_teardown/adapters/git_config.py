@@ -32,6 +32,7 @@ import pwd
 import re
 import stat
 from collections.abc import Iterator, Mapping
+from typing import TypeVar
 
 from fm_teardown.model.values import value
 
@@ -296,6 +297,18 @@ _configs: dict[str, tuple[tuple[int, ...], _Parsed]] = {}
 _indexes: dict[str, tuple[tuple[int, ...], tuple[tuple[bytes, ...], bool]]] = {}
 _gitfiles: dict[str, tuple[tuple[int, ...], str | None]] = {}
 _commons: dict[str, tuple[tuple[int, ...] | None, str]] = {}
+# Entries each of these caches keeps (a fleet's repositories): each is checked against its
+# file's stat, and past the bound it starts afresh, so a long-lived process does not grow.
+_CACHED = 4096
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _kept(cache: dict[_K, _V], key: _K, val: _V) -> _V:
+    if len(cache) >= _CACHED:
+        cache.clear()
+    cache[key] = val
+    return val
 
 
 def _config(path: str) -> _Parsed | None:
@@ -330,7 +343,7 @@ def _config(path: str) -> _Parsed | None:
         elif section == "extensions" and sub is None and key == "partialclone":
             keys.add(("extensions", "", "partialclone"))
     parsed: _Parsed = (frozenset(keys), tuple(includes), fmt)
-    _configs[path] = (sig, parsed)
+    _kept(_configs, path, (sig, parsed))
     return parsed
 
 
@@ -406,7 +419,7 @@ def _user_and_system(env: Mapping[str, str]) -> list[str]:
     key = tuple(env.get(k) for k in (*_ENV_FILES, *_ENV_FILES_MORE))
     files = _user_and_system_made.get(key)
     if files is None:
-        files = _user_and_system_made[key] = _user_and_system_files(env)
+        files = _kept(_user_and_system_made, key, _user_and_system_files(env))
     return files
 
 
@@ -441,7 +454,7 @@ def _gitfile(dotgit: str, st: os.stat_result | None = None) -> str | None:
         if cached is not None and cached[0] == _signature(st):
             return cached[1]
         found = _gitfile(dotgit)
-        _gitfiles[dotgit] = (_signature(st), found)
+        _kept(_gitfiles, dotgit, (_signature(st), found))
         return found
     try:
         got = _read(dotgit, 1 << 16)
@@ -502,7 +515,7 @@ def common_of(gitdir: str) -> str:
     common = gitdir
     if got is not None and got[0].strip():
         common = os.path.normpath(os.path.join(gitdir, os.fsdecode(got[0].strip())))
-    _commons[gitdir] = (sig, common)
+    _kept(_commons, gitdir, (sig, common))
     return common
 
 
@@ -579,7 +592,7 @@ def _index_gitlinks(path: str, oid_len: int) -> tuple[tuple[bytes, ...], bool]:
         found = (tuple(_gitlinks_in(got[0], oid_len)), b"link" in got[0])
     except (ValueError, IndexError):
         raise _Unreadable(f"the index is not one fm can read: {path}") from None
-    _indexes[path] = (got[1], found)
+    _kept(_indexes, path, (got[1], found))
     return found
 
 

@@ -515,8 +515,11 @@ def _door(
 
 
 # The user's global credential helpers and ssh command, per repository (its conditional
-# includes may depend on it), read once per run for the commands that need the network.
-_user_net: dict[str, list[tuple[str, str]]] = {}
+# includes may depend on it) and per user config (the variables that select it and its files'
+# stat), read once for the commands that need the network: a later run in the same process
+# whose user config differs reads it afresh; bounded, as a long-lived process would grow it.
+_user_net: dict[tuple[object, ...], list[tuple[str, str]]] = {}
+_USER_NET_KEPT = 256
 
 
 def _user_network_config(repo: str, policy: Mapping[str, str]) -> list[tuple[str, str]]:
@@ -524,8 +527,10 @@ def _user_network_config(repo: str, policy: Mapping[str, str]) -> list[tuple[str
     as `git config --global` reads them (their includes followed): never the repository's."""
     from fm_teardown.adapters import git_door
 
-    key = os.path.abspath(repo)
+    key = (os.path.abspath(repo), *_user_config_signature(policy))
     if key not in _user_net:
+        if len(_user_net) >= _USER_NET_KEPT:
+            _user_net.clear()
         door = _door(
             repo,
             ["config", "--global", "--includes", "-z", "--get-regexp",
@@ -536,6 +541,24 @@ def _user_network_config(repo: str, policy: Mapping[str, str]) -> list[tuple[str
         r = door if isinstance(door, Result) else _run(door[0], None, door[1], LOCAL_GIT_TIMEOUT)
         _user_net[key] = git_door.config_pairs(r.out) if r.rc == 0 else []
     return _user_net[key]
+
+
+def _user_config_signature(policy: Mapping[str, str]) -> tuple[object, ...]:
+    """What `git config --global` reads from: the variables that select the user's config
+    files, and each file's stat (None: absent or unreadable)."""
+    home = policy.get("HOME") or ""
+    xdg = policy.get("XDG_CONFIG_HOME") or (os.path.join(home, ".config") if home else "")
+    files = [policy.get("GIT_CONFIG_GLOBAL") or os.path.join(home, ".gitconfig")]
+    if xdg:
+        files.append(os.path.join(xdg, "git", "config"))
+    sig: list[object] = [home, xdg, policy.get("GIT_CONFIG_GLOBAL")]
+    for path in files:
+        try:
+            st = os.stat(path)
+            sig.append((path, st.st_ino, st.st_size, st.st_mtime_ns))
+        except OSError:
+            sig.append((path, None))
+    return tuple(sig)
 
 
 # A full object name, SHA-1 or SHA-256.

@@ -1,4 +1,4 @@
-"""One module per command (pipx's `commands/`): each turns flags into a run of the pipeline,
-and the run into output, journal lines and an exit code."""
+"""One module per command (pipx's `commands/`): each parses its command line, runs the
+pipeline (`fm_teardown/pipeline/`) and turns the run into output and an exit code."""
 
 __all__ = []

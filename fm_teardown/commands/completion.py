@@ -80,13 +80,13 @@ def live_owners(state_dir: str | None, task: str) -> list[str]:
     """The ids of the live owners of TASK's slot, as `--discard-live-owner` takes them; [] on
     any error (completion never fails loudly)."""
     try:
-        from fm_teardown import pipeline
         from fm_teardown.decide.ownership import owners_of
         from fm_teardown.model import settings
         from fm_teardown.observe.observation import observe
+        from fm_teardown.pipeline.stages import load
 
         s = settings.load(state_dir or None)
-        fleet = pipeline.load(s, task)
+        fleet = load(s, task)
         return [o.id for o in owners_of(task, fleet, observe(s, fleet)) if o.live]
     except Exception:
         return []

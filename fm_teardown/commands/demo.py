@@ -30,12 +30,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any, Literal
+from typing import Any
 
 import fm_teardown
 from fm_teardown.adapters import runner
 from fm_teardown.adapters.interrupts import Interrupted
 from fm_teardown.model.errors import ExitCode
+from fm_teardown.model.world import EndpointState
 from fm_teardown.standin import TREEHOUSE as STANDIN
 
 __all__ = [
@@ -136,7 +137,7 @@ class Task:
     id: str
     slot: Path
     lease_id: str
-    endpoint: Literal["alive", "dead"]  # alive: an agent runs in its window; dead: a shell
+    endpoint: EndpointState  # alive: an agent runs in its window; dead: a shell
     launched: int  # epoch of its launch, for spawn_gen and started_at
     pid: int = 0  # the pane's process (the agent itself for "alive")
 
@@ -259,11 +260,11 @@ def _make_pool(sb: Sandbox) -> dict[str, Task]:
     if (bravo_slot, delta_slot) != (alpha_slot, charlie_slot):
         raise DemoError("the pool stand-in did not recycle the returned slots")
     tasks = [
-        Task("alpha", alpha_slot, alpha_lease, "dead", now - 7200),
-        Task("bravo", bravo_slot, bravo_lease, "alive", now - 600),
-        Task("charlie", charlie_slot, charlie_lease, "dead", now - 5400),
-        Task("delta", delta_slot, delta_lease, "dead", now - 1800),
-        Task("echo", echo_slot, echo_lease, "alive", now - 3600),
+        Task("alpha", alpha_slot, alpha_lease, EndpointState.DEAD, now - 7200),
+        Task("bravo", bravo_slot, bravo_lease, EndpointState.ALIVE, now - 600),
+        Task("charlie", charlie_slot, charlie_lease, EndpointState.DEAD, now - 5400),
+        Task("delta", delta_slot, delta_lease, EndpointState.DEAD, now - 1800),
+        Task("echo", echo_slot, echo_lease, EndpointState.ALIVE, now - 3600),
     ]
     return {t.id: t for t in tasks}
 
@@ -309,7 +310,7 @@ def _start_tmux(sb: Sandbox, tasks: dict[str, Task]) -> None:
     _tmux(sb, "set-option", "-g", "-w", "allow-rename", "off")
     for t in tasks.values():
         agent = f"exec {shlex.quote(str(sb.agent))} 100000"
-        command = agent if t.endpoint == "alive" else "exec sh"
+        command = agent if t.endpoint == EndpointState.ALIVE else "exec sh"
         _tmux(
             sb,
             "new-window",
@@ -334,7 +335,7 @@ def _wait_for_agents(sb: Sandbox, tasks: dict[str, Task]) -> None:
         ready = True
         for t in tasks.values():
             t.pid = int(pids.get(f"fm-{t.id}", "0"))
-            if t.endpoint == "alive" and _process_name(t.pid) != AGENT:
+            if t.endpoint == EndpointState.ALIVE and _process_name(t.pid) != AGENT:
                 ready = False
         if ready:
             return

@@ -5,8 +5,9 @@ line on stdout, the backlog reminder after it, on failure a first stderr line th
 with `REFUSED:` (a refusal) or `error:` (anything else), the script's exit codes (0 done, 1
 every refusal and error, 2 a bad request, 3 the gate refusal) and the few operator lines its
 callers grep for. This console script keeps all of that and does what `fm teardown <id>
-[--force]` does (same decision, same steps, same journal line). `fm teardown` keeps fm's
-distinct exit codes. docs/firstmate.md says how to swap it in and what differs.
+[--force]` does (same decision, same steps, same journal line: `pipeline/one_task.py`).
+`fm teardown` keeps fm's distinct exit codes. docs/firstmate.md says how to swap it in and
+what differs.
 """
 
 from __future__ import annotations
@@ -36,9 +37,10 @@ def main(argv: list[str] | None = None) -> None:
 def run(args: list[str]) -> int:
     from fm_teardown.model import settings
     from fm_teardown.model.errors import ExitCode, FmError
-    from fm_teardown.model.plan import Flags
     from fm_teardown.model.records import load_record, task_id_problem
-    from fm_teardown.pipeline import journal_result, run_one
+    from fm_teardown.model.request import Caller, Discard, Flags
+    from fm_teardown.pipeline.one_task import teardown_task
+    from fm_teardown.pipeline.stages import TaskRun
     from fm_teardown.report import firstmate_view as view
     from fm_teardown.report import render as report
 
@@ -62,10 +64,9 @@ def run(args: list[str]) -> int:
         record = load_record(s.state_dir, task)
     except FmError:
         record = None  # the run below refuses it, with the same message
-    flags = Flags(force=force)
     # The script had no journal: a journal that cannot be written only warns here.
-    outcome = run_one(s, task, flags, journal_required=False, converge=False)
-    journal_result(s, outcome, task, flags)
+    flags = Flags(discard=Discard.OWN_WORK if force else Discard.NOTHING, caller=Caller.DROP_IN)
+    outcome = teardown_task(TaskRun(s, task, flags))
     view.operator_lines(outcome)
     lead, said_first = view.lead_line(outcome)
     if outcome.decision is None:

@@ -1,35 +1,32 @@
-"""`fm teardown`: flags → pipeline → journal → output → exit code.
+"""`fm teardown`: the command line → a `Request` → the pipeline → output → exit code.
 
 One TASK, several (a batch, spec §9), `--landed` (a batch of what the audit says is
-ready), or none with `--dry-run` (the fleet audit, spec §8).
+ready), or none with `--dry-run` (the fleet audit, spec §8). `parse` is the one place the
+options are checked: every combination the spec forbids is refused there (exit 2), before
+anything is looked at; what it builds is passed down whole (`model/request.py`).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING
-
-from fm_teardown.adapters import interrupts
 from fm_teardown.decide import fingerprint
 from fm_teardown.model import settings
 from fm_teardown.model.errors import ExitCode, FmError, invalid
 from fm_teardown.model.outcome import Outcome
-from fm_teardown.model.plan import Flags
 from fm_teardown.model.records import shown
-from fm_teardown.pipeline import (
-    interrupted_before_acting,
-    journal_result,
-    run_one,
-    with_expected_plan,
+from fm_teardown.model.request import (
+    DEFAULT_MIN_AGE,
+    Asked,
+    CommandLine,
+    Flags,
+    Options,
+    Request,
 )
+from fm_teardown.pipeline.one_task import teardown_task
+from fm_teardown.pipeline.stages import TaskRun
 from fm_teardown.report import human
 from fm_teardown.report import render as report
 
-if TYPE_CHECKING:
-    from fm_teardown.decide.finished import Options
-    from fm_teardown.model.world import Orphan
-
-__all__ = ["USAGE", "teardown"]
+__all__ = ["USAGE", "BadRequest", "parse", "teardown"]
 
 USAGE = (
     "usage: fm teardown TASK [TASK ...] [--dry-run] [--force] [--json] "
@@ -38,108 +35,98 @@ USAGE = (
 )
 
 
-def teardown(
-    *,
-    tasks: list[str],
-    dry_run: bool,
-    force: bool,
-    discard_live_owner: str | None,
-    landed: bool,
-    json_out: bool,
-    state_dir: str | None,
-    include_live: bool = False,
-    include_pushed: bool = False,
-    min_age: str | None = None,
-    expect_plan: list[str] | None = None,
-    no_journal: bool = False,
-) -> int:
-    from fm_teardown.decide.finished import DEFAULT_MIN_AGE, Options, parse_duration
+class BadRequest(Exception):
+    """A command line `fm teardown` cannot take (exit 2, or the settings' own error). The
+    audit's own refusals (`audit`) are said in the audit's JSON shape with `--dry-run`."""
 
-    flags = Flags(
-        force=force, discard_live_owner=discard_live_owner, dry_run=dry_run, no_journal=no_journal
-    )
-    first = tasks[0] if len(tasks) == 1 else None
-    age = DEFAULT_MIN_AGE if min_age is None else parse_duration(min_age)
+    def __init__(self, err: FmError, *, audit: bool = False) -> None:
+        super().__init__(err.message)
+        self.err = err
+        self.audit = audit
+
+
+def teardown(line: CommandLine) -> int:
+    """`fm teardown ...` as typed: its exit code."""
     try:
-        s = settings.load(state_dir)
-        refused = _combination(tasks, flags, landed)
-        expected = _expected_plans(expect_plan or [], tasks, landed)
-        if age is None:
-            refused = refused or invalid(
-                "--min-age takes a duration of at most 100 years, such as 90s, 10m, 1h or 2d "
-                f"(or 0), not '{shown(min_age or '', 40)}'",
-                USAGE,
-            )
-        elif (
-            not landed
-            and (include_live or include_pushed or min_age is not None)
-            and (tasks or not dry_run)
-        ):
-            refused = refused or invalid(
-                "--include-live, --include-pushed and --min-age choose what --landed "
-                "selects: give them with --landed (or with the audit, --dry-run)",
-                USAGE,
-            )
+        s, request = parse(line)
+    except BadRequest as bad:
+        if bad.audit:
+            return _audit_error(bad.err, json_out=line.json, dry_run=line.dry_run)
+        return _usage(line.tasks[0] if len(line.tasks) == 1 else None, bad.err, line)
+    if request.asked == Asked.AUDIT:
+        return _audit(s, request)
+    if request.asked == Asked.ONE:
+        task = request.tasks[0]
+        outcome = teardown_task(TaskRun(s, task, request.flags_for(task)))
+        report.render(outcome, json_out=request.json)
+        return outcome.exit_code
+    from fm_teardown.commands import batch
+
+    return batch.run(s, request)
+
+
+def parse(line: CommandLine) -> tuple[settings.Settings, Request]:
+    """The settings and the request; BadRequest for a line that cannot be taken. The checks
+    keep their order: the settings, `--expect-plan`'s values, the combinations of options,
+    `--min-age` and the `--landed` opt-ins, then what the audit and one task refuse."""
+    from fm_teardown.decide.finished import parse_duration
+
+    age = DEFAULT_MIN_AGE if line.min_age is None else parse_duration(line.min_age)
+    try:
+        s = settings.load(line.state_dir)
+        refused = _combination(line)
+        plans = _expected_plans(line)
     except FmError as err:
-        return _usage(first, err, flags, json_out)
+        raise BadRequest(err) from None
+    refused = refused or _landed_options(line, age)
     if refused is not None or age is None:
         assert refused is not None
-        return _usage(first, refused, flags, json_out)
-    opts = Options(include_live=include_live, include_pushed=include_pushed, min_age=age)
-    if landed or len(tasks) > 1:
-        from fm_teardown import selection as select
-        from fm_teardown.commands import batch
+        raise BadRequest(refused)
+    flags = Flags.given(
+        force=line.force,
+        discard_live_owner=line.discard_live_owner,
+        dry_run=line.dry_run,
+        no_journal=line.no_journal,
+    )
+    asked = _asked(line, plans)
+    opts = Options(include_live=line.include_live, include_pushed=line.include_pushed, min_age=age)
+    return s, Request(asked, line.tasks, flags, opts, plans, line.json, line.state_dir)
 
-        with interrupts.while_deciding():
-            try:
-                selection = select.select_landed(s, opts) if landed else select.named(s, tasks)
-            except FmError as err:
-                return _usage(None, err, flags, json_out)
-            except KeyboardInterrupt:
-                from fm_teardown.report import console
 
-                console.interrupted("selecting")
-                return int(ExitCode.INTERRUPTED)
-            return batch.run(
-                s,
-                selection,
-                flags,
-                json_out=json_out,
-                one=run_one,
-                landed=landed,
-                opts=opts,
-                plans=expected,
-                again=("--state-dir", str(s.state_dir)) if state_dir else (),
+def _asked(line: CommandLine, plans: dict[str, str] | None) -> Asked:
+    """What the line asks; the audit's and one task's own refusals."""
+    if line.landed:
+        return Asked.LANDED
+    if len(line.tasks) > 1:
+        return Asked.NAMED
+    if not line.tasks:
+        if plans is not None:
+            raise BadRequest(invalid("--expect-plan needs a TASK", USAGE))
+        if not line.dry_run:
+            raise BadRequest(
+                invalid("give a TASK to tear down, or --dry-run to audit the fleet", USAGE),
+                audit=True,
             )
-    if not tasks:
-        if expected is not None:
-            return _usage(None, invalid("--expect-plan needs a TASK", USAGE), flags, json_out)
-        return _audit(s, dry_run=dry_run, flags=flags, json_out=json_out, opts=opts)
-    task = tasks[0]
-    if expected is not None:
-        flags = with_expected_plan(flags, task, expected)
-    with interrupts.while_deciding():
-        try:
-            outcome = run_one(s, task, flags)
-        except KeyboardInterrupt:
-            outcome = interrupted_before_acting(task, flags)
-    # Every real run for a valid task id is journalled, refusals included.
-    journal_result(s, outcome, task, flags)
-    report.render(outcome, json_out=json_out)
-    return outcome.exit_code
+        if line.force or line.discard_live_owner is not None:
+            raise BadRequest(invalid("--force and --discard-live-owner need a TASK"), audit=True)
+        return Asked.AUDIT
+    if line.discard_live_owner == "":
+        raise BadRequest(invalid("--discard-live-owner needs the id of the live owner"))
+    return Asked.ONE
 
 
-def _combination(tasks: list[str], flags: Flags, landed: bool) -> FmError | None:
+def _combination(line: CommandLine) -> FmError | None:
     """The flag combinations spec §9 forbids (exit 2)."""
-    if landed and tasks:
+    tasks, discards = line.tasks, line.force or line.discard_live_owner is not None
+    if line.landed and tasks:
         return invalid("--landed selects the tasks itself: give no TASK with it", USAGE)
-    if landed and (flags.force or flags.discard_live_owner is not None):
+    if line.landed and discards:
         return invalid(
             "--landed cannot be combined with --force or --discard-live-owner: it tears down "
             "only what is landed",
             USAGE,
         )
-    if len(tasks) > 1 and (flags.force or flags.discard_live_owner is not None):
+    if len(tasks) > 1 and discards:
         return invalid(
             "--force and --discard-live-owner take one task at a time",
             f"fm teardown {tasks[0]} --force ...",
@@ -149,19 +136,33 @@ def _combination(tasks: list[str], flags: Flags, landed: bool) -> FmError | None
     return None
 
 
-def _usage(task: str | None, err: FmError, flags: Flags, json_out: bool) -> int:
-    outcome = Outcome.of_error(task, err, dry_run=flags.dry_run)
-    report.render(outcome, json_out=json_out)
-    return outcome.exit_code
+def _landed_options(line: CommandLine, age: float | None) -> FmError | None:
+    """`--min-age` a duration; `--include-live`, `--include-pushed`, `--min-age` only with
+    `--landed` (or the audit)."""
+    if age is None:
+        return invalid(
+            "--min-age takes a duration of at most 100 years, such as 90s, 10m, 1h or 2d "
+            f"(or 0), not '{shown(line.min_age or '', 40)}'",
+            USAGE,
+        )
+    chooses = line.include_live or line.include_pushed or line.min_age is not None
+    if not line.landed and chooses and (line.tasks or not line.dry_run):
+        return invalid(
+            "--include-live, --include-pushed and --min-age choose what --landed "
+            "selects: give them with --landed (or with the audit, --dry-run)",
+            USAGE,
+        )
+    return None
 
 
-def _expected_plans(values: list[str], tasks: list[str], landed: bool) -> dict[str, str] | None:
+def _expected_plans(line: CommandLine) -> dict[str, str] | None:
     """`--expect-plan TOKEN` (one TASK) or `--expect-plan TASK=TOKEN` (any number of TASKs,
     repeated once per task) as {task: token}; None when not given. Bad ones: exit 2."""
-    if not values:
+    if not line.expect_plan:
         return None
+    tasks, landed = line.tasks, line.landed
     out: dict[str, str] = {}
-    for value in values:
+    for value in line.expect_plan:
         task, eq, token = value.rpartition("=")
         if not eq:
             if len(tasks) != 1 or landed:
@@ -185,40 +186,32 @@ def _expected_plans(values: list[str], tasks: list[str], landed: bool) -> dict[s
     return out
 
 
-def _unfinished_runs(s: settings.Settings) -> tuple[Orphan, ...]:
-    """Real runs that journalled their intent and no result: they died partway (a crash)."""
-    from fm_teardown.model.world import Orphan
-    from fm_teardown.report import journal
-
-    return tuple(
-        Orphan("unfinished-teardown", task, None, journal.unfinished_line(intent))
-        for task, intent in sorted(journal.unfinished(s.data_dir).items())
-    )
+def _usage(task: str | None, err: FmError, line: CommandLine) -> int:
+    outcome = Outcome.of_error(task, err, dry_run=line.dry_run)
+    report.render(outcome, json_out=line.json)
+    return outcome.exit_code
 
 
-def _audit(
-    s: settings.Settings, *, dry_run: bool, flags: Flags, json_out: bool, opts: Options
-) -> int:
+def _audit(s: settings.Settings, request: Request) -> int:
+    from fm_teardown.pipeline.audit import fleet_audit
+
     try:
-        if not dry_run:
-            raise invalid("give a TASK to tear down, or --dry-run to audit the fleet", USAGE)
-        if flags.force or flags.discard_live_owner is not None:
-            raise invalid("--force and --discard-live-owner need a TASK")
-        from fm_teardown.audit import audit
-
-        result = audit(s, opts)
-        # The journal is the report stage's: the runs it shows unfinished join the orphans here.
-        result = replace(result, orphans=(*result.orphans, *_unfinished_runs(s)))
+        result = fleet_audit(s, request.select)
     except FmError as err:
-        if json_out and dry_run:
-            report.emit_json(report.audit_error_json(err))
-        elif json_out:
-            report.emit_json(report.usage_error_json(None, err, dry_run=dry_run))
-        else:
-            human.render_error(err, runbook=report.error_runbook(err))
-        return int(err.exit_code)
-    if json_out:
+        return _audit_error(err, json_out=request.json, dry_run=True)
+    if request.json:
         report.emit_json(report.audit_json(result))
     else:
         human.render_audit(result)
     return int(ExitCode.OK)
+
+
+def _audit_error(err: FmError, *, json_out: bool, dry_run: bool) -> int:
+    """The audit could not run, or was asked without what it needs."""
+    if json_out and dry_run:
+        report.emit_json(report.audit_error_json(err))
+    elif json_out:
+        report.emit_json(report.usage_error_json(None, err, dry_run=dry_run))
+    else:
+        human.render_error(err, runbook=report.error_runbook(err))
+    return int(err.exit_code)

@@ -2,7 +2,7 @@
 record refused before deciding, and the slots claimed by more than one record.
 
 The audit itself (one observation of the fleet, rule 5's facts gathered for the rows that
-reach it, the loose ends) is strung together by `fm_teardown/audit.py`.
+reach it, the loose ends) is strung together by `fm_teardown/pipeline/audit.py`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 from fm_teardown.decide import census, fingerprint, finished
 from fm_teardown.decide.ownership import live_of
 from fm_teardown.model.causes import RecordRefused
-from fm_teardown.model.errors import Verdict
+from fm_teardown.model.errors import ErrorCode, Verdict
 from fm_teardown.model.landing import Reason
+from fm_teardown.model.notes import Note
 from fm_teardown.model.reasons import Finished, FinishedWhy
 from fm_teardown.model.records import (
     Fleet,
@@ -23,11 +24,12 @@ from fm_teardown.model.records import (
     task_id_problem,
 )
 from fm_teardown.model.values import value
-from fm_teardown.model.world import Observation, Orphan
+from fm_teardown.model.world import EndpointState, Observation, Orphan
 
 if TYPE_CHECKING:
     from fm_teardown.model.landing import LandedFacts
     from fm_teardown.model.plan import Decision
+    from fm_teardown.model.request import Options
 
 __all__ = ["Audit", "AuditRow", "row", "shared_slots", "unusable"]
 
@@ -36,7 +38,7 @@ __all__ = ["Audit", "AuditRow", "row", "shared_slots", "unusable"]
 class AuditRow:
     task: str
     slot: str | None
-    endpoint: str | None
+    endpoint: EndpointState | None
     verdict: Verdict
     # Without a refusal's lead and tail: when `refused`, the first one is shown as
     # `REFUSED: …; nothing was changed` (report/messages.py, `refused_reasons`).
@@ -51,6 +53,7 @@ class AuditRow:
     # None for a row refused before deciding.
     plan_id: str | None = None
     refused: bool = False
+    owner_codes: tuple[str, ...] = ()  # each live owner's stable code, as `owners`
 
     @property
     def exit_code(self) -> int:
@@ -71,7 +74,7 @@ def row(
     fleet: Fleet,
     obs: Observation,
     facts: LandedFacts | None,
-    opts: finished.Options,
+    opts: Options,
     *,
     now: float,
     inode: int | None,
@@ -85,7 +88,7 @@ def row(
     return AuditRow(
         task,
         d.slot,
-        str(ep.state),
+        ep.state,
         d.verdict,
         d.reasons,
         d.headline,
@@ -93,7 +96,7 @@ def row(
         finished.classify(
             d.verdict,
             d.headline,
-            str(ep.state),
+            ep.state,
             ep.detail,
             record,
             facts,
@@ -105,6 +108,9 @@ def row(
         finished.identity(record, ep.window_ids, inode),
         fingerprint.token(fingerprint.digests(d, obs, facts, fm_pid=fm_pid)),
         refused=d.refused,
+        owner_codes=tuple(o.kind.code for o in live_of(d.owners))
+        if d.verdict == Verdict.LIVE_OWNER
+        else (),
     )
 
 
@@ -114,9 +120,9 @@ def unusable(task: str, fleet: Fleet) -> AuditRow | None:
     if bad is not None:
         id_problem = task_id_problem(task)
         if id_problem:
-            why = f"invalid task id '{shown(task)}': {id_problem}"
+            why = Note(ErrorCode.BAD_TASK_ID, f"invalid task id '{shown(task)}': {id_problem}")
             return _refused(AuditRow(task, _first(bad.claimed), None, Verdict.INVALID, (why,), why))
-        line = RecordRefused(bad.meta_path, bad.problem)
+        line = RecordRefused(bad.meta_path, bad.problem, code=bad.code)
         return _refused(
             AuditRow(task, _first(bad.claimed), None, Verdict.UNSAFE, (line,), line, refused=True)
         )
@@ -124,8 +130,8 @@ def unusable(task: str, fleet: Fleet) -> AuditRow | None:
     problem = own_record_problem(record)
     if problem is None:
         return None
-    line = RecordRefused(record.meta_path, problem)
-    headline = RecordRefused(record.meta_path, problem, own=True)
+    line = RecordRefused(record.meta_path, problem, code=ErrorCode.BACKEND_UNSUPPORTED)
+    headline = RecordRefused(record.meta_path, problem, True, ErrorCode.BACKEND_UNSUPPORTED)
     return _refused(
         AuditRow(task, record.worktree, None, Verdict.UNSAFE, (line,), headline, refused=True)
     )

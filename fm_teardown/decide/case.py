@@ -18,8 +18,9 @@ from fm_teardown.decide.sparing import NeverSignalled, never_signalled
 from fm_teardown.model.causes import Cause
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.landing import Reason
-from fm_teardown.model.plan import DecisionWarning, Flags, LandedLike, Owner
-from fm_teardown.model.records import Fleet, Record
+from fm_teardown.model.plan import DecisionWarning, LandedLike, Owner
+from fm_teardown.model.records import Fleet, Record, RecordKind
+from fm_teardown.model.request import Discard, Flags
 from fm_teardown.model.values import value
 from fm_teardown.model.world import Endpoint, Observation, SlotFacts
 
@@ -132,7 +133,7 @@ class Case:
         """The one live owner that --force --discard-live-owner names, when it does."""
         live = live_of(self.owners)
         wanted = self.flags.discard_live_owner
-        if wanted is not None and self.flags.force and len(live) == 1 and live[0].id == wanted:
+        if self.flags.discard == Discard.LIVE_OWNER and len(live) == 1 and live[0].id == wanted:
             return wanted
         return None
 
@@ -163,7 +164,7 @@ class Case:
     def work_to_check(self) -> bool:
         """Rule 5 applies: a slot that no longer exists has nothing left to lose (a scout's
         or secondmate's work is not in its slot)."""
-        return self.record.kind in ("scout", "secondmate") or self.facts.exists
+        return self.record.kind in (RecordKind.SCOUT, RecordKind.SECONDMATE) or self.facts.exists
 
     @property
     def work(self) -> LandedLike | None:
@@ -189,4 +190,4 @@ class Case:
 _WORKED_OUT = frozenset({"owners", "discarded", "spared", "not_returned"})
 
 # The kinds whose slot `--force` saves before discarding it (`Case.force_saves`).
-SAVED_KINDS = ("ship", "secondmate")
+SAVED_KINDS = (RecordKind.SHIP, RecordKind.SECONDMATE)

@@ -104,21 +104,17 @@ def kind_of(task: str, place: Placement) -> Kind:
     return Kind.OTHER
 
 
-# The last observation censused, by identity, and its censuses by task: an audit asks for a
-# task's census three times (rule 4's doubts, then its row's workers and doubts), and an
-# observation is an immutable value, so each is worked out once. A new observation (another
-# look at the world, or one `replace`d) starts afresh.
-_MEMO: list[tuple[Observation, dict[str, tuple[Member, ...]]]] = []
-
-
 def census(task: str, obs: Observation) -> tuple[Member, ...]:
-    """Every process working in TASK's slot or temp dir, each once, classified."""
-    if not _MEMO or _MEMO[0][0] is not obs:
-        _MEMO[:] = [(obs, {})]
-    memo = _MEMO[0][1]
-    found = memo.get(task)
+    """Every process working in TASK's slot or temp dir, each once, classified.
+
+    Kept in the observation's own memo: an audit asks for a task's census three times (rule
+    4's doubts, then its row's workers and doubts), and an observation is an immutable value,
+    so each is worked out once. A new observation (another look at the world, or one
+    `replace`d) starts afresh, and nothing outlives the observation."""
+    key = (census, task)
+    found: tuple[Member, ...] | None = obs.memo.get(key)
     if found is None:
-        found = memo[task] = _census(task, obs)
+        found = obs.memo[key] = _census(task, obs)
     return found
 
 

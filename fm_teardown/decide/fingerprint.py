@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from fm_teardown.decide.ownership import Excluding
 from fm_teardown.model.causes import Cause, FieldChanged, NoFieldNamed
-from fm_teardown.model.plan import StepName
+from fm_teardown.model.step_actions import EndProcesses
 
 __all__ = [
     "FIELDS",
@@ -209,9 +209,10 @@ def _processes(d: Decision, obs: Observation, ep: Endpoint | None, fm_pid: int) 
     to run and are never signalled."""
     table = obs.processes.procs
     procs = {p: table[p] for p in (ep.pids if ep is not None else ()) if p in table}
-    if any(s.step == StepName.PROCESSES for s in d.plan):
-        if d.end_processes and d.slot is not None and d.slot in obs.slots:
-            procs.update((p.pid, p) for p in obs.slots[d.slot].procs)
+    ends = d.action(EndProcesses)
+    if ends is not None:
+        if ends.slot is not None and ends.slot in obs.slots:
+            procs.update((p.pid, p) for p in obs.slots[ends.slot].procs)
         tmp = obs.tasktmp.get(d.task)
         if tmp is not None:
             procs.update((p.pid, p) for p in tmp.procs)

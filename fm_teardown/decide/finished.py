@@ -39,46 +39,36 @@ from typing import TYPE_CHECKING
 from fm_teardown.model.causes import OthersAtWork
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.reasons import Finished, FinishedWhy
-from fm_teardown.model.values import value
+from fm_teardown.model.records import RecordKind
+from fm_teardown.model.request import Options
+from fm_teardown.model.world import EndpointState
 
 if TYPE_CHECKING:
     from fm_teardown.model.landing import LandedFacts, Reason
     from fm_teardown.model.records import Record
 
 __all__ = [
-    "DEFAULT_MIN_AGE",
     "INCLUDE_LIVE",
     "INCLUDE_PUSHED",
     "MAX_DURATION",
     "MIN_AGE_0",
-    "Options",
     "classify",
     "identity",
     "parse_duration",
     "refused",
 ]
 
-DEFAULT_MIN_AGE = 3600.0
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION = re.compile(r"([0-9]+)([smhd]?)")
 # The longest --min-age: a hundred years. A longer one is no duration but a typo, and a
 # number of any length would overflow the clock arithmetic it feeds.
 MAX_DURATION = 36525 * 86400.0
 _SPAWN_GEN = re.compile(r"s(\d+)\.")
-_NOT_LIVE = ("dead", "missing")
+_NOT_LIVE = (EndpointState.DEAD, EndpointState.MISSING)
 # The opt-ins, as a not-finished task offers them.
 INCLUDE_LIVE = "--include-live"
 INCLUDE_PUSHED = "--include-pushed"
 MIN_AGE_0 = "--min-age 0"
-
-
-@value
-class Options:
-    """The opt-ins of `--landed`, each lifting exactly one condition."""
-
-    include_live: bool = False
-    include_pushed: bool = False
-    min_age: float = DEFAULT_MIN_AGE
 
 
 def parse_duration(text: str) -> float | None:
@@ -123,7 +113,7 @@ def refused(verdict: Verdict, headline: Reason, working: Sequence[str] = ()) -> 
 def classify(
     verdict: Verdict,
     headline: Reason,
-    endpoint: str | None,
+    endpoint: EndpointState | None,
     endpoint_detail: str,
     record: Record | None,
     landed: LandedFacts | None,
@@ -176,7 +166,7 @@ def _lift(opts: Options, opt_in: str) -> Options:
 def _classify(
     verdict: Verdict,
     headline: Reason,
-    endpoint: str | None,
+    endpoint: EndpointState | None,
     endpoint_detail: str,
     record: Record | None,
     landed: LandedFacts | None,
@@ -223,7 +213,7 @@ def _classify(
     if landed is None:
         # A ship task whose slot is gone: nothing of it is left to merge or lose.
         return Finished(True, FinishedWhy.SLOT_GONE)
-    if landed.merged and not landed.own_commits and live and record.kind == "ship":
+    if landed.merged and not landed.own_commits and live and record.kind == RecordKind.SHIP:
         return Finished(False, FinishedWhy.NOTHING_OF_ITS_OWN, endpoint=endpoint)
     summary = landed.merge_summary
     if landed.merged:

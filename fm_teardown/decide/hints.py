@@ -15,17 +15,35 @@ from fm_teardown.decide.sparing import Blocker
 from fm_teardown.model.causes import LISTED
 from fm_teardown.model.leases import holder_tasks
 from fm_teardown.model.plan import LandedLike, Owner, OwnerKind
+from fm_teardown.model.records import RecordKind
 from fm_teardown.model.results import Terminal
 from fm_teardown.model.world import InventoryStatus, Spared
 
 __all__ = [
+    "NOT_SAVED",
     "blocked_hints",
     "inventory_hint",
     "listed",
     "live_owner_hints",
+    "not_saved",
     "shell_where",
     "unlanded_hints",
 ]
+
+
+# What a save before a discard never holds (`act/discard.py`: git's view of the tree; a
+# nested repository makes `--force` refuse), said wherever a hint promises one (spec §15.10).
+NOT_SAVED = "ignored files and repositories nested in the slot are not saved"
+
+
+def not_saved(c: Case) -> str:
+    """`NOT_SAVED`, for TASK's kind: a secondmate's save holds its task records' bytes."""
+    if c.record.kind == RecordKind.SECONDMATE:
+        return (
+            "ignored files (its task records aside) and repositories nested in the home are "
+            "not saved"
+        )
+    return NOT_SAVED
 
 
 # -- words a decision's plan shares with a run's results (report/ reads them here) --
@@ -110,9 +128,13 @@ def live_owner_hints(c: Case, live: list[Owner]) -> list[str]:
         if owner.kind in (OwnerKind.PROCESS, OwnerKind.TERMINAL):
             hints.append(_discard_process(c, owner))
             return hints
+        # The save is the discarded task's, or under TASK's name for a lease no task holds
+        # (`plan_builder`: `save_as`); a scout's slot is not saved at all.
+        whose = owner.id if owner.id in c.fleet.records else c.task
         saved = (
-            f"; its uncommitted work is saved first under refs/fm/discarded/{owner.id}/<time>"
-            if owner.id in c.fleet.records and c.force_saves
+            f"; its uncommitted work is saved first under refs/fm/discarded/{whose}/<time>, "
+            f"but {not_saved(c)}"
+            if c.force_saves
             else "; nothing of it is saved first"
         )
         hints.append(
@@ -134,8 +156,8 @@ def _discard_process(c: Case, owner: Owner) -> str:
     )
     tree = (
         f"files written to the tree and its commits are saved first under "
-        f"refs/fm/discarded/{c.task}/<time> when they hold work not landed, then the tree is "
-        "reset"
+        f"refs/fm/discarded/{c.task}/<time> when they hold work not landed ({not_saved(c)}), then "
+        "the tree is reset"
         if c.force_saves
         else "the tree is reset and nothing of it is saved"
     )
@@ -158,12 +180,12 @@ def _in_tasks_name(c: Case, owner: Owner) -> bool:
 def unlanded_hints(c: Case, landed: LandedLike) -> list[str]:
     """How TASK's own work lands (by the kind of task and the state of its HEAD), then, last,
     the forced teardown and whether it saves the work first."""
-    if c.record.kind == "scout":
+    if c.record.kind == RecordKind.SCOUT:
         # The report's full path is in the reasons above (the data dir may be anywhere).
         land = (
             "land it: the scout's work product is its report (its path is above): have it written"
         )
-    elif c.record.kind == "secondmate":
+    elif c.record.kind == RecordKind.SECONDMATE:
         land = _secondmate_landing(c, landed)
     elif landed.branch:
         land = f"land it: commit and push the branch {landed.branch}, or merge its PR"
@@ -177,8 +199,8 @@ def unlanded_hints(c: Case, landed: LandedLike) -> list[str]:
         land = "land it: commit and push it, or merge its PR"
     # The promise matches the forced plan: a save step only where it has one (spec §14.7).
     kept = (
-        f"it is saved first under refs/fm/discarded/{c.task}/<time>; `fm restore {c.task}` "
-        "brings it back"
+        f"it is saved first under refs/fm/discarded/{c.task}/<time>, but {not_saved(c)}; "
+        f"`fm restore {c.task}` brings back what was saved"
         if c.force_saves
         else "nothing is saved first: it is lost"
     )

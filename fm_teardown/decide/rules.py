@@ -5,8 +5,7 @@
 which `decide` walks. A rule says nothing (None), or one `Ruling`:
 
 - `Refusal`: the decision ends with that verdict and an empty plan;
-- `Stale`: the slot is someone else's now; the decision ends cleaning only TASK's own window
-  and record;
+- `Stale`: the slot is someone else's now; the decision cleans only TASK's own window and record;
 - `GoOn`: the decision goes on, with the reasons and warnings the rule adds;
 - `NeedsLanded`: rule 5 is reached without TASK's landed facts: `decide` returns `Unfinished`,
   which nothing can act on; `decide_all` gathers the facts (git runs only now, on TASK's own
@@ -25,6 +24,7 @@ import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple, TypeVar, overload
 
+from fm_teardown.decide import notes
 from fm_teardown.decide.case import Case, GoOn, NeedsLanded, Refusal, Ruling, Stale
 from fm_teardown.decide.census import doubts
 from fm_teardown.decide.hints import (
@@ -56,8 +56,9 @@ from fm_teardown.model.landing import Reason, said
 from fm_teardown.model.leases import lease_task
 from fm_teardown.model.not_landed import UnlandedDiscarded
 from fm_teardown.model.paths import is_ancestor_or_same
-from fm_teardown.model.plan import Decision, DecisionWarning, Flags, LandedLike
-from fm_teardown.model.records import Fleet, Record
+from fm_teardown.model.plan import Decision, DecisionWarning, LandedLike
+from fm_teardown.model.records import Backend, Fleet, Record, RecordKind
+from fm_teardown.model.request import Flags
 from fm_teardown.model.values import value
 from fm_teardown.model.world import EndpointState, InventoryStatus, Observation
 
@@ -219,7 +220,7 @@ def stray_records(c: Case) -> GoOn | None:
         return None
     slot = c.obs.slot_of[c.task]
     strays = [
-        f"{name} in the state dir: {why}; not counted as an owner"
+        notes.stray_record(name, why)
         for name, why in c.fleet.strays
         if any(
             is_ancestor_or_same(s, slot) or is_ancestor_or_same(slot, s)
@@ -315,7 +316,7 @@ def unreadable_inventory(c: Case) -> Refusal | None:
     could only fail at its endpoint step, so the dry run and the real run both refuse here,
     alike (spec §14.3)."""
     inventory = c.obs.inventory
-    if c.record.backend != "tmux" or inventory.status != InventoryStatus.ERROR:
+    if c.record.backend != Backend.TMUX or inventory.status != InventoryStatus.ERROR:
         return None
     error = inventory.error or "unknown error"
     doubt = inventory.doubt
@@ -349,7 +350,7 @@ def protected_root(c: Case) -> Refusal | None:
     secondmate as firstmate records it names its home as worktree and project alike: the
     home is its slot, not a checkout of some other project's."""
     project = c.obs.project_of[c.task]
-    standard_secondmate = c.record.kind == "secondmate" and project == c.slot
+    standard_secondmate = c.record.kind == RecordKind.SECONDMATE and project == c.slot
     roots = {
         "the project checkout": None if standard_secondmate else project,
         "/": "/",
@@ -382,20 +383,10 @@ def live_owner(c: Case) -> Refusal | GoOn | None:
     wanted = c.flags.discard_live_owner
     if not live:
         if wanted is not None:
-            return GoOn(
-                warnings=(
-                    f"--discard-live-owner={wanted}: the slot has no live owner; the flag has "
-                    "no effect",
-                )
-            )
+            return GoOn(warnings=(notes.discard_unused(wanted),))
         return None
     if c.discarded is not None:
-        return GoOn(
-            warnings=(
-                f"discarding live owner {wanted} as asked (--force --discard-live-owner): its "
-                "processes in the slot will be ended and the slot returned",
-            )
-        )
+        return GoOn(warnings=(notes.discarding(wanted),))
     owners = tuple(causes.LiveOwner(o.id, o.kind, o.endpoint, o.why) for o in live)
     lines: list[causes.Cause] = [causes.SlotOwned(c.slot, tuple(o.id for o in live)), *owners]
     hints = live_owner_hints(c, live)
@@ -438,15 +429,12 @@ def stale_slot(c: Case) -> Stale | GoOn | None:
     if cur.is_task:
         return GoOn(
             reasons=(causes.AlsoClaimed(also, cur.why, stale=False),),
-            warnings=(f"{names}'s record(s) will name a returned slot",),
+            warnings=(notes.records_name_returned_slot(names),),
         )
     who = cur.owner or listed(stale_others, " / ")
     return Stale(
         reasons=(causes.AlsoClaimed(also, cur.why, stale=True),),
-        warnings=(
-            f"slot {c.slot} is stale for {c.task}: it belongs to {who} ({cur.why}); "
-            "the tree, its processes and the pool slot are left alone",
-        ),
+        warnings=(notes.stale_slot_left(c.slot, c.task, who, cur.why),),
         owner=who,
     )
 
@@ -593,7 +581,7 @@ def live_children(c: Case) -> Refusal | GoOn | None:
     """A secondmate torn down with --force: its home's task records go with the home (the
     return resets it). A child whose endpoint is live is still working: fm does not strand
     it, not even with --force. The others' records are named as going."""
-    if c.record.kind != "secondmate" or not c.flags.force:
+    if c.record.kind != RecordKind.SECONDMATE or not c.flags.force:
         return None
     prefix = f"{c.task}/"
     kids = sorted(
@@ -622,13 +610,7 @@ def live_children(c: Case) -> Refusal | GoOn | None:
             if c.saves_work
             else ""
         )
-        return GoOn(
-            warnings=(
-                f"--force: the records in {c.task}'s home ({', '.join(kids)}) go with the "
-                f"home{saved}; their slots are left as they are (`fm teardown --dry-run` lists "
-                "orphans)",
-            )
-        )
+        return GoOn(warnings=(notes.home_records_go(c.task, kids, saved),))
     return None
 
 
@@ -642,14 +624,8 @@ def unsupported_duty(c: Case) -> GoOn | None:
         os.path.normpath(c.record.worktree),
         c.slot,
     )
-    if c.record.kind == "secondmate" and not same:
-        return GoOn(
-            warnings=(
-                f"{c.task} is a secondmate whose home {home} is not its slot: fm does not "
-                "remove a secondmate home (firstmate's script did); remove it by hand once "
-                "nothing uses it",
-            )
-        )
+    if c.record.kind == RecordKind.SECONDMATE and not same:
+        return GoOn(warnings=(notes.home_not_removed(c.task, home),))
     return None
 
 
@@ -657,12 +633,7 @@ def discarded_record_kept(c: Case) -> GoOn | None:
     """The discarded live owner's record stays: it names a slot that is returned."""
     if c.discarded is None or c.obs.slot_of.get(c.discarded) != c.slot:
         return None
-    return GoOn(
-        warnings=(
-            f"{c.discarded}'s record is kept and its window is not killed by name; "
-            f"it now names a returned slot",
-        )
-    )
+    return GoOn(warnings=(notes.discarded_record_kept(c.discarded),))
 
 
 # The rules in order, each with the contract rule it belongs to. `decide` walks them; a

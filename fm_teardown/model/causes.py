@@ -2,6 +2,10 @@
 need, no words. `report/cause_words.py` alone words them (`cause_text`), at the moment a
 decision's reasons and headline are shown, so changing a message never changes what fm does.
 
+Each cause has its stable `code` (kebab-case, never changed once given): `--json` gives it
+beside the words, `docs/codes.md` says what each means and where its runbook is
+(tests/test_codes.py keeps every cause coded and documented).
+
 What an observation reports in its own words (a tasktmp that is a link, a state dir fm cannot
 write, a slot claim it cannot read, a `.git` that is not the slot's own) stays those words:
 `Observed` carries them with the kind of problem they are.
@@ -12,12 +16,18 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from enum import StrEnum
+from typing import TYPE_CHECKING, ClassVar
 
+from fm_teardown.model.errors import ErrorCode
 from fm_teardown.model.not_landed import NestedRepo, NotLandedWhy
 from fm_teardown.model.values import value
-from fm_teardown.model.world import InventoryDoubt
+from fm_teardown.model.world import EndpointState, InventoryDoubt
+
+if TYPE_CHECKING:  # plan.py imports this module (through landing.py)
+    from fm_teardown.model.plan import OwnerKind
 
 __all__ = [
+    "INVENTORY_DOUBT_CODES",
     "LISTED",
     "AlsoClaimed",
     "AtRisk",
@@ -55,6 +65,7 @@ __all__ = [
     "RecordRefused",
     "SlotOwned",
     "StaleHeadline",
+    "code_of",
 ]
 
 # Task ids named in one reason: a slot shared by thousands of records must not make every
@@ -81,6 +92,8 @@ class Listed:
 class SlotOwned:
     """TASK's slot is owned by other live tasks (the first reason of a live-owner refusal)."""
 
+    code: ClassVar[str] = "slot-owned"
+
     slot: str
     owners: tuple[str, ...]
 
@@ -91,14 +104,20 @@ class LiveOwner:
     endpoint's state, and why it owns the slot (the ownership's words)."""
 
     id: str
-    kind: str
-    endpoint: str
+    kind: OwnerKind
+    endpoint: EndpointState
     why: str
+
+    @property
+    def code(self) -> str:
+        return self.kind.code
 
 
 @value
 class LiveOwners:
     """The headline of a live-owner refusal: who works in the slot."""
+
+    code: ClassVar[str] = "live-owner"
 
     owners: tuple[LiveOwner, ...]
 
@@ -109,10 +128,14 @@ class OthersAtWork:
     works in its slot too (another task's endpoint, an agent, a person's terminal): mass
     cleanup never ends another's work (spec §15.4). Who works there is said beside it."""
 
+    code: ClassVar[str] = "others-at-work"
+
 
 @value
 class LiveChildren:
     """A secondmate's home holds task records whose endpoints are live."""
+
+    code: ClassVar[str] = "secondmate-home-live"
 
     task: str
     live: tuple[str, ...]
@@ -122,8 +145,10 @@ class LiveChildren:
 class ChildEndpoint:
     """One live child of a secondmate and its endpoint."""
 
+    code: ClassVar[str] = "secondmate-child-live"
+
     task: str
-    state: str
+    state: EndpointState
     detail: str
 
 
@@ -139,12 +164,29 @@ class NotLanded:
     summary: NotLandedWhy | None
     lost: bool = False
 
+    @property
+    def code(self) -> str:
+        """Why it is not landed, as the judge's why is coded."""
+        return "not-landed" if self.summary is None else self.summary.code
+
 
 class AtRiskKind(StrEnum):
     UNCOMMITTED = "uncommitted"
     UNTRACKED = "untracked"
     UNPUSHED = "unpushed"
     UNKNOWN = "could not tell"  # what rule 5 could not tell
+
+    @property
+    def code(self) -> str:
+        return _AT_RISK[self]
+
+
+_AT_RISK = {
+    AtRiskKind.UNCOMMITTED: "at-risk-uncommitted",
+    AtRiskKind.UNTRACKED: "at-risk-untracked",
+    AtRiskKind.UNPUSHED: "at-risk-unpushed",
+    AtRiskKind.UNKNOWN: "at-risk-unknown",
+}
 
 
 @value
@@ -154,10 +196,16 @@ class AtRisk:
     kind: AtRiskKind
     what: str
 
+    @property
+    def code(self) -> str:
+        return self.kind.code
+
 
 @value
 class NestedWork:
     """A repository nested in TASK's slot, and the work it holds."""
+
+    code: ClassVar[str] = "nested-repository"
 
     repo: NestedRepo
 
@@ -166,6 +214,8 @@ class NestedWork:
 class NestedUnsaved:
     """`--force` cannot save the repositories nested in TASK's slot (`paths`, the first of
     them; `more` others) with their history: its save would keep only a commit id."""
+
+    code: ClassVar[str] = "nested-repository-unsaved"
 
     task: str
     paths: tuple[str, ...]
@@ -176,6 +226,8 @@ class NestedUnsaved:
 class NotFetched:
     """A dry run's verdict rests on remote-tracking refs it did not fetch (`refs`, as shown):
     the real run fetches first, with prune, and may decide otherwise."""
+
+    code: ClassVar[str] = "not-fetched"
 
     refs: tuple[str, ...]
 
@@ -192,10 +244,16 @@ class AlsoClaimed:
     why: str
     stale: bool
 
+    @property
+    def code(self) -> str:
+        return "stale-claimants" if self.stale else "also-claimed"
+
 
 @value
 class StaleHeadline:
     """A stale slot's headline: whose it is now, and that only TASK's window and record go."""
+
+    code: ClassVar[str] = "stale-slot"
 
     owner: str
     task: str
@@ -208,6 +266,8 @@ class StaleHeadline:
 class InvalidClaimant:
     """Another record that cannot be validated might own TASK's slot."""
 
+    code: ClassVar[str] = "invalid-claimant"
+
     meta_path: str
     task: str
     problem: str
@@ -216,6 +276,8 @@ class InvalidClaimant:
 
 @value
 class InvalidClaimantsHeadline:
+    code: ClassVar[str] = "invalid-claimants"
+
     meta_name: str
     problem: str
     names_slot: bool
@@ -229,6 +291,19 @@ class ObservedKind(StrEnum):
     CENSUS = "census"  # where a process in the slot runs cannot be told
     GIT_DIR = "git-dir"  # the slot's .git is not its own
 
+    @property
+    def code(self) -> str:
+        return _OBSERVED[self]
+
+
+_OBSERVED = {
+    ObservedKind.CLAIM: "claim-unreadable",
+    ObservedKind.TASKTMP: "tasktmp-not-own",
+    ObservedKind.STATE_DIR: "state-dir-unwritable",
+    ObservedKind.CENSUS: "census-unsure",
+    ObservedKind.GIT_DIR: "git-dir-not-own",
+}
+
 
 @value
 class Observed:
@@ -238,6 +313,10 @@ class Observed:
     problem: str
     path: str = ""  # the slot claim's path (CLAIM)
 
+    @property
+    def code(self) -> str:
+        return self.kind.code
+
 
 @value
 class InventoryUnreadable:
@@ -246,10 +325,24 @@ class InventoryUnreadable:
     # Why a tmux server that answered is no inventory fm may read; None: no answer at all.
     doubt: InventoryDoubt | None = None
 
+    @property
+    def code(self) -> str:
+        return "tmux-unreadable" if self.doubt is None else INVENTORY_DOUBT_CODES[self.doubt]
+
+
+# Why a tmux server that answered is no inventory fm may read, by its code.
+INVENTORY_DOUBT_CODES = {
+    InventoryDoubt.FLEET_ELSEWHERE: "tmux-fleet-elsewhere",
+    InventoryDoubt.SERVER_UNLISTED: "tmux-server-unlisted",
+    InventoryDoubt.VANTAGE: "tmux-vantage",
+}
+
 
 @value
 class ProtectedRoot:
     """The slot is (or is an ancestor of) a root fm never resets."""
+
+    code: ClassVar[str] = "protected-root"
 
     slot: str
     same: bool  # the slot is the root itself
@@ -260,6 +353,8 @@ class ProtectedRoot:
 
 @value
 class InsideOwnWindow:
+    code: ClassVar[str] = "inside-own-window"
+
     task: str
     window: str
 
@@ -271,12 +366,20 @@ class PoolProblem(StrEnum):
     NOT_MANAGED = "not-managed"  # `detail`: the pool's state file ("" if there is none)
     DESTROYING = "destroying"
 
+    @property
+    def code(self) -> str:
+        return f"pool-{self.value}"  # pool-no-treehouse, pool-not-managed, ...
+
 
 @value
 class PoolNotReady:
     problem: PoolProblem
     slot: str
     detail: str = ""
+
+    @property
+    def code(self) -> str:
+        return self.problem.code
 
 
 @value
@@ -289,10 +392,16 @@ class ForeignLock:
     headline: bool = False
     nested: str | None = None
 
+    @property
+    def code(self) -> str:
+        return "worktree-locked" if self.nested is None else "nested-worktree-locked"
+
 
 @value
 class BlockedReturn:
     """What fm never ends works in the slot the pool's return would empty."""
+
+    code: ClassVar[str] = "return-would-end-unsignalled"
 
     blockers: tuple[str, ...]  # each by what it is, its name and pid
     slot: str
@@ -306,6 +415,7 @@ class RecordRefused:
     meta_path: str
     problem: str
     own: bool = False
+    code: ErrorCode = ErrorCode.RECORD_INVALID  # the record's problem's (`RecordProblem`)
 
 
 # -- a plan that changed since it was approved (--expect-plan) --------------------------------
@@ -315,12 +425,16 @@ class RecordRefused:
 class PlanChanged:
     """The headline: the fields (`fingerprint.FIELDS` names) two tokens differ in."""
 
+    code: ClassVar[str] = "plan-changed"
+
     fields: tuple[str, ...]
 
 
 @value
 class NeverApproved:
     """No --expect-plan token names TASK (a --landed selection); `now`: its plan's token."""
+
+    code: ClassVar[str] = "plan-never-approved"
 
     task: str
     now: str
@@ -331,6 +445,8 @@ class FieldChanged:
     """One field's approved words (None: not found from the token) and its words now, each
     item on a line of its own (`fingerprint.words`)."""
 
+    code: ClassVar[str] = "plan-field-changed"
+
     field: str
     before: str | None
     now: str
@@ -340,9 +456,13 @@ class FieldChanged:
 class NoFieldNamed:
     """The tokens differ, but no field's tag does."""
 
+    code: ClassVar[str] = "plan-field-unnamed"
+
 
 @value
 class PlanTokens:
+    code: ClassVar[str] = "plan-tokens"
+
     approved: str
     now: str
 
@@ -353,6 +473,10 @@ class PlanTokens:
 class OwnFile(StrEnum):
     JOURNAL = "journal"  # its intent line, journalled before the first destructive step
     SLOT_LOCK = "slot-lock"  # the slot's lock file in the state dir
+
+    @property
+    def code(self) -> str:
+        return "journal-unwritable" if self is OwnFile.JOURNAL else "slot-lock-inside-work"
 
 
 @value
@@ -365,11 +489,17 @@ class OwnFileBlocked:
     path: str
     problem: str
 
+    @property
+    def code(self) -> str:
+        return self.file.code
+
 
 @value
 class OtherLaunch:
     """A teardown of TASK ended partway (its intent journalled, no result) and was of another
     launch than the one TASK's record names now: `changed` holds (field, then, now)."""
+
+    code: ClassVar[str] = "unfinished-other-launch"
 
     task: str
     started: str
@@ -408,3 +538,8 @@ Cause = (
     | NestedUnsaved
     | NotFetched
 )
+
+
+def code_of(c: Cause) -> str:
+    """A cause's stable code (mypy checks here that every cause has one)."""
+    return c.code

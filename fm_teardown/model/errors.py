@@ -7,8 +7,13 @@ to its exit code in one place (spec §6, §7).
 from __future__ import annotations
 
 from enum import IntEnum, StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fm_teardown.model.notes import Note
 
 __all__ = [
+    "ErrorCode",
     "ExitCode",
     "FmError",
     "Lead",
@@ -79,6 +84,49 @@ class Lead(StrEnum):
     PLAIN = "plain"
 
 
+class ErrorCode(StrEnum):
+    """The stable code of an error that ends a run before (or instead of) a decision, in
+    `--json` beside its words (`docs/codes.md`): kebab-case, never changed once given. An
+    error given no code of its own has its verdict's (`FmError.code`)."""
+
+    INVALID_REQUEST = "invalid-request"  # a request fm cannot carry out as given (exit 2)
+    UNSAFE = "unsafe"
+    FAILED = "failed"
+    # Refused while acting, as the decision's cause of the same name says (the pool step: a
+    # lease or an interactive get took the slot since deciding).
+    LIVE_OWNER = "live-owner"
+    NOT_LANDED = "not-landed"
+    PLAN_CHANGED = "plan-changed"
+    BAD_TASK_ID = "bad-task-id"
+    NO_SUCH_TASK = "no-such-task"
+    BAD_SETTING = "bad-setting"  # an FM_* variable that is not what it must be
+    BAD_AGENT_NAME = "bad-agent-name"  # an FM_AGENT_NAMES entry that is no name
+    STATE_DIR_MISSING = "state-dir-missing"
+    STATE_DIR_UNREADABLE = "state-dir-unreadable"
+    # TASK's own record (`model/records.py`, `RecordProblem`).
+    RECORD_UNREADABLE = "record-unreadable"  # a link, not a file, too big, binary, not UTF-8
+    RECORD_EMPTY = "record-empty"  # being written, or left half-written
+    RECORD_INVALID = "record-invalid"  # a key missing, repeated, malformed or not this task's
+    REMOTE_HOST = "remote-host"  # a task on another host: torn down there
+    SPAWN_GEN_NOT_A_TIME = "spawn-gen-not-a-time"
+    BACKEND_UNSUPPORTED = "backend-unsupported"
+    NO_MISTAKES_GATE = "no-mistakes-gate"
+    LIFECYCLE_BUSY = "lifecycle-busy"  # firstmate's lifecycle locks are held
+    INVENTORY_UNREADABLE = "inventory-unreadable"  # the audit, --landed: tmux cannot be read
+    SLOT_LOCK_BUSY = "slot-lock-busy"  # another teardown of the slot holds its lock
+    SLOT_LOCK_INSIDE_WORK = "slot-lock-inside-work"  # the slot lock would go inside a slot
+
+
+# An error's code when it is given none: its verdict's.
+_VERDICT_CODE = {
+    Verdict.INVALID: ErrorCode.INVALID_REQUEST,
+    Verdict.FAILED: ErrorCode.FAILED,
+    Verdict.LIVE_OWNER: ErrorCode.LIVE_OWNER,
+    Verdict.UNLANDED: ErrorCode.NOT_LANDED,
+    Verdict.PLAN_CHANGED: ErrorCode.PLAN_CHANGED,
+}
+
+
 class FmError(Exception):
     """A refusal or failure that ends the run with a one-line message and an exit code."""
 
@@ -89,16 +137,14 @@ class FmError(Exception):
         hints: tuple[str, ...] = (),
         *,
         unchanged: bool = False,
-        gate: bool = False,
         lead: Lead = Lead.PLAIN,
+        code: ErrorCode | None = None,
     ) -> None:
         super().__init__(message)
+        self._code = code
         self.verdict = verdict
         self.message = message
         self.hints = hints
-        # The no-mistakes gate's refusal: firstmate's drop-in exits 3 for it, as the script
-        # did (a fact carried with the error, never read back from its words).
-        self.gate = gate
         # A refusal made before anything was done: shown with what the run changed after it
         # (`report/messages.py`, `reasons`), never written into `message`.
         self.unchanged = unchanged
@@ -109,17 +155,41 @@ class FmError(Exception):
     def exit_code(self) -> ExitCode:
         return self.verdict.exit_code
 
+    @property
+    def gate(self) -> bool:
+        """The no-mistakes gate's refusal: firstmate's drop-in exits 3 for it, as the script
+        did (told by its code, never read back from its words)."""
+        return self._code == ErrorCode.NO_MISTAKES_GATE
 
-def invalid(message: str, *hints: str) -> FmError:
-    return FmError(Verdict.INVALID, message, hints)
+    @property
+    def code(self) -> ErrorCode:
+        """Its stable code: the one it was given, else its verdict's."""
+        return self._code or _VERDICT_CODE.get(self.verdict, ErrorCode.UNSAFE)
+
+    @property
+    def note(self) -> Note:
+        """Its message with its code, as a reason or a warning carries it."""
+        from fm_teardown.model.notes import Note  # which imports this module
+
+        return Note(self.code, self.message)
+
+
+def invalid(message: str, *hints: str, code: ErrorCode | None = None) -> FmError:
+    return FmError(Verdict.INVALID, message, hints, code=code)
 
 
 def refused(
-    message: str, *hints: str, verdict: Verdict = Verdict.UNSAFE, unchanged: bool = False
+    message: str,
+    *hints: str,
+    verdict: Verdict = Verdict.UNSAFE,
+    unchanged: bool = False,
+    code: ErrorCode | None = None,
 ) -> FmError:
     """A refusal before deciding (a record, the state dir): shown as `REFUSED: message`."""
-    return FmError(verdict, message, hints, unchanged=unchanged, lead=Lead.REFUSED)
+    return FmError(verdict, message, hints, unchanged=unchanged, lead=Lead.REFUSED, code=code)
 
 
-def unsafe(message: str, *hints: str, unchanged: bool = False) -> FmError:
-    return FmError(Verdict.UNSAFE, message, hints, unchanged=unchanged)
+def unsafe(
+    message: str, *hints: str, unchanged: bool = False, code: ErrorCode | None = None
+) -> FmError:
+    return FmError(Verdict.UNSAFE, message, hints, unchanged=unchanged, code=code)

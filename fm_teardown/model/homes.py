@@ -11,6 +11,7 @@ from pathlib import Path
 from fm_teardown.model.records import (
     InvalidRecord,
     Record,
+    RecordKind,
     RecordProblem,
     claimed_slots,
     parse_lines,
@@ -46,7 +47,7 @@ def load_children(
     (fail closed: every teardown refuses, naming that home)."""
     seen = {_canonical(str(state_dir), canon)}
     children: set[str] = set()
-    todo = [(tid, r, 1) for tid, r in sorted(records.items()) if r.kind == "secondmate"]
+    todo = [(tid, r, 1) for tid, r in sorted(records.items()) if r.kind == RecordKind.SECONDMATE]
     while todo:
         parent, record, depth = todo.pop(0)
         home = _home_of(record)
@@ -92,7 +93,7 @@ def load_children(
                 bad[key] = InvalidRecord(key, meta_path, exc.problem, exc.claimed)
                 continue
             records[key] = replace(parsed, task_id=key)
-            if parsed.kind == "secondmate":
+            if parsed.kind == RecordKind.SECONDMATE:
                 todo.append((key, parsed, depth + 1))
     return frozenset(children)
 

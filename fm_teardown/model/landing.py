@@ -12,6 +12,7 @@ from enum import Enum
 
 from fm_teardown.model.causes import Cause
 from fm_teardown.model.not_landed import NestedRepo, NotLandedWhy
+from fm_teardown.model.notes import Note
 from fm_teardown.model.values import value
 
 __all__ = [
@@ -68,9 +69,10 @@ class ProofLine:
     after: str = ""
 
 
-# A decision's reason or headline: the decide stage's words, a line naming a proof, or the
-# cause of a refusal (`model/causes.py`), worded by report/.
-Reason = str | ProofLine | Cause
+# A decision's reason or headline: the decide stage's words, a line naming a proof, the
+# cause of a refusal (`model/causes.py`), worded by report/, or words with their code (an
+# error's message, a task already torn down: `model/notes.py`).
+Reason = str | ProofLine | Cause | Note
 
 
 def said(before: str, proof: Proof | None, words: str, after: str = "") -> Reason:

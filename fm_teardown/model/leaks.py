@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from enum import Enum, auto
+from typing import ClassVar
 
 from fm_teardown.model.plan import StepOutcome
 from fm_teardown.model.values import value
@@ -148,6 +149,7 @@ class BrowserLeft:
     """A warning: TASK's browser session was left as it is (`result` says why)."""
 
     result: BrowserResult
+    code: ClassVar[str] = "browser-left"  # as a warning (`docs/codes.md`)
 
 
 # -- remote-job workers -------------------------------------------------------------------------
@@ -179,3 +181,4 @@ class WorkersLeft:
     look); `result` says which."""
 
     result: RemoteJobsResult
+    code: ClassVar[str] = "remote-jobs-left"  # as a warning (`docs/codes.md`)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from enum import Enum
 
-from fm_teardown.model.plan import PoolReturn
 from fm_teardown.model.records import Fleet, Record
+from fm_teardown.model.step_actions import PoolReturn
 from fm_teardown.model.world import PoolEntry
 
 __all__ = [

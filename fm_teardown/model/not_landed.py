@@ -4,11 +4,14 @@
 warning, a `--landed` selection and a pool step say the same line from the same value.
 
 What git or the OS said is carried as it was given (`error`); paths and commits as shown.
+Each why has its stable `code` (`docs/codes.md`): a refusal for unlanded work, a `--landed`
+selection and a `--force` warning give the code of the why they carry.
 """
 
 from __future__ import annotations
 
 from enum import Enum
+from typing import ClassVar
 
 from fm_teardown.model.values import value
 
@@ -39,18 +42,24 @@ __all__ = [
 class ScoutUnknown:
     """Whether a scout's report exists cannot be told."""
 
+    code: ClassVar[str] = "scout-report-unknown"
+
     report: str
     error: str
 
 
 @value
 class ScoutMissing:
+    code: ClassVar[str] = "scout-report-missing"
+
     report: str
 
 
 @value
 class HomeRecordsUnknown:
     """Whether a secondmate home has task records cannot be told."""
+
+    code: ClassVar[str] = "home-records-unknown"
 
     home: str
     error: str
@@ -59,6 +68,8 @@ class HomeRecordsUnknown:
 @value
 class HomeInFlight:
     """A secondmate home still has task records: the first `named`, and `more` others."""
+
+    code: ClassVar[str] = "home-in-flight"
 
     home: str
     named: tuple[str, ...]
@@ -70,6 +81,10 @@ class SlotUninspectedKind(Enum):
     NOT_A_DIRECTORY = "not-a-directory"
     UNREADABLE = "unreadable"
 
+    @property
+    def code(self) -> str:
+        return f"slot-{self.value}"  # slot-status-failed, slot-not-a-directory, slot-unreadable
+
 
 @value
 class SlotUninspected:
@@ -77,15 +92,23 @@ class SlotUninspected:
     path: str = ""
     error: str = ""
 
+    @property
+    def code(self) -> str:
+        return self.kind.code
+
 
 @value
 class NoHead:
     """HEAD names no commit: whether the work landed cannot be told."""
 
+    code: ClassVar[str] = "no-head"
+
 
 @value
 class RemoteUnknown:
     """Whether HEAD's commits are on a remote cannot be told."""
+
+    code: ClassVar[str] = "remote-unknown"
 
 
 @value
@@ -98,11 +121,17 @@ class OwnWork:
     untracked: int = 0
     commits: int = 0
 
+    @property
+    def code(self) -> str:
+        return "uncommitted-changes" if self.total else "unpushed-commits"
+
 
 @value
 class Unpushed:
     """`count` commits on no remote-tracking branch and in none of `compared` (the default
     branches, or none), nor in the merged `pr`; `incomplete`: the notes say what was not told."""
+
+    code: ClassVar[str] = "unpushed-commits"
 
     count: int
     compared: tuple[str, ...]
@@ -114,6 +143,8 @@ class Unpushed:
 class NotMerged:
     """Landed (pushed) but in none of `targets`, the default branches that count as merged."""
 
+    code: ClassVar[str] = "pushed-not-merged"
+
     targets: tuple[str, ...]
 
 
@@ -121,6 +152,10 @@ class HomeProblemKind(Enum):
     UNREADABLE = "unreadable"
     NOT_A_DIRECTORY = "not-a-directory"
     GIT_FAILED = "git-failed"  # `git status` or `git log` failed there
+
+    @property
+    def code(self) -> str:
+        return f"home-{self.value}"  # home-unreadable, home-not-a-directory, home-git-failed
 
 
 @value
@@ -131,9 +166,15 @@ class HomeProblem:
     home: str
     error: str = ""  # the OS's words (UNREADABLE)
 
+    @property
+    def code(self) -> str:
+        return self.kind.code
+
 
 @value
 class HomeOwnWork:
+    code: ClassVar[str] = "home-own-work"
+
     home: str
     work: OwnWork
 
@@ -144,6 +185,10 @@ class AndAlso:
 
     first: NotLandedWhy
     then: NotLandedWhy | None
+
+    @property
+    def code(self) -> str:
+        return self.first.code
 
 
 @value
@@ -165,6 +210,8 @@ class NestedRepo:
 class BranchNotLanded:
     """The task's branch (`fm/<id>`) holds commits beyond the slot's HEAD, and they are not
     landed (`why`: the judge's words for them)."""
+
+    code: ClassVar[str] = "branch-beyond-head"
 
     branch: str
     why: NotLandedWhy | None
@@ -196,3 +243,7 @@ class UnlandedDiscarded:
     task: str
     why: NotLandedWhy | None
     live_owner: bool = False
+
+    @property
+    def code(self) -> str:
+        return "discarding-live-owners-work" if self.live_owner else "discarding-unlanded-work"

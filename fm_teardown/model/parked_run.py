@@ -16,6 +16,7 @@ the world.
 from __future__ import annotations
 
 from enum import Enum, auto
+from typing import ClassVar
 
 from fm_teardown.model.plan import StepOutcome
 from fm_teardown.model.values import value
@@ -164,6 +165,8 @@ class ParkedRunResult:
 class RunUnasked:
     """A warning: TASK's no-mistakes run could not be looked at (the CLI did not answer, or
     lies in the slot), so a parked one, if any, was not aborted; the teardown went on."""
+
+    code: ClassVar[str] = "no-mistakes-run-unasked"  # as a warning (`docs/codes.md`)
 
     task: str
     slot: str

@@ -1,19 +1,24 @@
-"""The values a decision is made of: flags, steps, the pool return, the Decision itself.
+"""The values a decision is made of: steps, where TASK is, the Decision itself.
 
 Plain frozen values and the vocabulary they speak (step names and outcomes as StrEnums, which
 serialise as their values), shared by `decide` (which makes them), `act` (which carries them
-out) and `report` (which renders them).
+out) and `report` (which renders them). What each step will do is its action
+(`step_actions.py`: the pool's return, the branch delete, ...), carried by its `Step`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from fm_teardown.model.causes import StaleHeadline
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.landing import Proof, Reason
 from fm_teardown.model.not_landed import NestedRepo, NotLandedWhy, UnlandedDiscarded
+from fm_teardown.model.notes import Note
+from fm_teardown.model.step_actions import PoolReturn, StepAction
 from fm_teardown.model.values import value
 from fm_teardown.model.world import EndpointState
 
@@ -26,18 +31,17 @@ if TYPE_CHECKING:
     from fm_teardown.model.world import Observation
 
 __all__ = [
-    "BranchDelete",
     "Decision",
     "DecisionWarning",
-    "Flags",
     "LandedLike",
+    "LeftOut",
     "Owner",
     "OwnerKind",
     "Planned",
-    "PoolReturn",
     "Step",
     "StepName",
     "StepOutcome",
+    "Where",
 ]
 
 
@@ -48,6 +52,19 @@ class OwnerKind(StrEnum):
     # A person's terminal no task holds (a shell, an editor, a REPL in someone's pane, an ssh
     # login), `pid:<PID>`: its processes in the slot, by pane or terminal (spec §15.4).
     TERMINAL = "terminal"
+
+    @property
+    def code(self) -> str:
+        """The owner's stable code in `--json` (`docs/codes.md`)."""
+        return _OWNER_CODES[self]
+
+
+_OWNER_CODES = {
+    OwnerKind.RECORD: "record-claim",
+    OwnerKind.LEASE: "pool-lease",
+    OwnerKind.PROCESS: "unattributed-agent",
+    OwnerKind.TERMINAL: "live-terminal",
+}
 
 
 @value
@@ -89,18 +106,8 @@ class StepOutcome(StrEnum):
     FAILED = "failed"
 
 
-@value
-class Flags:
-    force: bool = False
-    discard_live_owner: str | None = None
-    dry_run: bool = False
-    # The plan token the operator approved (`--expect-plan`): the first decision must give it.
-    expect_plan: str | None = None
-    no_journal: bool = False  # `--no-journal`: run without the journal (no intent, no result)
-
-
-# A decision's warning: the decide stage's words, or a value report/ words.
-DecisionWarning = str | UnlandedDiscarded
+# A decision's warning: the decide stage's words with their code, or a value report/ words.
+DecisionWarning = Note | UnlandedDiscarded
 
 
 class LandedLike(Protocol):
@@ -134,53 +141,53 @@ class LandedLike(Protocol):
 
 @value
 class Step:
-    """A step of the plan, or of a run. `detail` is the plan's description of it; once it ran
-    (or was left out), `result` says what happened, as a value (`results`), and
-    `report/step_words.py` alone turns the result into words."""
+    """A step of the plan, or of a run. `detail` is the plan's description of it and `action`
+    what it will do, as a value (`step_actions`; None for a step that acts from the record and
+    the observation alone). Once it ran (or was left out), `result` says what happened, as a
+    value (`results`), and `report/step_words.py` alone turns the result into words: a plan's
+    steps have no result, a run's always have one."""
 
     step: StepName
     target: str
     detail: str
     outcome: StepOutcome = StepOutcome.PLANNED
     result: StepResult | None = None
+    action: StepAction | None = None
 
 
 @value
-class PoolReturn:
-    """`treehouse return [--force] [--if-lease-id ID] [--if-lease-holder H] <path>`.
+class LeftOut:
+    """A step the plan leaves out that a real run still reports, skipped, and why: the
+    processes and pool steps of a slot the plan leaves as it is (a stale slot, a slot that is
+    gone or already returned). `why` None: the plan simply has no such step."""
 
-    `force`: the pool's dirty prompt skipped (`--force`, the tree reset whatever it holds):
-    under fm's `--force` (after its save), and for a scout's scratch slot and a secondmate's
-    home (fm looks at the home again right before). Otherwise the return is unforced: the pool
-    declines a tree that holds changes (`Aborted.`), and work that appeared after the decision
-    is preserved, never reset."""
-
-    path: str  # exactly as the pool's state file stores it
-    lease_id: str | None
-    lease_holder: str | None
-    force: bool = True
-
-    @property
-    def argv(self) -> list[str]:
-        argv = ["return", "--force"] if self.force else ["return"]
-        if self.lease_id:
-            argv += ["--if-lease-id", self.lease_id]
-        if self.lease_holder is not None:
-            argv += ["--if-lease-holder", self.lease_holder]
-        return [*argv, self.path]
+    step: StepName
+    target: str
+    why: str | None = None
 
 
 @value
-class BranchDelete:
-    """TASK's branch, deleted after the return only if it still names the commit seen."""
+class Where:
+    """Where TASK is, as the decision saw it (the `task · slot · endpoint` line): its slot
+    (canonical), the state of its endpoint, the record's project (journalled: `fm restore`
+    finds the saves there) and the pool dir of its slot (output shortens paths in it)."""
 
-    name: str
-    commit: str
-    default: str | None  # the project's default branch: never deleted
+    slot: str | None = None
+    endpoint: EndpointState | None = None
+    project: str | None = None
+    pool: str | None = None
+
+
+_A = TypeVar("_A", bound="StepAction")
 
 
 @value
 class Decision:
+    """What the decide stage says of a task: the verdict and why, who owns the slot, where
+    TASK is, and the plan (its steps in the order they run, each with what it will do). What a
+    step will do is its step's `action`, never a field of the decision's: `action(kind)` finds
+    it (the pool's return: `pool_return`)."""
+
     task: str
     verdict: Verdict
     reasons: tuple[Reason, ...]
@@ -188,27 +195,53 @@ class Decision:
     plan: tuple[Step, ...] = ()
     hints: tuple[str, ...] = ()
     warnings: tuple[DecisionWarning, ...] = ()
-    slot: str | None = None
-    endpoint: EndpointState | None = None
-    pool_return: PoolReturn | None = None
-    discarded_owner: str | None = None
-    save_discarded: bool = False
-    # Whose work the save holds: TASK's own, or the discarded live owner's (spec §7a).
-    save_as: str | None = None
-    end_processes: bool = False
-    # Why the processes and pool steps do not touch the slot (a stale slot, a slot that is
-    # gone or already returned), when they do not.
-    skip_reason: str | None = None
+    where: Where = field(default_factory=Where)
     # What rule 5 could not tell (an inconclusive fetch, a gh failure, ...).
     notes: tuple[str, ...] = ()
     # The one reason that matters, in words an operator acts on (the audit's row, the first
     # line of the human output): who owns the slot, what would be lost, what is unsafe.
     headline: Reason = ""
-    branch: BranchDelete | None = None  # the branch step's target (spec §10)
-    own_claim: str | None = None  # TASK's own slot claim, removed after the return (spec §10)
-    project: str | None = None  # the record's project (journalled: `fm restore` finds saves)
-    pool: str | None = None  # the pool dir of the slot, if known (output shortens paths in it)
-    stale_owner: str | None = None  # whose a stale slot is now (the first line names them)
+    # The steps a real run reports skipped though the plan leaves them out, and why.
+    left_out: tuple[LeftOut, ...] = ()
+    # The live owner `--force --discard-live-owner` names, discarded by this plan (spec §7a).
+    discarded_owner: str | None = None
+
+    def action(self, kind: type[_A]) -> _A | None:
+        """What the plan's step of that kind will do (`EndProcesses`, `PoolReturn`, ...), or
+        None when no step of the plan has one."""
+        for s in self.plan:
+            if isinstance(s.action, kind):
+                return s.action
+        return None
+
+    @property
+    def pool_return(self) -> PoolReturn | None:
+        """The pool's return the plan makes, conditional on the lease seen (the plan token's
+        `lease`)."""
+        return self.action(PoolReturn)
+
+    # Where TASK is, read as every stage reads it (`d.slot`); the facts live in `where`.
+    @property
+    def slot(self) -> str | None:
+        return self.where.slot
+
+    @property
+    def endpoint(self) -> EndpointState | None:
+        return self.where.endpoint
+
+    @property
+    def project(self) -> str | None:
+        return self.where.project
+
+    @property
+    def pool(self) -> str | None:
+        return self.where.pool
+
+    @property
+    def stale_owner(self) -> str | None:
+        """Whose a stale slot is now (the first line of a cleared run names them): its
+        headline's."""
+        return self.headline.owner if isinstance(self.headline, StaleHeadline) else None
 
     @property
     def exit_code(self) -> int:

@@ -1,5 +1,7 @@
 """Why a task is finished or not, and why a batch's task was not selected at its turn: as
-values, an enum of why plus the facts its words need. The words are `report/messages.py`'s."""
+values, an enum of why plus the facts its words need. The words are `report/messages.py`'s.
+
+Each why's value is its stable code in `--json` (`docs/codes.md`): kebab-case, never changed."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from fm_teardown.model.errors import Verdict
 from fm_teardown.model.landing import Proof, Reason
 from fm_teardown.model.not_landed import NotLandedWhy
 from fm_teardown.model.values import value
+from fm_teardown.model.world import EndpointState
 
 __all__ = ["Finished", "FinishedWhy", "NotSelectedReason", "NotSelectedWhy"]
 
@@ -28,6 +31,10 @@ class FinishedWhy(StrEnum):
     PUSHED = "pushed"
     NOT_MERGED = "not-merged"
 
+    @property
+    def code(self) -> str:
+        return self.value
+
 
 @value
 class Finished:
@@ -37,7 +44,7 @@ class Finished:
     # The facts the words need, each set only where its reason says it.
     verdict: Verdict | None = None
     headline: Reason = ""
-    endpoint: str | None = None
+    endpoint: EndpointState | None = None
     endpoint_detail: str = ""
     working: tuple[str, ...] = ()  # who else still works in the slot, with where it runs
     doubt: str = ""
@@ -47,11 +54,19 @@ class Finished:
     summary: NotLandedWhy | None = None  # why the work is not merged
     proof: Proof | None = None  # what proves the work merged (MERGED)
 
+    @property
+    def code(self) -> str:
+        return self.why.code
+
 
 class NotSelectedWhy(StrEnum):
     RELAUNCHED = "relaunched"
     SLOT_RETURNED = "slot-returned"  # returned earlier in the same batch
     NO_LONGER_FINISHED = "no-longer-finished"
+
+    @property
+    def code(self) -> str:
+        return self.value
 
 
 @value
@@ -64,3 +79,7 @@ class NotSelectedReason:
     slot: str | None = None  # the slot returned earlier, and by which task
     returned_by: str = ""
     finished: Finished | None = None  # why it is no longer finished
+
+    @property
+    def code(self) -> str:
+        return self.why.code

@@ -13,10 +13,11 @@ import re
 import stat
 from collections.abc import Callable, Mapping
 from dataclasses import field
+from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
 
-from fm_teardown.model.errors import invalid, refused
+from fm_teardown.model.errors import ErrorCode, invalid, refused
 from fm_teardown.model.values import value
 
 __all__ = [
@@ -27,9 +28,12 @@ __all__ = [
     "MODES",
     "STATE_DIR_HINTS",
     "TASK_ID_MAX",
+    "Backend",
     "Fleet",
     "InvalidRecord",
+    "Mode",
     "Record",
+    "RecordKind",
     "RecordProblem",
     "check_task_id",
     "claimed_slots",
@@ -50,8 +54,38 @@ __all__ = [
 TASK_ID_MAX = 64
 _TASK_ID = re.compile(r"[A-Za-z0-9._-]+")
 IDENTITY_KEYS = ("window", "worktree", "project")
-KINDS = ("ship", "scout", "secondmate")
-MODES = ("no-mistakes", "direct-PR", "local-only", "secondmate")
+
+
+class RecordKind(StrEnum):
+    """What a task is (`kind=`): its work is judged by what it is (spec §3, §14.6)."""
+
+    SHIP = "ship"  # git work that lands on the default branch
+    SCOUT = "scout"  # its product is its report
+    SECONDMATE = "secondmate"  # a home of task records of its own
+
+
+class Mode(StrEnum):
+    """How a ship task lands its work (`mode=`)."""
+
+    NO_MISTAKES = "no-mistakes"
+    DIRECT_PR = "direct-PR"
+    LOCAL_ONLY = "local-only"  # landed on the local default branch counts
+    SECONDMATE = "secondmate"
+
+
+class Backend(StrEnum):
+    """The endpoint's backend fm reads (`backend=`). Another task's record may name one fm
+    does not know: it is kept as the name it gives (its endpoint is `unreadable`), and TASK's
+    own record naming one is refused (`own_record_problem`)."""
+
+    TMUX = "tmux"
+
+
+# The values a record may give, parsed once here: the rest of fm compares the enums.
+KINDS = tuple(k.value for k in RecordKind)
+MODES = tuple(m.value for m in Mode)
+_KIND = {k.value: k for k in RecordKind}
+_MODE = {m.value: m for m in Mode}
 # A record is a handful of short lines; anything bigger is not one of ours.
 MAX_RECORD_BYTES = 64 * 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -85,7 +119,7 @@ def task_id_problem(task_id: str) -> str | None:
 def check_task_id(task_id: str) -> None:
     problem = task_id_problem(task_id)
     if problem:
-        raise invalid(f"invalid task id '{shown(task_id)}': {problem}")
+        raise invalid(f"invalid task id '{shown(task_id)}': {problem}", code=ErrorCode.BAD_TASK_ID)
 
 
 @value
@@ -97,9 +131,10 @@ class Record:
     session: str
     worktree: str
     project: str
-    backend: str = "tmux"
-    kind: str = "ship"
-    mode: str = "no-mistakes"
+    # A backend fm does not know stays the name the record gives (see `Backend`).
+    backend: Backend | str = Backend.TMUX
+    kind: RecordKind = RecordKind.SHIP
+    mode: Mode = Mode.NO_MISTAKES
     home: str | None = None
     pr: str | None = None
     tasktmp: str | None = None
@@ -136,16 +171,25 @@ class InvalidRecord:
     meta_path: str
     problem: str
     claimed: tuple[str, ...] | None
+    code: ErrorCode = ErrorCode.RECORD_INVALID  # the problem's stable code
 
 
 class RecordProblem(Exception):
     def __init__(
-        self, problem: str, claimed: tuple[str, ...] | None = None, hints: tuple[str, ...] = ()
+        self,
+        problem: str,
+        claimed: tuple[str, ...] | None = None,
+        hints: tuple[str, ...] = (),
+        code: ErrorCode = ErrorCode.RECORD_INVALID,
     ) -> None:
         super().__init__(problem)
         self.problem = problem
         self.claimed = claimed
         self.hints = hints  # what to do instead, when TASK's own record is refused for it
+        self.code = code  # the problem's stable code (`docs/codes.md`)
+
+
+_UNREADABLE = ErrorCode.RECORD_UNREADABLE
 
 
 def read_meta(path: str) -> tuple[str, int]:
@@ -155,34 +199,34 @@ def read_meta(path: str) -> tuple[str, int]:
     except FileNotFoundError:
         raise
     except OSError as exc:
-        raise RecordProblem(f"cannot be read ({exc.strerror})") from None
+        raise RecordProblem(f"cannot be read ({exc.strerror})", code=_UNREADABLE) from None
     if stat.S_ISLNK(st.st_mode):
-        raise RecordProblem("is a symlink")
+        raise RecordProblem("is a symlink", code=_UNREADABLE)
     if not stat.S_ISREG(st.st_mode):
-        raise RecordProblem("is not a regular file")
+        raise RecordProblem("is not a regular file", code=_UNREADABLE)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
-        raise RecordProblem(f"cannot be read ({exc.strerror})") from None
+        raise RecordProblem(f"cannot be read ({exc.strerror})", code=_UNREADABLE) from None
     try:
         fst = os.fstat(fd)
         if not stat.S_ISREG(fst.st_mode) or (fst.st_dev, fst.st_ino) != (st.st_dev, st.st_ino):
-            raise RecordProblem("changed while it was being read")
+            raise RecordProblem("changed while it was being read", code=_UNREADABLE)
         if fst.st_size > MAX_RECORD_BYTES:
-            raise RecordProblem(f"is larger than {MAX_RECORD_BYTES} bytes")
+            raise RecordProblem(f"is larger than {MAX_RECORD_BYTES} bytes", code=_UNREADABLE)
         data = os.read(fd, MAX_RECORD_BYTES + 1)
     except OSError as exc:
-        raise RecordProblem(f"cannot be read ({exc.strerror})") from None
+        raise RecordProblem(f"cannot be read ({exc.strerror})", code=_UNREADABLE) from None
     finally:
         os.close(fd)
     if len(data) > MAX_RECORD_BYTES:
-        raise RecordProblem(f"is larger than {MAX_RECORD_BYTES} bytes")
+        raise RecordProblem(f"is larger than {MAX_RECORD_BYTES} bytes", code=_UNREADABLE)
     if b"\0" in data:
-        raise RecordProblem("is binary (contains NUL bytes)")
+        raise RecordProblem("is binary (contains NUL bytes)", code=_UNREADABLE)
     try:
         return data.decode("utf-8"), fst.st_mtime_ns
     except UnicodeDecodeError:
-        raise RecordProblem("is not valid UTF-8 text") from None
+        raise RecordProblem("is not valid UTF-8 text", code=_UNREADABLE) from None
 
 
 def parse_lines(text: str) -> list[tuple[str, str]]:
@@ -218,12 +262,16 @@ def parse_record(task_id: str, meta_path: str, text: str, mtime_ns: int) -> Reco
         return RecordProblem(message, claimed)
 
     if not text.strip():
-        raise problem("is empty: a record being written, or one left half-written")
+        raise RecordProblem(
+            "is empty: a record being written, or one left half-written",
+            claimed,
+            code=ErrorCode.RECORD_EMPTY,
+        )
     remote = last.get("remote_host")
     if remote:
         # Before any other check: a record of a task on another host names paths of that
         # host; nothing of it is validated, observed or touched here (spec §15.5).
-        raise RecordProblem(*remote_problem(task_id, remote, claimed))
+        raise RecordProblem(*remote_problem(task_id, remote, claimed), code=ErrorCode.REMOTE_HOST)
     for key in IDENTITY_KEYS:
         n = counts.get(key, 0)
         if n != 1:
@@ -268,9 +316,11 @@ def parse_record(task_id: str, meta_path: str, text: str, mtime_ns: int) -> Reco
         raise problem(f"home '{shown(home)}' is not an absolute path")
     spawn_gen = last.get("spawn_gen") or ""
     if _absurd_epoch(spawn_gen):
-        raise problem(
+        raise RecordProblem(
             f"spawn_gen '{shown(spawn_gen, 40)}' does not start with a launch time "
-            f"(s<epoch>. with at most {MAX_EPOCH_DIGITS} digits 0-9)"
+            f"(s<epoch>. with at most {MAX_EPOCH_DIGITS} digits 0-9)",
+            claimed,
+            code=ErrorCode.SPAWN_GEN_NOT_A_TIME,
         )
     return _record(task_id, meta_path, mtime_ns, last, session)
 
@@ -334,9 +384,9 @@ def _record(
         project=last["project"],
         # Another task's record with another backend is still well formed: its endpoint is
         # `unreadable` (hence live). Only TASK's own record must be tmux (see load_record).
-        backend=last.get("backend", "tmux"),
-        kind=last.get("kind") or "ship",
-        mode=last.get("mode") or "no-mistakes",
+        backend=_backend(last.get("backend", "tmux")),
+        kind=_KIND[last.get("kind") or "ship"],
+        mode=_MODE[last.get("mode") or "no-mistakes"],
         home=last.get("home") or None,
         pr=last.get("pr") or None,
         tasktmp=last.get("tasktmp"),
@@ -348,6 +398,10 @@ def _record(
         model=last.get("model") or None,
         effort=last.get("effort") or None,
     )
+
+
+def _backend(name: str) -> Backend | str:
+    return Backend.TMUX if name == Backend.TMUX else name
 
 
 def remote_problem(
@@ -373,7 +427,7 @@ def remote_problem(
 def own_record_problem(record: Record) -> str | None:
     """Why a record that is well formed (and so a possible owner of a slot) still cannot be
     torn down as TASK by fm, or None."""
-    if record.backend != "tmux":
+    if record.backend != Backend.TMUX:
         return f"names backend '{shown(record.backend)}', which is not supported (only tmux)"
     return None
 
@@ -392,22 +446,26 @@ def load_record(state_dir: Path, task_id: str) -> Record:
         record = parse_record(task_id, meta_path, text, mtime)
         problem = own_record_problem(record)
         if problem:
-            raise RecordProblem(problem)
+            raise RecordProblem(problem, code=ErrorCode.BACKEND_UNSUPPORTED)
         return record
     except FileNotFoundError:
         if not os.path.isdir(state_dir):
             raise invalid(
                 f"no such task '{task_id}': the state dir {state_dir} does not exist",
                 *STATE_DIR_HINTS,
+                code=ErrorCode.STATE_DIR_MISSING,
             ) from None
         close = near_ids(task_id, _list_task_ids(state_dir))
         raise invalid(
             f"no such task '{task_id}' in the state dir {state_dir} (no {meta_path})",
             *([f"did you mean: {', '.join(close)}?"] if close else []),
             "`fm teardown --dry-run` lists the fleet's tasks",
+            code=ErrorCode.NO_SUCH_TASK,
         ) from None
     except RecordProblem as exc:
-        raise refused(record_refusal(meta_path, exc.problem), *exc.hints, unchanged=True) from None
+        raise refused(
+            record_refusal(meta_path, exc.problem), *exc.hints, unchanged=True, code=exc.code
+        ) from None
 
 
 @value
@@ -489,9 +547,16 @@ def load_fleet(state_dir: Path, canon: Callable[[str], str] | None = None) -> Fl
             listed = sorted((e.name, _plain_file(e)) for e in it)
     except FileNotFoundError:
         # A state dir that does not exist is a wrong setting, not an empty fleet (spec §7a).
-        raise refused(f"the state dir {state_dir} does not exist", *STATE_DIR_HINTS) from None
+        raise refused(
+            f"the state dir {state_dir} does not exist",
+            *STATE_DIR_HINTS,
+            code=ErrorCode.STATE_DIR_MISSING,
+        ) from None
     except OSError as exc:
-        raise refused(f"cannot read the state dir {state_dir}: {exc.strerror}") from None
+        raise refused(
+            f"cannot read the state dir {state_dir}: {exc.strerror}",
+            code=ErrorCode.STATE_DIR_UNREADABLE,
+        ) from None
     records: dict[str, Record] = {}
     bad: dict[str, InvalidRecord] = {}
     strays: list[tuple[str, str]] = []
@@ -525,12 +590,12 @@ def load_fleet(state_dir: Path, canon: Callable[[str], str] | None = None) -> Fl
             except FileNotFoundError:
                 continue  # removed since the listing: no longer a claim
             except RecordProblem as exc:
-                bad[task_id] = InvalidRecord(task_id, meta_path, exc.problem, None)
+                bad[task_id] = InvalidRecord(task_id, meta_path, exc.problem, None, exc.code)
                 continue
             try:
                 records[task_id] = parse_record(task_id, meta_path, text, mtime)
             except RecordProblem as exc:
-                bad[task_id] = InvalidRecord(task_id, meta_path, exc.problem, exc.claimed)
+                bad[task_id] = InvalidRecord(task_id, meta_path, exc.problem, exc.claimed, exc.code)
     ids = {*records, *bad}
     for name, _ in listed:
         # fm's own files (locks) start with a dot; a sidecar is `<id>.<anything>`.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import Enum, auto
+from typing import ClassVar
 
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.landing import Reason
@@ -21,6 +22,7 @@ from fm_teardown.model.reasons import NotSelectedReason
 from fm_teardown.model.values import value
 
 __all__ = [
+    "WINDOW_KILL_SIGNAL",
     "Arrived",
     "AttributionResult",
     "AttributionWhat",
@@ -53,14 +55,30 @@ __all__ = [
     "RecordWhat",
     "SaveResult",
     "SaveWhat",
+    "Signal",
     "StepResult",
     "Terminal",
     "UnlinkWhat",
     "Unlinked",
     "arrived",
+    "signals_of",
 ]
 
 _D, _A, _S, _F = StepOutcome.DONE, StepOutcome.ABSENT, StepOutcome.SKIPPED, StepOutcome.FAILED
+
+# How a window kill's hangup of its panes' processes is named among the signals, beside the
+# `SIGTERM` and `SIGKILL` of the processes step (the journal and the JSON list them).
+WINDOW_KILL_SIGNAL = "SIGHUP (window killed)"
+
+
+@value
+class Signal:
+    """A process a step signalled: pid, start time, name and the signals sent."""
+
+    pid: int
+    start_time: float
+    name: str
+    signals: tuple[str, ...]
 
 
 # -- steps that did not run ---------------------------------------------------------------------
@@ -185,6 +203,8 @@ class EndpointResult:
     # end of the wait.
     hooks: tuple[ProcRef, ...] = ()
     hooks_stayed: tuple[ProcRef, ...] = ()
+    # Hung up by the kill (its panes' processes and foreground groups): signalled by the run.
+    signals: tuple[Signal, ...] = ()
 
     @property
     def outcome(self) -> StepOutcome:
@@ -226,6 +246,8 @@ class ProcessesResult:
     # The process groups led by a process the step ended of which nothing is left when the
     # step is done: the whole group was ended (firstmate's callers read those as such).
     groups: tuple[int, ...] = ()
+    # Every process the step signalled (SIGTERM, SIGKILL), whatever came of it.
+    signals: tuple[Signal, ...] = ()
 
     @property
     def outcome(self) -> StepOutcome:
@@ -249,6 +271,7 @@ class SaveResult:
     restore: str = ""
     error: str | None = None  # why the save failed (the discard module's line)
     records: tuple[str, ...] = ()  # a secondmate home's task records saved with it
+    ref: str = ""  # `refs/fm/discarded/<owner>/<time>`
 
     @property
     def outcome(self) -> StepOutcome:
@@ -406,6 +429,7 @@ class AuthLeft:
     problem: str = ""
     token: str = ""
     unlinked: Unlinked | None = None
+    code: ClassVar[str] = "auth-entry-left"  # as a warning (`docs/codes.md`)
 
 
 @value
@@ -562,6 +586,13 @@ StepResult = (
     | RemoteJobsResult
     | ParkedRunResult
 )
+
+
+def signals_of(r: StepResult | None) -> tuple[Signal, ...]:
+    """What a step's result says it signalled (`signals`: the endpoint's window kill, the
+    processes step); nothing for a step that signals nothing."""
+    sent: tuple[Signal, ...] = getattr(r, "signals", ())
+    return sent
 
 
 def arrived(results: Iterable[StepResult | None]) -> bool:

@@ -9,14 +9,32 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Mapping
+from dataclasses import field
 from pathlib import Path
 
-from fm_teardown.model.errors import invalid
+from fm_teardown.model.errors import ErrorCode, invalid
 from fm_teardown.model.own_files import NOWHERE, WorkPlaces
 from fm_teardown.model.process_kind import bad_agent_name, configure
 from fm_teardown.model.values import value
 
-__all__ = ["Settings", "agent_names", "load"]
+__all__ = ["RunMemory", "Settings", "agent_names", "load"]
+
+
+class RunMemory:
+    """What one run remembers between its looks at the world: a `Settings` is made once per
+    command run (`load`), and this with it, so a second run in the same process (a test, a
+    library caller) starts afresh instead of inheriting the first one's findings. Compared and
+    hashed by identity: two runs are never the same run."""
+
+    __slots__ = ("held_sockets",)
+
+    def __init__(self) -> None:
+        # The sockets whose tmux server held some of the records' windows earlier in this
+        # run: their going later is the run's own doing (`observe/servers.py`).
+        self.held_sockets: set[str] = set()
+
+    def __repr__(self) -> str:
+        return f"RunMemory(held_sockets={sorted(self.held_sockets)!r})"
 
 
 @value
@@ -61,6 +79,8 @@ class Settings:
     # Where fm's own files never go (`model/own_files.py`), as this run found the fleet: set
     # by the pipeline once it has looked, for the steps that write them; none before that.
     places: WorkPlaces = NOWHERE
+    # What this run remembers between its looks at the world (`RunMemory`).
+    run: RunMemory = field(default_factory=RunMemory)
     # firstmate's agy harness: its global config root (FM_AGY_CONFIG_HOME, else
     # $HOME/.gemini/config), where its turn-end plugin keeps one auth entry per task.
     agy_config_home: str | None = None
@@ -98,11 +118,14 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
     try:
         value = float(raw)
     except (ValueError, OverflowError):
-        raise invalid(f"{name} must be a number of seconds, got {_shown(raw)}") from None
+        raise invalid(
+            f"{name} must be a number of seconds, got {_shown(raw)}", code=ErrorCode.BAD_SETTING
+        ) from None
     if not 0 <= value <= MAX_SECONDS:  # nan and inf fail this too
         raise invalid(
             f"{name} must be a number of seconds from 0 to {MAX_SECONDS:.0f} (a week), "
-            f"got {_shown(raw)}"
+            f"got {_shown(raw)}",
+            code=ErrorCode.BAD_SETTING,
         )
     return value
 
@@ -157,7 +180,8 @@ def agent_names(env: Mapping[str, str]) -> tuple[str, ...]:
         if bad_agent_name(name):
             raise invalid(
                 f"FM_AGENT_NAMES: {name!r} is not a name: give process, script or package "
-                "names (letters, digits and ._+-, or @scope/name), separated by commas"
+                "names (letters, digits and ._+-, or @scope/name), separated by commas",
+                code=ErrorCode.BAD_AGENT_NAME,
             )
     return names
 

@@ -99,6 +99,14 @@ class TmuxInventory:
     def server_pids(self) -> frozenset[int]:
         return frozenset(p.server_pid for p in self.panes if p.server_pid > 0)
 
+    @cached_property
+    def by_window(self) -> Mapping[str, tuple[Pane, ...]]:
+        """Window id -> its panes, in the listing's order, worked out once per listing."""
+        out: dict[str, list[Pane]] = {}
+        for pane in self.panes:
+            out.setdefault(pane.window_id, []).append(pane)
+        return {w: tuple(panes) for w, panes in out.items()}
+
 
 class Proc:
     """One process as scanned: an immutable value (treat it so; `__slots__` keeps it small).

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from fm_teardown.model.paths import is_within
 from fm_teardown.model.process_kind import ProcessClass, base_name, classify_proc, is_wrapper
-from fm_teardown.model.records import Record
+from fm_teardown.model.records import Backend, Record
 from fm_teardown.model.world import (
     Endpoint,
     EndpointState,
@@ -70,7 +70,7 @@ def endpoint_of(
     index: Mapping[tuple[str, str], Sequence[Pane]] | None = None,
     moved: Sequence[Pane] = (),
 ) -> Endpoint:
-    if record.backend != "tmux":
+    if record.backend != Backend.TMUX:
         return Endpoint(
             EndpointState.UNREADABLE, f"backend '{record.backend}' cannot be read by fm"
         )

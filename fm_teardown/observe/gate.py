@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from fm_teardown.model.errors import FmError, Lead, Verdict
+from fm_teardown.model.errors import ErrorCode, FmError, Lead, Verdict
 from fm_teardown.model.paths import ancestors, canonical
 from fm_teardown.observe.gitdir import common_dir
 
@@ -33,12 +33,18 @@ def _gate_repo(path: str) -> str | None:
     return None
 
 
+GATE = ErrorCode.NO_MISTAKES_GATE
+
+
 def refusal(env: Mapping[str, str], cwd: str) -> FmError | None:
     if env.get("FM_GATE_REFUSE_BYPASS") == "1":
         return None
     if "NO_MISTAKES_GATE" in env:
         return FmError(
-            Verdict.UNSAFE, f"{MESSAGE} (NO_MISTAKES_GATE set)", gate=True, lead=Lead.ERROR
+            Verdict.UNSAFE,
+            f"{MESSAGE} (NO_MISTAKES_GATE set)",
+            lead=Lead.ERROR,
+            code=GATE,
         )
     here = canonical(os.path.abspath(cwd))
     gate = _gate_repo(here)
@@ -53,7 +59,7 @@ def refusal(env: Mapping[str, str], cwd: str) -> FmError | None:
         return FmError(
             Verdict.UNSAFE,
             f"{MESSAGE} (inside a no-mistakes gate worktree: {gate})",
-            gate=True,
             lead=Lead.ERROR,
+            code=GATE,
         )
     return None

@@ -31,7 +31,7 @@ from fm_teardown.model.not_landed import (
     NotLandedWhy,
     OwnWork,
 )
-from fm_teardown.model.records import Record
+from fm_teardown.model.records import Record, RecordKind
 from fm_teardown.model.scaffold import SCAFFOLD_BYTES
 from fm_teardown.observe.nested import inspect as inspect_nested
 from fm_teardown.observe.slot_status import MAX_LISTED, git_status, status_entries
@@ -51,7 +51,7 @@ def with_homes(
     secondmate's slot (its home) checked like a slot on top of its task records' verdict."""
     out = dict(verdicts)
     for record in records:
-        if record.kind == "secondmate" and record.task_id in out:
+        if record.kind == RecordKind.SECONDMATE and record.task_id in out:
             out[record.task_id] = _with_home(record, out[record.task_id])
     return out
 

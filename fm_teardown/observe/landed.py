@@ -57,7 +57,7 @@ from fm_teardown.model.landing import (
     SlotStatus,
 )
 from fm_teardown.model.landing import LandedFacts as LandedFacts  # the verdict's type, as before
-from fm_teardown.model.records import Record, shown
+from fm_teardown.model.records import Mode, Record, RecordKind, shown
 from fm_teardown.observe import slot_status
 from fm_teardown.observe.landed_project import ProjectFacts, fetch_ref, project_facts
 from fm_teardown.observe.nested import inspect as inspect_nested
@@ -153,9 +153,9 @@ def gather_many(
     out: dict[str, Gathered] = {}
     ships: list[Record] = []
     for record in records:
-        if record.kind == "scout":
+        if record.kind == RecordKind.SCOUT:
             out[record.task_id] = _scout(record, data_dir)
-        elif record.kind == "secondmate":
+        elif record.kind == RecordKind.SECONDMATE:
             out[record.task_id] = _secondmate(record)
         else:
             ships.append(record)
@@ -305,7 +305,7 @@ def _ship(
                 contains = False if fresh else _contains(wt, head, commit, notes, label)
                 bases.append(BaseFacts(label, commit, True, contains))
     if branch is not None:
-        local_only = record.mode == "local-only"
+        local_only = record.mode == Mode.LOCAL_ONLY
         if local is None:
             if local_only:
                 notes.append(f"local branch {branch} does not exist in {repo}")

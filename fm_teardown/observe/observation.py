@@ -18,7 +18,14 @@ from fm_teardown.adapters.pool import PoolReader
 from fm_teardown.model.leases import holder_tasks
 from fm_teardown.model.paths import Canonicalizer, canonical, tmp_root_of
 from fm_teardown.model.process_kind import ProcessClass, classify_proc
-from fm_teardown.model.records import Fleet, RecordProblem, parse_record, read_meta
+from fm_teardown.model.records import (
+    Backend,
+    Fleet,
+    RecordKind,
+    RecordProblem,
+    parse_record,
+    read_meta,
+)
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.world import (
     Endpoint,
@@ -132,7 +139,7 @@ def observe(
         # Taken again once: a server that exited between the listing and the scan (its last
         # window just killed) is gone, not seen from elsewhere.
         inventory, table = settled_scans(settings)
-    windows = {r.window_name for r in fleet.records.values() if r.backend == "tmux"}
+    windows = {r.window_name for r in fleet.records.values() if r.backend == Backend.TMUX}
     servers = Servers(settings, inventory, table)
     slots = {r.worktree for r in fleet.records.values()}
     doubt = servers.fleet_doubt(windows, slots)
@@ -163,7 +170,7 @@ def ready(obs: Observation, fleet: Fleet, deciding: Iterable[str]) -> Observatio
         for proc in tmp.procs if tmp is not None else ():
             proc.argv0  # noqa: B018 - classified (tmux?) and named
             obs.placements.get(proc.pid)  # the slot census places it
-        if fleet.records[task].kind == "secondmate":
+        if fleet.records[task].kind == RecordKind.SECONDMATE:
             owners.update(k for k in fleet.children if k.startswith(f"{task}/"))
         slot = obs.slot_of[task]
         if slot in slots_done:
@@ -259,7 +266,7 @@ def assemble(
     if not table.error and inventory.status == InventoryStatus.OK:
         for tid, r in fleet.records.items():
             same = by_name.get(r.window_name, ())
-            if r.backend == "tmux" and any(p.session != r.session for p in same):
+            if r.backend == Backend.TMUX and any(p.session != r.session for p in same):
                 found = moved_windows(r, slot_of[tid], by_name, table)
                 if found:
                     moved[tid] = found
@@ -286,7 +293,7 @@ def assemble(
     roots: dict[int, str] = {}
     if not table.error and inventory.status == InventoryStatus.OK:
         for tid, r in fleet.records.items():
-            if r.backend == "tmux":
+            if r.backend == Backend.TMUX:
                 for pane in [*index.get((r.session, r.window_name), ()), *moved.get(tid, ())]:
                     if not pane.dead:
                         roots[pane.pane_pid] = tid

@@ -23,7 +23,14 @@ from fm_teardown.adapters import runner, safefile
 from fm_teardown.model import settings
 from fm_teardown.model.errors import FmError, Verdict, invalid, unsafe
 from fm_teardown.model.paths import canonical
-from fm_teardown.model.records import RecordProblem, check_task_id, near_ids, read_meta, shown
+from fm_teardown.model.records import (
+    RecordKind,
+    RecordProblem,
+    check_task_id,
+    near_ids,
+    read_meta,
+    shown,
+)
 from fm_teardown.model.saves import PREFIX, Found, Project, Restored, Save, Target
 
 __all__ = [
@@ -361,7 +368,7 @@ def protected_places(real: str, project: Project, s: settings.Settings | None) -
             add(record.worktree, f"{what} worktree")
             add(record.project, f"{what} project checkout")
             add(record.tasktmp, f"{what} temp dir")
-            if record.kind == "secondmate":
+            if record.kind == RecordKind.SECONDMATE:
                 add(record.home, f"secondmate {record.task_id}'s home")
             if os.path.isabs(record.worktree):
                 reader.view(record.worktree, canonical(record.worktree))

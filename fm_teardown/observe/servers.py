@@ -200,9 +200,9 @@ class Servers:
             return None
         socket = tmux.fleet_socket(self._settings)
         if any(p.window_name in windows for p in inventory.panes):
-            _HELD.add(socket)
+            self._settings.run.held_sockets.add(socket)
             return None
-        if socket in _HELD:
+        if socket in self._settings.run.held_sockets:
             return None
         servers = self.others()
         reading = _reading(self._settings, inventory, socket)
@@ -247,10 +247,6 @@ class Servers:
                     f"in {proc.cwd}"
                 )
         return None
-
-
-# The sockets whose server held some of the records' windows earlier in this run.
-_HELD: set[str] = set()
 
 
 def _listed(pid: int, sockets: list[str], listings: dict[str, TmuxInventory]) -> Server:

@@ -27,21 +27,12 @@ def _start(table: ProcessTable, pid: int) -> float:
     return proc.start_time if proc is not None and not proc.zombie else 0.0
 
 
-# The last inventory's panes by window id, by identity: the decision asks for the panes of
-# every task's windows in one listing (an audit, hundreds), and a listing is an immutable value.
-_BY_WINDOW: list[tuple[TmuxInventory, dict[str, list[Pane]]]] = []
-
-
 def _panes(window_ids: Iterable[str], inventory: TmuxInventory) -> list[Pane]:
-    if not _BY_WINDOW or _BY_WINDOW[0][0] is not inventory:
-        by_window: dict[str, list[Pane]] = {}
-        for pane in inventory.panes:
-            by_window.setdefault(pane.window_id, []).append(pane)
-        _BY_WINDOW[:] = [(inventory, by_window)]
-    index = _BY_WINDOW[0][1]
     wanted = set(window_ids)
     if len(wanted) == 1:
-        return list(index.get(next(iter(wanted)), ()))
+        # The listing's own index (the decision asks for the panes of every task's windows
+        # in one listing: an audit, hundreds), kept on the listing, an immutable value.
+        return list(inventory.by_window.get(next(iter(wanted)), ()))
     # In the listing's order, as before: the first pane names the server.
     return [p for p in inventory.panes if p.window_id in wanted]
 

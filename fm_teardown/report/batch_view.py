@@ -1,6 +1,6 @@
 """What a batch prints (spec §9): the `--landed` selection, the summary (one line a task,
 and for a stopped batch the tasks not done and one command that finishes them) and the
-batch's JSON document. `commands/batch.py` runs the batch; every line it shows is here."""
+batch's JSON document. `pipeline/batch.py` runs the batch; every line it shows is here."""
 
 from __future__ import annotations
 
@@ -10,12 +10,17 @@ from typing import Any
 
 from fm_teardown.model.errors import ExitCode, Verdict
 from fm_teardown.model.outcome import Result, Skipped
+from fm_teardown.model.plan import StepOutcome
 from fm_teardown.model.reasons import Finished
 from fm_teardown.report import human, messages
 from fm_teardown.report import render as report
 from fm_teardown.report.human import VERDICT_STYLE
 
 __all__ = ["batch_json", "not_selected_json", "render_selection", "render_summary"]
+
+
+# Below a table whose rows' reasons were cut (`human.ROW_REASON`): each said once in full.
+_IN_FULL = "in full (cut above; --json has every task's):"
 
 
 def render_selection(tasks: Sequence[str], not_selected: Sequence[tuple[str, Finished]]) -> None:
@@ -28,15 +33,23 @@ def render_selection(tasks: Sequence[str], not_selected: Sequence[tuple[str, Fin
     if not_selected:
         p.line(f"not selected ({len(not_selected)}):", "bold")
         width = max(len(task) for task, _ in not_selected)
-        for task, finished in not_selected:
+        whys = [(task, messages.finished_reason(finished)) for task, finished in not_selected]
+        for (task, why), (_, finished) in zip(whys, not_selected, strict=True):
             opt = f" [include with {finished.opt_in}]" if finished.opt_in else ""
-            p.line(f"  {task:<{width}}  {messages.finished_reason(finished)}{opt}")
+            p.line(f"  {task:<{width}}  {human.cut(why, human.ROW_REASON)}{opt}")
+        human.said_once(p, whys, _IN_FULL, human.ROW_REASON)
 
 
 def _result_json(r: Result) -> dict[str, Any]:
     if isinstance(r, Skipped):
         why = messages.skipped_reason(r)
-        return {"task": r.task, "verdict": "skipped", "exit_code": None, "reasons": [why]}
+        return {
+            "task": r.task,
+            "verdict": "skipped",
+            "exit_code": None,
+            "reasons": [why],
+            "reason_codes": [r.code],
+        }
     return report.outcome_json(r)
 
 
@@ -59,7 +72,7 @@ def _what_was_done(r: Result) -> str:
     if r.interrupted:
         return "interrupted; the record is kept: re-run to finish"
     if r.exit_code == ExitCode.FAILED:
-        failed = next((s for s in r.steps if s.outcome == "failed"), None)
+        failed = next((s for s in r.steps if s.outcome == StepOutcome.FAILED), None)
         return f"stopped at {failed.step}" if failed else "stopped"
     if r.exit_code != 0:
         return f"refused: {headline}"
@@ -81,6 +94,7 @@ def not_selected_json(not_selected: Sequence[tuple[str, str, Finished]]) -> list
             "task": task,
             "verdict": verdict,
             "reason": messages.finished_reason(finished),
+            "code": finished.code,
             "opt_in": finished.opt_in,
         }
         for task, verdict, finished in not_selected
@@ -94,13 +108,14 @@ def render_summary(results: list[Result], code: int, left: list[str], finish: st
         p.line("  nothing to do")
         return
     width = max(len(str(getattr(r, "task", ""))) for r in results)
-    for r in results:
+    done = [(r.task or "", _what_was_done(r)) for r in results]
+    for r, (task, what) in zip(results, done, strict=True):
         verdict = "skipped" if isinstance(r, Skipped) else str(r.verdict)
         ec = "-" if isinstance(r, Skipped) else str(r.exit_code)
-        task = r.task if isinstance(r, Skipped) else (r.task or "")
         p.line(
-            f"  {task:<{width}}  {verdict:<10}  {ec:>3}  {_what_was_done(r)}",
+            f"  {task:<{width}}  {verdict:<10}  {ec:>3}  {human.cut(what, human.ROW_REASON)}",
             VERDICT_STYLE.get(verdict),
         )
+    human.said_once(p, done, _IN_FULL, human.ROW_REASON)
     if finish is not None:
         p.line(f"not done: {', '.join(left)}; to finish them: {finish}", "bold")

@@ -15,7 +15,8 @@ import sys
 
 from fm_teardown.model.errors import Lead
 from fm_teardown.model.outcome import Outcome
-from fm_teardown.model.records import Record
+from fm_teardown.model.plan import StepOutcome
+from fm_teardown.model.records import Mode, Record, RecordKind
 from fm_teardown.model.settings import Settings
 from fm_teardown.report import messages, parked_run_words, step_words
 
@@ -125,7 +126,7 @@ def lead_line(outcome: Outcome) -> tuple[str, bool]:
     if outcome.exit_code in (3, 4, 5):
         return messages.refusal_line(first), bool(said) and outcome.lead == Lead.REFUSED
     if outcome.exit_code == 1 or outcome.interrupted:
-        failed = next((st for st in outcome.steps if st.outcome == "failed"), None)
+        failed = next((st for st in outcome.steps if st.outcome == StepOutcome.FAILED), None)
         if failed is not None and _parked_run_refused(failed.result) and not outcome.interrupted:
             # The script refuses a run it could not read back stopped, in these words.
             return messages.refusal_line(parked_run_words.refusal_text(outcome.task or "?")), False
@@ -146,7 +147,7 @@ def backlog_reminder(s: Settings, record: Record) -> str | None:
     """The script's backlog reminder (spec §10): none for a secondmate; the tasks-axi
     form when `tasks-axi` is on PATH and the backlog backend is not `manual`; else manual."""
     task = record.task_id
-    if record.kind == "secondmate":
+    if record.kind == RecordKind.SECONDMATE:
         return None
     backend = ""
     if s.config_dir is not None:
@@ -156,9 +157,9 @@ def backlog_reminder(s: Settings, record: Record) -> str | None:
         except OSError:
             backend = ""
     if shutil.which("tasks-axi") and backend != "manual":
-        if record.kind == "scout":
+        if record.kind == RecordKind.SCOUT:
             extra = f"--report data/{task}/report.md"
-        elif record.mode == "local-only":
+        elif record.mode == Mode.LOCAL_ONLY:
             extra = '--note "local main"'
         elif record.pr:
             extra = f"--pr {record.pr}"

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from fm_teardown.model.errors import ExitCode, FmError, Verdict
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.plan import StepName, StepOutcome
 from fm_teardown.model.results import ProcessesResult
+from fm_teardown.model.values import value
 from fm_teardown.report import messages, step_words
 from fm_teardown.report.cause_words import belongs_now
 
@@ -28,14 +29,18 @@ if TYPE_CHECKING:  # the audit's module only when an audit is rendered
     from fm_teardown.decide.audit import Audit, AuditRow
 
 __all__ = [
+    "ROW_REASON",
     "VERDICT_STYLE",
+    "DropIn",
     "Printer",
     "Shortener",
+    "cut",
     "headline",
     "plain",
     "render_audit",
     "render_error",
     "render_outcome",
+    "said_once",
 ]
 
 VERDICT_STYLE = {
@@ -182,26 +187,58 @@ def _runbook_hint(name: str | None) -> str | None:
     return f"hint: runbook: fm runbook {name}" if name else None
 
 
+@value
+class DropIn:
+    """The firstmate drop-in's output (`fm-teardown`): its first line (`REFUSED: …`,
+    `error: …`), which replaces fm's own when given and may be the outcome's first reason
+    itself (`lead_is_first_reason`: fm's detail lines then do not say it again); it ends with
+    the script's completion line, not fm's."""
+
+    lead: str | None = None
+    lead_is_first_reason: bool = False
+
+
 def render_outcome(
-    o: Outcome,
-    out: TextIO,
-    err: TextIO,
-    *,
-    runbook: str | None,
-    lead: str | None = None,
-    lead_is_first_reason: bool = False,
-    completion_line: bool = True,
+    o: Outcome, out: TextIO, err: TextIO, *, runbook: str | None, drop_in: DropIn | None = None
 ) -> None:
-    """One task's outcome for people. `lead`: a first line that replaces fm's own (the
-    firstmate drop-in's `REFUSED:`/`error:` line), which may be the first reason itself
-    (`lead_is_first_reason`); `completion_line`: end a finished run with `teardown <id>
-    complete`."""
+    """One task's outcome for people: the first line and the reasons under it, where, the
+    owners, the plan or the steps as they ran, the warnings and hints, the runbook; a finished
+    run ends with `teardown <id> complete` (not the drop-in's: `drop_in`)."""
     d = o.decision
     assert d is not None
     out_p, err_p = Printer(out), Printer(err)
     short = Shortener([d.pool] if d.pool else [])
+    _first_lines(o, err_p if o.exit_code != 0 else out_p, short, drop_in)
+    _where(o, out_p, short)
+    if o.steps:
+        if not o.dry_run:
+            out_p.line("steps:", "bold")
+        for i, s in enumerate(o.steps, 1):
+            detail = step_words.detail(s)
+            out_p.line(f"  {i}. {s.step} [{s.outcome}] {short(s.target)}: {short(detail)}")
+    for text in step_words.warnings_text(o):
+        err_p.line(f"warning: {short(text)}", "yellow")
+    for h in o.hints:
+        # Never shortened: a hint is a command to run from where the operator stands, so its
+        # paths stay absolute.
+        err_p.line(f"hint: {h}")
+    if o.exit_code == ExitCode.FAILED and not o.interrupted:
+        err_p.line(f"hint: re-run `fm teardown {o.task}` to finish (it re-checks ownership first)")
+    hint = _runbook_hint(runbook)
+    if hint:
+        err_p.line(hint)
+    if o.completed and drop_in is None:
+        out_p.line(f"teardown {o.task} complete")
+    if o.discarded_ref:
+        out_p.line(f"discarded work saved under {o.discarded_ref}; to bring it back: {o.restore}")
+
+
+def _first_lines(o: Outcome, first_p: Printer, short: Shortener, drop_in: DropIn | None) -> None:
+    """The first line (the verdict in words, or the drop-in's), then the detail under it."""
+    d = o.decision
+    assert d is not None
     bad = o.exit_code != 0
-    first_p = err_p if bad else out_p
+    lead = drop_in.lead if drop_in is not None else None
     style = f"bold {VERDICT_STYLE.get(str(o.verdict), '')}"
     if o.interrupted:
         pass  # the "fm: interrupted …" line is the first line
@@ -217,7 +254,7 @@ def render_outcome(
         details = details[:1]
     if o.exit_code == ExitCode.FAILED:
         details = []  # the reasons to go ahead; the first line says what stopped it
-    if lead is not None and lead_is_first_reason:
+    if lead is not None and drop_in is not None and drop_in.lead_is_first_reason:
         details = details[1:]
     elif lead is None and o.refused and details:
         # The first line said it already (`REFUSED — VERDICT: why`); the full slot path that
@@ -230,6 +267,12 @@ def render_outcome(
         # A refusal's reasons go verbatim (runbooks and scripts quote them); a go-ahead's
         # are shortened like the rest of stdout.
         first_p.line("  " + (r if bad else short(r)))
+
+
+def _where(o: Outcome, out_p: Printer, short: Shortener) -> None:
+    """Where: task, slot and endpoint, the pool, the owners of the slot, the plan's token."""
+    d = o.decision
+    assert d is not None
     where = [f"task {o.task}"]
     if d.slot:
         where.append(f"slot {d.slot}")  # in full: the one place an operator copies it from
@@ -255,27 +298,6 @@ def render_outcome(
     if o.dry_run and (o.plan_id or o.steps):
         # The token `--expect-plan` takes: a script approves exactly this plan.
         out_p.line(f"plan: {o.plan_id}" if o.plan_id else "plan:", "bold")
-    if o.steps:
-        if not o.dry_run:
-            out_p.line("steps:", "bold")
-        for i, s in enumerate(o.steps, 1):
-            detail = step_words.detail(s)
-            out_p.line(f"  {i}. {s.step} [{s.outcome}] {short(s.target)}: {short(detail)}")
-    for text in step_words.warnings_text(o):
-        err_p.line(f"warning: {short(text)}", "yellow")
-    for h in o.hints:
-        # Never shortened: a hint is a command to run from where the operator stands, so its
-        # paths stay absolute.
-        err_p.line(f"hint: {h}")
-    if o.exit_code == ExitCode.FAILED and not o.interrupted:
-        err_p.line(f"hint: re-run `fm teardown {o.task}` to finish (it re-checks ownership first)")
-    hint = _runbook_hint(runbook)
-    if hint:
-        err_p.line(hint)
-    if o.completed and completion_line:
-        out_p.line(f"teardown {o.task} complete")
-    if o.discarded_ref:
-        out_p.line(f"discarded work saved under {o.discarded_ref}; to bring it back: {o.restore}")
 
 
 def render_error(err: FmError, stream: TextIO | None = None, runbook: str | None = None) -> None:
@@ -307,7 +329,7 @@ def _why(r: AuditRow) -> str:
     """The row's one reason; a row that would proceed but is not finished says why not (what
     `--landed` would skip it for, and the opt-in that would include it)."""
     f = r.finished
-    if f.finished or r.verdict not in ("proceed", "stale"):
+    if f.finished or r.verdict not in (Verdict.PROCEED, Verdict.STALE):
         return messages.said_text(r.headline)
     opt = f" [include with {f.opt_in}]" if f.opt_in else ""
     return f"not finished: {messages.finished_reason(f)}{opt}"
@@ -316,23 +338,36 @@ def _why(r: AuditRow) -> str:
 # A WHY cell longer than this is cut (`…`); the reason is then said in full once, below the
 # table, for every task it applies to (a socket doubt names every server: 600 characters).
 _WHY_WIDTH = 120
+# A reason on a row of any other table (a batch's summary, the tasks `--landed` did not
+# select) fits the row: at most this long, and said in full once below it (spec §15.10).
+ROW_REASON = 200
 
 
-def _cut(text: str) -> str:
-    return text if len(text) <= _WHY_WIDTH else text[: _WHY_WIDTH - 1] + "…"
+def cut(text: str, width: int = _WHY_WIDTH) -> str:
+    """A row's reason as the row shows it: cut (`…`) past `width` characters."""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def said_once(
+    p: Printer, rows: Iterable[tuple[str, str]], title: str, width: int = _WHY_WIDTH
+) -> None:
+    """Each reason a row showed cut, in full, once, with the tasks it is theirs: below the
+    table (the JSON has every row's in full)."""
+    by_reason: dict[str, list[str]] = {}
+    for task, why in rows:
+        if len(why) > width:
+            by_reason.setdefault(why, []).append(task)
+    if not by_reason:
+        return
+    p.line(title, "bold")
+    for why, tasks in by_reason.items():
+        p.line(f"  {', '.join(tasks)}: {why}")
 
 
 def _reasons_in_full(p: Printer, rows: Sequence[AuditRow]) -> None:
-    by_reason: dict[str, list[str]] = {}
-    for r in rows:
-        why = _why(r)
-        if len(why) > _WHY_WIDTH:
-            by_reason.setdefault(why, []).append(r.task)
-    if not by_reason:
-        return
-    p.line("WHY in full (cut above; --json has every row's):", "bold")
-    for why, tasks in by_reason.items():
-        p.line(f"  {', '.join(tasks)}: {why}")
+    said_once(
+        p, ((r.task, _why(r)) for r in rows), "WHY in full (cut above; --json has every row's):"
+    )
 
 
 def render_audit(a: Audit, out: TextIO | None = None) -> None:
@@ -356,7 +391,7 @@ def render_audit(a: Audit, out: TextIO | None = None) -> None:
                 r.endpoint or "-",
                 "yes" if r.finished.finished else "no",
                 _short_path(r.slot, a.pools),
-                _cut(_why(r)),
+                cut(_why(r)),
             )
             for r in a.rows
         ]

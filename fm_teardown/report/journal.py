@@ -1,13 +1,16 @@
-"""The journal: JSON lines in `data/teardown-log.jsonl`, read as a stream.
+"""The journal: JSON lines in `data/teardown-log.jsonl`, read as a stream; the one module
+that writes it.
 
 A real run that will act first appends its intent (task, plan token, steps planned, the
-launch it tears down): a run whose journal cannot take that line refuses before anything is
-destroyed, unless `--no-journal`; a dry run asks `write_problem` whether it could. Every real
-run (refusals included, invalid requests not) then appends its result; a result line that
-cannot be written only warns. An intent with no later line for its task is a run that ended
-in between (`unfinished`). The journal is one of fm's own files: it is never written inside a
-slot or a task's temp dir of the run's `WorkPlaces`, and a run that has no such places (it
-never looked at the fleet) writes no line.
+launch it tears down; `write_intent`, called through the act stage's seam): a run whose
+journal cannot take that line refuses before anything is destroyed, unless `--no-journal`
+(or, for the drop-in, only warns); a dry run asks `write_problem` whether it could. Every
+real run (refusals included, invalid requests not) then appends its result (`write_result`,
+called from one place: `pipeline/one_task.py`); a result line that cannot be written only
+warns. An intent with no later line for its task is a run that ended in between
+(`unfinished`). The journal is one of fm's own files: it is never written inside a slot or a
+task's temp dir of the run's `WorkPlaces`, and a run that has no such places (it never
+looked at the fleet) writes no line. `tests/test_journal_writer.py` keeps every write here.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import json
 import os
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -25,24 +28,23 @@ from fm_teardown.adapters import safefile
 from fm_teardown.model.values import value
 
 if TYPE_CHECKING:
+    from fm_teardown.model.causes import OwnFileBlocked
     from fm_teardown.model.outcome import Outcome
     from fm_teardown.model.own_files import WorkPlaces
-    from fm_teardown.model.plan import Flags
+    from fm_teardown.model.plan import Decision, Planned
+    from fm_teardown.model.request import Flags
 
 __all__ = [
     "JOURNAL",
     "MAX_LINE",
     "TornDown",
-    "append",
     "bounded_lines",
-    "entry",
-    "intent_entry",
-    "result_entry",
     "torn_down_at",
-    "try_append",
     "unfinished",
     "unfinished_line",
+    "write_intent",
     "write_problem",
+    "write_result",
 ]
 
 JOURNAL = "teardown-log.jsonl"
@@ -50,57 +52,42 @@ JOURNAL = "teardown-log.jsonl"
 MAX_LINE = 1 << 20
 
 
-def entry(
-    task: str,
-    flags: dict[str, Any],
-    verdict: str,
-    exit_code: int,
-    steps: list[dict[str, str]] | None = None,
-    signalled: list[dict[str, Any]] | None = None,
-    discarded_ref: str | None = None,
-    project: str | None = None,
-) -> dict[str, Any]:
-    return {
-        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-        "task": task,
-        "flags": flags,
-        "verdict": verdict,
-        "exit_code": exit_code,
-        "steps": steps or [],
-        "signalled": signalled or [],
-        "discarded_ref": discarded_ref,
-        # The record's project (spec §12): where `fm restore` finds the save this run made.
-        "project": project,
-    }
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _entry_of(outcome: Outcome, flags: Flags) -> dict[str, Any]:
-    """The journal line of one real run, from its Outcome."""
+def _flags(flags: Flags) -> dict[str, Any]:
+    """What a line says of the request: the discard asked for."""
+    return {"force": flags.force, "discard_live_owner": flags.discard_live_owner}
+
+
+def _result_line(outcome: Outcome, flags: Flags) -> dict[str, Any]:
+    """The journal line of one real run, from its Outcome, with the plan token it ran (or
+    refused) on."""
     from fm_teardown.report.step_words import detail
 
-    return entry(
-        outcome.task or "",
-        {"force": flags.force, "discard_live_owner": flags.discard_live_owner},
-        str(outcome.verdict),
-        outcome.exit_code,
-        [
-            {
-                "step": str(s.step),
-                "target": s.target,
-                "outcome": str(s.outcome),
-                "detail": detail(s),
-            }
-            for s in outcome.steps
-        ]
-        if outcome.acted
-        else [],
-        [
-            {"pid": s.pid, "start_time": s.start_time, "name": s.name, "signals": list(s.signals)}
-            for s in outcome.every_signalled
-        ],
-        outcome.discarded_ref,
-        outcome.decision.project if outcome.decision is not None else None,
-    )
+    steps = [
+        {"step": str(s.step), "target": s.target, "outcome": str(s.outcome), "detail": detail(s)}
+        for s in outcome.steps
+    ]
+    signalled = [
+        {"pid": s.pid, "start_time": s.start_time, "name": s.name, "signals": list(s.signals)}
+        for s in outcome.every_signalled
+    ]
+    return {
+        "time": _now(),
+        "task": outcome.task or "",
+        "flags": _flags(flags),
+        "verdict": str(outcome.verdict),
+        "exit_code": outcome.exit_code,
+        "steps": steps if outcome.acted else [],
+        "signalled": signalled,
+        "discarded_ref": outcome.discarded_ref,
+        # The record's project (spec §12): where `fm restore` finds the save this run made.
+        "project": outcome.decision.project if outcome.decision is not None else None,
+        "phase": "result",
+        "plan_id": outcome.plan_id,
+    }
 
 
 # Why a run that never looked at the fleet writes no journal line.
@@ -109,7 +96,7 @@ _UNPLACED = (
 )
 
 
-def try_append(data_dir: Path, entry: dict[str, Any], places: WorkPlaces | None) -> str | None:
+def _try_append(data_dir: Path, entry: dict[str, Any], places: WorkPlaces | None) -> str | None:
     """Append one line; why it could not be (nothing was written), or None. `places`: where
     fm's own files never go, as the run found the fleet; None writes nothing."""
     line = (json.dumps(entry, ensure_ascii=False) + "\n").encode()
@@ -130,16 +117,16 @@ def try_append(data_dir: Path, entry: dict[str, Any], places: WorkPlaces | None)
     return None
 
 
-def append(data_dir: Path, entry: dict[str, Any], places: WorkPlaces | None) -> bool:
-    """`try_append`, warning when the line could not be written."""
-    why = try_append(data_dir, entry, places)
+def _append(data_dir: Path, entry: dict[str, Any], places: WorkPlaces | None) -> bool:
+    """`_try_append`, warning when the line could not be written."""
+    why = _try_append(data_dir, entry, places)
     if why is not None:
         sys.stderr.write(f"warning: could not append to the journal {data_dir / JOURNAL}: {why}\n")
     return why is None
 
 
 def write_problem(data_dir: Path, places: WorkPlaces) -> str | None:
-    """Why `try_append` would fail now (the words it would give), or None; writes nothing.
+    """Why `_try_append` would fail now (the words it would give), or None; writes nothing.
     What a dry run checks so that it refuses where the real run's intent line would."""
     path = data_dir / JOURNAL
     why = safefile.inside_work(str(path), places)
@@ -165,27 +152,66 @@ def write_problem(data_dir: Path, places: WorkPlaces) -> str | None:
     return None if os.access(path, os.W_OK) else os.strerror(13)
 
 
-def intent_entry(
-    task: str,
-    plan_id: str,
-    steps: list[str],
-    flags: Flags,
-    launch: dict[str, str | None] | None = None,
-) -> dict[str, Any]:
-    """The line a real run writes before its first destructive step; its result line follows.
-    An intent with no later line for its task is a run that died in between (a crash).
-    `launch`: the launch it tears down (`spawn_gen`, `worktree` as the record names them), so
-    that a re-run can tell a new launch of the same id from the one that was torn down."""
-    return {
-        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+def write_intent(
+    data_dir: Path, d: Decision, planned: Planned, flags: Flags
+) -> OwnFileBlocked | None:
+    """Journal a real run's intent before its first destructive step, naming the launch it
+    tears down (`spawn_gen`, `worktree` as the record names them), so that a re-run can tell a
+    new launch of the same id from the one that was torn down; its result line follows. An
+    intent with no later line for its task is a run that died in between (a crash). Why it
+    could not be written (the run then refuses), or None; the drop-in's run only warns."""
+    from fm_teardown.model.causes import OwnFile, OwnFileBlocked
+    from fm_teardown.model.request import Caller
+
+    record = planned.fleet.records.get(d.task)
+    launch = (
+        {"spawn_gen": record.spawn_gen, "worktree": record.worktree} if record is not None else None
+    )
+    line = {
+        "time": _now(),
         "phase": "intent",
-        "task": task,
-        "plan_id": plan_id,
-        "steps": steps,
-        "flags": {"force": flags.force, "discard_live_owner": flags.discard_live_owner},
+        "task": d.task,
+        "plan_id": planned.plan_id or "",
+        "steps": [str(st.step) for st in d.plan],
+        "flags": _flags(flags),
         "pid": os.getpid(),
         "launch": launch,
     }
+    if flags.caller == Caller.DROP_IN:
+        _append(data_dir, line, planned.places)  # warns when it cannot
+        return None
+    problem = _try_append(data_dir, line, planned.places)
+    if problem is None:
+        return None
+    return OwnFileBlocked(OwnFile.JOURNAL, str(data_dir / JOURNAL), problem)
+
+
+def write_result(
+    data_dir: Path,
+    task: str,
+    outcome: Outcome,
+    flags: Flags,
+    places_now: Callable[[], WorkPlaces | None],
+) -> None:
+    """Append a real run's result line: every real run for a valid task id, refusals
+    included; not a request fm could not take, not a re-run of a task already torn down
+    (nothing was done, and the journal's line for it stays the teardown's own), not one run
+    with `--no-journal`. Never inside a task's work: where fm's own files never go is what
+    the run found, or, for a run that ended before it looked at the fleet, what the fleet
+    shows now (`places_now`); a fleet that cannot be read shows nothing, and then no line is
+    written (a warning says so)."""
+    from fm_teardown.model.errors import Verdict
+    from fm_teardown.model.records import task_id_problem
+
+    if (
+        outcome.dry_run
+        or outcome.verdict in (Verdict.INVALID, Verdict.ALREADY)
+        or task_id_problem(task) is not None
+        or flags.no_journal
+    ):
+        return
+    places = outcome.places if outcome.places is not None else places_now()
+    _append(data_dir, _result_line(outcome, flags), places)
 
 
 def _lines(data_dir: Path, task: str | None) -> Iterator[dict[str, Any]]:
@@ -265,14 +291,6 @@ def unfinished_line(intent: dict[str, Any]) -> str:
         "result: it ended partway (a crash?); the steps it may have done: "
         + ", ".join(str(s) for s in intent.get("steps") or [])
     )
-
-
-def result_entry(outcome: Outcome, flags: Flags) -> dict[str, Any]:
-    """A real run's result line: `_entry_of`, with the plan token it ran (or refused) on."""
-    line = _entry_of(outcome, flags)
-    line["phase"] = "result"
-    line["plan_id"] = outcome.plan_id
-    return line
 
 
 def bounded_lines(fh: BinaryIO) -> Iterator[bytes]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from fm_teardown.model.errors import FmError, Lead
 from fm_teardown.model.landing import LandedFacts, LandedRung, Proof, ProofLine, Reason
+from fm_teardown.model.notes import Note
 from fm_teardown.model.plan import Step, StepOutcome
 from fm_teardown.model.reasons import Finished, FinishedWhy, NotSelectedReason, NotSelectedWhy
 from fm_teardown.report.cause_words import cause_text, not_landed_text
@@ -74,6 +75,8 @@ def said_text(r: Reason) -> str:
         return r
     if isinstance(r, ProofLine):
         return f"{r.before}{proof_text(r.proof)}{r.after}"
+    if isinstance(r, Note):  # words with their code: shown as they are
+        return r.text
     return cause_text(r)
 
 

@@ -1,6 +1,11 @@
 """Rendering, in one place: an Outcome or an Audit, for programs (JSON, spec §7) and,
 through `human`, for people. Which runbook a result points at is decided here, once, for
 both (`"runbook"` in the JSON, the last hint line for people).
+
+Beside the words, the JSON gives each reason, headline, warning, owner and finished reason
+its stable code (`reason_codes`, `headline_code`, `warning_codes`, `code`; null for a
+proceeding decision's own words, which are no refusal): the values carry them, `docs/codes.md`
+says what each means.
 """
 
 from __future__ import annotations
@@ -9,12 +14,16 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
+from fm_teardown.model.causes import code_of
 from fm_teardown.model.errors import ExitCode, FmError, Verdict
+from fm_teardown.model.landing import ProofLine, Reason
+from fm_teardown.model.notes import Note
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.plan import Step, StepOutcome
 from fm_teardown.model.results import PoolResult, PoolWhat
+from fm_teardown.model.step_warnings import warning_code
 from fm_teardown.report import messages, step_words
-from fm_teardown.report.human import Printer, render_error, render_outcome
+from fm_teardown.report.human import DropIn, Printer, render_error, render_outcome
 
 if TYPE_CHECKING:  # the audit's module only when an audit is rendered
     from fm_teardown.decide.audit import Audit
@@ -26,6 +35,7 @@ __all__ = [
     "emit_json",
     "error_runbook",
     "outcome_json",
+    "reason_code",
     "render",
     "render_firstmate",
     "runbook_for",
@@ -62,6 +72,14 @@ def error_runbook(err: FmError) -> str:
     return "unsafe" if err.verdict == Verdict.UNSAFE else "invalid"
 
 
+def reason_code(r: Reason) -> str | None:
+    """A reason's or headline's stable code; None for the decide stage's own words and a
+    proof of landing (a proceeding decision's, no refusal)."""
+    if isinstance(r, str | ProofLine):
+        return None
+    return str(r.code) if isinstance(r, Note) else code_of(r)
+
+
 def step_json(step: Step) -> dict[str, str]:
     return {
         "step": str(step.step),
@@ -80,12 +98,14 @@ def outcome_json(o: Outcome) -> dict[str, Any]:
         "verdict": str(o.verdict),
         "exit_code": o.exit_code,
         "reasons": list(messages.reasons(o)),
+        "reason_codes": [reason_code(r) for r in o.reasons],
     }
     d = o.decision
     doc["owners"] = [
         {
             "id": w.id,
             "kind": str(w.kind),
+            "code": w.kind.code,
             "endpoint": str(w.endpoint),
             "live": w.live,
             "slot": w.slot,
@@ -95,6 +115,7 @@ def outcome_json(o: Outcome) -> dict[str, Any]:
     ]
     doc["steps"] = [step_json(s) for s in o.steps]
     doc["warnings"] = list(step_words.warnings_text(o))
+    doc["warning_codes"] = [warning_code(w) for w in o.warnings]
     doc["hints"] = list(o.hints)
     doc["runbook"] = runbook_for(o)
     if d is None:
@@ -103,6 +124,7 @@ def outcome_json(o: Outcome) -> dict[str, Any]:
     doc["slot"] = d.slot
     doc["endpoint"] = str(d.endpoint) if d.endpoint else None
     doc["headline"] = messages.said_text(d.headline)
+    doc["headline_code"] = reason_code(d.headline)
     doc["notes"] = list(d.notes)
     if not o.dry_run:
         doc["signalled"] = [
@@ -122,6 +144,7 @@ def audit_error_json(err: FmError) -> dict[str, Any]:
         "exit_code": int(err.exit_code),
         "verdict": str(err.verdict),
         "reasons": [messages.error_reason(err)],
+        "reason_codes": [str(err.code)],
         "hints": list(err.hints),
         "runbook": error_runbook(err),
         "tasks": [],
@@ -148,12 +171,16 @@ def audit_json(a: Audit) -> dict[str, Any]:
                 "verdict": str(r.verdict),
                 "exit_code": r.exit_code,
                 "reasons": list(messages.refused_reasons(r.reasons, r.refused)),
+                "reason_codes": [reason_code(x) for x in r.reasons],
                 "headline": messages.said_text(r.headline),
+                "headline_code": reason_code(r.headline),
                 "plan_id": r.plan_id,
                 "owners": list(r.owners),
+                "owner_codes": list(r.owner_codes),
                 "finished": {
                     "finished": r.finished.finished,
                     "reason": messages.finished_reason(r.finished),
+                    "code": r.finished.code,
                     "opt_in": r.finished.opt_in,
                 },
             }
@@ -215,7 +242,5 @@ def render_firstmate(
         out or sys.stdout,
         err or sys.stderr,
         runbook=runbook_for(o),
-        lead=lead,
-        lead_is_first_reason=lead_is_first_reason,
-        completion_line=False,
+        drop_in=DropIn(lead, lead_is_first_reason),
     )

@@ -36,6 +36,7 @@ def show_error(task: str, err: FmError, code: ExitCode, json_out: bool) -> None:
                 exit_code=int(code),
                 verdict=str(err.verdict),
                 reasons=[messages.error_reason(err)],
+                reason_codes=[str(err.code)],
                 hints=list(err.hints),
             )
         )

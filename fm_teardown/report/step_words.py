@@ -2,7 +2,9 @@
 
 Every step of a real run carries a typed result (`model/results.py`) and every warning of a
 run is a value (`model/step_warnings.py`); their text, the same for people, the JSON output
-and the journal, is made here and nowhere else. No module reads any of it back
+and the journal, is made here and nowhere else: each step's words are one function of its
+result (`_endpoint`, `_processes`, `_hooks`, ...), found by the result's type in
+`result_text`, the steps' words table. No module reads any of it back
 (tests/test_no_prose_as_data.py); nothing below report/ imports it (tests/test_layers.py).
 """
 
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING
 from fm_teardown.decide.hints import shell_where
 from fm_teardown.model.leaks import BrowserLeft, BrowserResult, RemoteJobsResult, WorkersLeft
 from fm_teardown.model.not_landed import UnlandedDiscarded
+from fm_teardown.model.notes import Note
 from fm_teardown.model.parked_run import ParkedRunResult, RunUnasked
 from fm_teardown.model.plan import Step
 from fm_teardown.model.results import (
@@ -104,6 +107,8 @@ _NOT_RUN = {
 
 
 def result_text(r: StepResult) -> str:
+    """A step result's words: each step's words function, found by its result's type (the
+    words table of the steps; a result without a case here fails mypy's exhaustiveness)."""
     match r:
         case NotRun():
             return _NOT_RUN[r.cause]
@@ -111,50 +116,66 @@ def result_text(r: StepResult) -> str:
             return r.why or "not needed"
         case RecordGone():
             return "the record is already gone"
+        case Arrived():
+            return _arrived(r)
         case EndpointResult():
             return _endpoint(r)
         case ProcessesResult():
             return _processes(r)
         case SaveResult():
-            if r.what == SaveWhat.FAILED:
-                return f"{r.error}; nothing was discarded"
-            with_records = f" with the task records {', '.join(r.records)}" if r.records else ""
-            return (
-                f"saved {r.owner}'s work{with_records} as {r.commit[:12]} in {r.project}; to "
-                f"restore: {r.restore}"
-            )
+            return _save(r)
         case HooksResult():
-            if r.what == HooksWhat.UNTRACKED_UNKNOWN:
-                return f"{_hooks_unknown(r)}; hook files left"
-            if r.what == HooksWhat.NONE:
-                return "no hook file in the slot"
-            return "; ".join(_hook_file(f) for f in r.files)
+            return _hooks(r)
+        case PoolResult():
+            return _pool(r)
         case BranchResult():
             return _branch(r)
         case ClaimResult():
             return _claim(r)
         case AuthResult():
-            if r.removed:
-                return "removed " + ", ".join(r.removed)
-            return "no hook auth entry to remove"
+            return _auth(r)
         case AttributionResult():
-            if r.what == AttributionWhat.FAILED:
-                return f"could not append the row: {r.error}"
-            if r.what == AttributionWhat.ALREADY_THERE:
-                return f"{r.task}'s row is already in {r.path} (a re-run)"
-            return f"appended {r.task}'s row to {r.path}"
-        case PoolResult():
-            return _pool(r)
-        case RecordResult():
-            return _record(r)
-        case Arrived():
-            return _arrived(r)
+            return _attribution(r)
         case BrowserResult():
             return leak_words.browser_text(r)
         case RemoteJobsResult():
             return leak_words.remote_jobs_text(r)
         case ParkedRunResult():
             return parked_run_words.parked_run_text(r)
+        case RecordResult():
+            return _record(r)
+
+
+def _save(r: SaveResult) -> str:
+    if r.what == SaveWhat.FAILED:
+        return f"{r.error}; nothing was discarded"
+    with_records = f" with the task records {', '.join(r.records)}" if r.records else ""
+    return (
+        f"saved {r.owner}'s work{with_records} as {r.commit[:12]} in {r.project}; to "
+        f"restore: {r.restore}"
+    )
+
+
+def _hooks(r: HooksResult) -> str:
+    if r.what == HooksWhat.UNTRACKED_UNKNOWN:
+        return f"{_hooks_unknown(r)}; hook files left"
+    if r.what == HooksWhat.NONE:
+        return "no hook file in the slot"
+    return "; ".join(_hook_file(f) for f in r.files)
+
+
+def _auth(r: AuthResult) -> str:
+    if r.removed:
+        return "removed " + ", ".join(r.removed)
+    return "no hook auth entry to remove"
+
+
+def _attribution(r: AttributionResult) -> str:
+    if r.what == AttributionWhat.FAILED:
+        return f"could not append the row: {r.error}"
+    if r.what == AttributionWhat.ALREADY_THERE:
+        return f"{r.task}'s row is already in {r.path} (a re-run)"
+    return f"appended {r.task}'s row to {r.path}"
 
 
 def _endpoint(r: EndpointResult) -> str:
@@ -413,8 +434,8 @@ def _auth_left(w: AuthLeft) -> str:
 def warning_text(w: RunWarning) -> str:
     """A warning's words: the decision's are words already; a run's are made here."""
     match w:
-        case str():
-            return w
+        case Note():
+            return w.text
         case UnlandedDiscarded():
             if w.live_owner:
                 return (

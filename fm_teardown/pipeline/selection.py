@@ -1,8 +1,8 @@
 """What a batch tears down (spec §9): `fm teardown --landed` (every finished task, from the
 audit) and `fm teardown A B C` (the launches named), and each task selected again at its turn.
 
-Strung together here, beside `pipeline.py` and `audit.py`; `commands/batch.py` runs the
-selection one task after another, journals and renders.
+Strung together here, beside `stages.py` and `audit.py`; `batch.py` runs the selection one
+task after another, and `commands/batch.py` renders it.
 """
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ from dataclasses import field
 from typing import TYPE_CHECKING, cast
 
 from fm_teardown.decide import census
-from fm_teardown.decide.finished import Options, classify, identity
+from fm_teardown.decide.finished import classify, identity
 from fm_teardown.model.errors import FmError, Verdict
 from fm_teardown.model.reasons import Finished, NotSelectedReason, NotSelectedWhy
+from fm_teardown.model.request import Options
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.values import value
-from fm_teardown.pipeline import Guard, meta_inode
+from fm_teardown.pipeline.stages import Guard, meta_inode
 
 if TYPE_CHECKING:
     from fm_teardown.decide.audit import AuditRow
@@ -32,7 +33,7 @@ class NotChosen:
     """A task `--landed` did not select: its verdict, and why (with the opt-in, if any)."""
 
     task: str
-    verdict: str
+    verdict: Verdict
     finished: Finished
     # Refused rather than passed over: `--include-live` would take it for its own live
     # endpoint, but someone else works in its slot (spec §15.4); it counts in the exit code.
@@ -53,7 +54,7 @@ _IDENTITY_FIELDS = ("window", "worktree", "spawn_gen", "meta inode", "meta mtime
 def select_landed(s: Settings, opts: Options) -> Selection:
     """`--landed`: every finished task (finished.classify, the audit's own column), from one
     observation of the fleet, in task-id order; the others with their one reason."""
-    from fm_teardown.audit import audit
+    from fm_teardown.pipeline.audit import audit
 
     rows = sorted(audit(s, opts).rows, key=lambda r: r.task)
     chosen = [r for r in rows if r.finished.finished]
@@ -63,7 +64,7 @@ def select_landed(s: Settings, opts: Options) -> Selection:
         # A task `--include-live` took for its own live endpoint but where someone else works
         # too refuses as a live owner (its verdict here), though its own dry run proceeds.
         tuple(
-            NotChosen(r.task, str(r.finished.verdict or r.verdict), r.finished, _refuses(r, opts))
+            NotChosen(r.task, r.finished.verdict or r.verdict, r.finished, _refuses(r, opts))
             for r in rows
             if not r.finished.finished
         ),
@@ -76,7 +77,8 @@ def _refuses(row: AuditRow, opts: Options) -> bool:
     says so (a person's terminal there) or only the selection does (`OthersAtWork`)."""
     return (
         opts.include_live
-        and row.endpoint not in (None, "dead", "missing")
+        and row.endpoint is not None
+        and row.endpoint.live
         and row.finished.verdict == Verdict.LIVE_OWNER
         and bool(row.finished.working)
     )
@@ -133,7 +135,7 @@ def guard(
             verdict = classify(
                 d.verdict,
                 d.headline,
-                str(ep.state) if ep is not None else None,
+                ep.state if ep is not None else None,
                 ep.detail if ep is not None else "",
                 record,
                 cast("LandedFacts | None", planned.landed),

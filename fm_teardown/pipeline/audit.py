@@ -7,7 +7,7 @@ landed-work check as the one-task dry run (one `git status` per slot, a few git 
 project). Then the slots claimed by more than one record, and the fleet's loose ends
 (`observe.loose_ends`): windows, leases, agents and files that no record accounts for.
 
-This module strings the stages together for the audit, as `pipeline.py` does for one task;
+This module strings the stages together for the audit, as `stages.py` does for one task;
 the rows themselves are built in `decide/audit.py`, from values.
 """
 
@@ -16,25 +16,25 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from fm_teardown.decide import finished
 from fm_teardown.decide.audit import Audit, AuditRow, row, shared_slots, unusable
 from fm_teardown.decide.hints import inventory_hint
 from fm_teardown.decide.rules import decide_all
-from fm_teardown.model.errors import refused
-from fm_teardown.model.plan import Flags
-from fm_teardown.model.records import Fleet, Record, load_fleet
+from fm_teardown.model.errors import ErrorCode, refused
+from fm_teardown.model.records import Backend, Fleet, Record, load_fleet
+from fm_teardown.model.request import Flags, Options, RunMode
 from fm_teardown.model.settings import Settings
-from fm_teardown.model.world import InventoryStatus, Observation
+from fm_teardown.model.world import InventoryStatus, Observation, Orphan
 from fm_teardown.observe.loose_ends import orphans
 from fm_teardown.observe.observation import observe, ready
-from fm_teardown.pipeline import meta_inode
+from fm_teardown.pipeline.stages import meta_inode
 
 if TYPE_CHECKING:
     from fm_teardown.model.landing import LandedFacts
 
-__all__ = ["audit", "refuse_unreadable_inventory"]
+__all__ = ["audit", "fleet_audit", "refuse_unreadable_inventory"]
 
 
 def refuse_unreadable_inventory(fleet: Fleet, obs: Observation) -> None:
@@ -44,21 +44,39 @@ def refuse_unreadable_inventory(fleet: Fleet, obs: Observation) -> None:
     error = obs.inventory.error or "unknown error"
     if obs.inventory.status != InventoryStatus.ERROR:
         return
-    if not any(r.backend == "tmux" for r in fleet.records.values()):
+    if not any(r.backend == Backend.TMUX for r in fleet.records.values()):
         return
     raise refused(
         f"the tmux inventory could not be read, so no task's window can be confirmed gone: {error}",
         inventory_hint(error),
         unchanged=True,
+        code=ErrorCode.INVENTORY_UNREADABLE,
     )
 
 
-def audit(settings: Settings, opts: finished.Options | None = None) -> Audit:
-    opts = opts or finished.Options()
+def fleet_audit(settings: Settings, opts: Options) -> Audit:
+    """`fm teardown --dry-run`: the audit, and the real runs the journal shows unfinished
+    (an intent and no result: they died partway) among the loose ends."""
+    result = audit(settings, opts)
+    return replace(result, orphans=(*result.orphans, *_unfinished_runs(settings)))
+
+
+def _unfinished_runs(s: Settings) -> tuple[Orphan, ...]:
+    from fm_teardown.report import journal
+
+    return tuple(
+        Orphan("unfinished-teardown", task, None, journal.unfinished_line(intent))
+        for task, intent in sorted(journal.unfinished(s.data_dir).items())
+    )
+
+
+def audit(settings: Settings, opts: Options | None = None) -> Audit:
+    """The audit's rows (what `--landed` selects from), its shared slots and loose ends."""
+    opts = opts or Options()
     fleet = load_fleet(settings.state_dir)
     obs = observe(settings, fleet)
     refuse_unreadable_inventory(fleet, obs)
-    flags = Flags(dry_run=True)
+    flags = Flags(mode=RunMode.DRY_RUN)
     rows: dict[str, AuditRow] = {}
     usable: list[str] = []
     for task in fleet.task_ids:
