@@ -14,6 +14,7 @@ from fm_teardown.act.parked_run_step import conclude
 from fm_teardown.adapters import no_mistakes
 from fm_teardown.decide.parked_run import attribute, confirmation, not_found_error
 from fm_teardown.model import settings
+from fm_teardown.model.errors import Verdict
 from fm_teardown.model.parked_run import (
     Asked,
     Attribution,
@@ -22,8 +23,11 @@ from fm_teardown.model.parked_run import (
     ParkedRunWhat,
     RunStatus,
 )
+from fm_teardown.model.plan import StepName
+from fm_teardown.model.step_actions import AbortParkedRun
 from tests.fleet import git
 from tests.nm_fake import NmFake, parked_toon, running_toon
+from tests.test_decide import S1, World
 
 BRANCH = "fm/task-x1"
 SHA = "a" * 40
@@ -138,6 +142,39 @@ def test_an_abort_is_confirmed_only_by_that_run_ended_or_the_exact_not_found() -
     assert confirmation(Asked(False, said="error: run not found"), "01RUN") is None
     assert confirmation(Asked(False, problem="timed out after 1s"), "01RUN") is None
     assert confirmation(Asked(True, said=said), "01RUN") is None
+
+
+# -- the plan -----------------------------------------------------------------------------------
+
+NM = "/opt/bin/no-mistakes"
+
+
+def test_a_ship_tasks_plan_looks_for_its_parked_run_first() -> None:
+    d = World(no_mistakes_bin=NM).task("a").decide("a")
+    first = d.plan[0]
+    assert (first.step, first.target, first.action) == (
+        StepName.PARKED_RUN,
+        S1,
+        AbortParkedRun(S1, NM),
+    )
+    assert d.plan[1].step == StepName.ENDPOINT
+    assert "no-mistakes axi status" in first.detail and NM in first.detail
+
+
+@pytest.mark.parametrize("case", ["no-binary", "scout", "secondmate", "stale", "gone"])
+def test_no_parked_run_step_where_no_run_of_the_tasks_slot_is_to_abort(case: str) -> None:
+    w = World(no_mistakes_bin=None if case == "no-binary" else NM)
+    if case == "stale":  # a newer launch's slot: left to it
+        d = w.task("a", mtime_ns=1).task("b", mtime_ns=2).decide("a")
+        assert d.verdict == Verdict.STALE
+    elif case == "gone":
+        d = w.task("a").gone().decide("a")
+    elif case == "secondmate":
+        d = w.task("a", kind=case, home=S1).decide("a")
+    else:
+        d = w.task("a", kind="scout" if case == "scout" else "ship").decide("a")
+    assert d.plan, d
+    assert StepName.PARKED_RUN not in [s.step for s in d.plan]
 
 
 # -- the timeout knob -----------------------------------------------------------------------------

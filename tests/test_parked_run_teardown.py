@@ -85,6 +85,16 @@ def test_the_tasks_parked_run_is_aborted_before_its_window_is_killed(
     assert f"{SESSION}:fm-{ID_T1}" not in fleet.tmux.windows()
 
 
+def test_the_torn_down_line_says_the_run_was_aborted(fleet: Fleet, nm: NmFake) -> None:
+    slot, _ = ship(fleet, "dead")
+    nm.set("status", parked_toon(BRANCH, head(slot)))
+    r = fleet.fm("teardown", ID_T1, env=env(fleet, nm))
+    assert r.returncode == 0, r.stderr
+    assert f"TORN DOWN — {ID_T1}: parked no-mistakes run aborted, window killed" in r.stdout, (
+        r.stdout
+    )
+
+
 def test_the_drop_in_says_it_aborts_in_the_scripts_words(fleet: Fleet, nm: NmFake) -> None:
     slot, _ = ship(fleet, "dead")
     nm.set("status", parked_toon(BRANCH, head(slot)))

@@ -6,11 +6,11 @@ firstmate's script does this first of its pre-teardown cleanup ("Fix 1",
 agent) whose worker is removed is never answered, and holds a fleet slot for good. In fm's
 terms:
 
-1. `no-mistakes axi status` in the slot (the operator's `no-mistakes`, found on PATH; never
-   one that lies in the slot), bounded by `FM_TEARDOWN_NM_TIMEOUT` (10 s). A query that does
-   not answer (it cannot run, times out, exits non-zero) looks at no run: nothing is aborted
-   and the teardown goes on, as the script does (aborting nothing is how things stood), with
-   a warning that says so.
+1. `no-mistakes axi status` in the slot (the operator's `no-mistakes`, found on PATH when
+   deciding: the step's action, `AbortParkedRun`; never one that lies in the slot), bounded by
+   `FM_TEARDOWN_NM_TIMEOUT` (10 s). A query that does not answer (it cannot run, times out,
+   exits non-zero) looks at no run: nothing is aborted and the teardown goes on, as the script
+   does (aborting nothing is how things stood), with a warning that says so.
 2. The run it names is TASK's only when its branch and its head match the slot
    (`decide/parked_run.py`, read right here, right before the abort: the slot's branch and
    code identity through the git door). A run that is not TASK's, has an outcome or has an
@@ -40,18 +40,19 @@ from fm_teardown.model.parked_run import (
     RunUnasked,
 )
 from fm_teardown.model.paths import canonical, is_within
-from fm_teardown.model.plan import StepName
+from fm_teardown.model.plan import Step, StepName
+from fm_teardown.model.step_actions import AbortParkedRun
 
-__all__ = ["code_identity", "conclude", "slot_branch", "step_parked_run"]
+__all__ = ["act", "code_identity", "conclude", "slot_branch"]
 
 
-def step_parked_run(run: Run, slot: str) -> None:
-    """The step: its result noted; a run not read back stopped fails it (the run stops,
-    nothing more done); a CLI that could not be asked only warns."""
-    binary = run.settings.no_mistakes_bin
-    if binary is None:  # planned only when it is on PATH: the settings have not changed
-        return
-    result = conclude(binary, slot, run.settings.nm_timeout)
+def act(run: Run, step: Step) -> None:
+    """The parked-run step of the plan: its result noted; a run not read back stopped fails
+    it (the run stops, nothing more done); a CLI that could not be asked only warns."""
+    abort = step.action
+    assert isinstance(abort, AbortParkedRun), step
+    slot = abort.slot
+    result = conclude(abort.binary, slot, run.settings.nm_timeout)
     if result.what == ParkedRunWhat.UNCONFIRMED:
         raise run.fail(StepName.PARKED_RUN, slot, result)
     run.note(StepName.PARKED_RUN, slot, result)

@@ -18,7 +18,7 @@ from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.plan import StepOutcome
 from fm_teardown.model.records import Mode, Record, RecordKind
 from fm_teardown.model.settings import Settings
-from fm_teardown.report import messages, parked_run_words, step_words
+from fm_teardown.report import messages, step_words
 
 __all__ = [
     "USAGE",
@@ -87,7 +87,7 @@ def operator_lines(outcome: Outcome) -> None:
 
     for st in outcome.steps:
         if isinstance(st.result, ParkedRunResult) and st.result.aborted:
-            sys.stderr.write(parked_run_words.aborting_line(outcome.task or "?") + "\n")
+            sys.stderr.write(_aborting_line(outcome.task or "?") + "\n")
     for st in outcome.steps:
         if isinstance(st.result, BrowserResult):
             for line in leak_words.browser_lines(st.result):
@@ -129,12 +129,30 @@ def lead_line(outcome: Outcome) -> tuple[str, bool]:
         failed = next((st for st in outcome.steps if st.outcome == StepOutcome.FAILED), None)
         if failed is not None and _parked_run_refused(failed.result) and not outcome.interrupted:
             # The script refuses a run it could not read back stopped, in these words.
-            return messages.refusal_line(parked_run_words.refusal_text(outcome.task or "?")), False
+            return messages.refusal_line(_parked_refusal(outcome.task or "?")), False
         cause = f"{failed.step}: {step_words.detail(failed)}" if failed else first
         if outcome.interrupted:
             cause = "interrupted" + (f" ({cause})" if failed else "")
         return f"error: teardown {outcome.task} stopped: {cause}; the record is kept", False
     return messages.led(Lead.ERROR, first), False
+
+
+def _aborting_line(task: str) -> str:
+    """firstmate's progress line, as its script prints it before the abort (spec §15.5b)."""
+    return (
+        f"teardown: no-mistakes run for {task} is parked at a gate; aborting before the "
+        "worker is removed"
+    )
+
+
+def _parked_refusal(task: str) -> str:
+    """firstmate's refusal of a run not read back stopped, in its script's words, without its
+    `REFUSED: ` lead (`<id>` is the script's own placeholder)."""
+    return (
+        f"no-mistakes run for {task} is still parked after axi abort; confirm it stopped "
+        "(no-mistakes axi status) or abort it manually (no-mistakes axi abort --run <id>) "
+        "before retrying teardown."
+    )
 
 
 def _parked_run_refused(result: object) -> bool:

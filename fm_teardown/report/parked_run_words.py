@@ -1,7 +1,7 @@
-"""The words of the parked-run step (`model/parked_run.py`): its result, its warning, and the
-lines firstmate's drop-in prints in the script's own words (the aborting line, the refusal of
-a run not read back stopped). Written once, here; `step_words.py` and `firstmate_view.py` call
-them."""
+"""The words of the parked-run step (`model/parked_run.py`): its result and its warning,
+written once, here, for `step_words.py` to call (a module of their own, as the leaks' words
+are, to keep `step_words.py` within the module limit). The lines firstmate's drop-in prints for
+the step, in the script's words, are `firstmate_view.py`'s."""
 
 from __future__ import annotations
 
@@ -15,29 +15,9 @@ from fm_teardown.model.parked_run import (
 )
 
 __all__ = [
-    "aborting_line",
     "parked_run_text",
-    "refusal_text",
     "unasked_text",
 ]
-
-
-def aborting_line(task: str) -> str:
-    """firstmate's progress line, as its script prints it before the abort."""
-    return (
-        f"teardown: no-mistakes run for {task} is parked at a gate; aborting before the "
-        "worker is removed"
-    )
-
-
-def refusal_text(task: str) -> str:
-    """firstmate's refusal of a run not read back stopped, in its script's words, without its
-    `REFUSED: ` lead (`<id>` is the script's own placeholder)."""
-    return (
-        f"no-mistakes run for {task} is still parked after axi abort; confirm it stopped "
-        "(no-mistakes axi status) or abort it manually (no-mistakes axi abort --run <id>) "
-        "before retrying teardown."
-    )
 
 
 def _run(r: ParkedRunResult) -> str:
