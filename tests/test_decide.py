@@ -46,6 +46,7 @@ from fm_teardown.model.world import (
     PoolView,
     Proc,
     ProcessTable,
+    ProcStat,
     SlotClaim,
     SlotFacts,
     TaskTmp,
@@ -186,7 +187,7 @@ class World:
     def agent(self, pid: int, slot: str = S1, *, of: str | None = None) -> World:
         """An agent process whose cwd is in `slot`; `of`: the task whose pane tree holds it."""
         self.agents.setdefault(slot, []).append(
-            Proc(pid, 1, "claude", "claude", slot + "/src", 1000.0 + pid)
+            Proc(pid, 1, "claude", "claude", slot + "/src", ProcStat(1000.0 + pid))
         )
         if of is not None:
             self.endpoint_pids[of].add(pid)
@@ -194,18 +195,20 @@ class World:
 
     def worker(self, pid: int, slot: str = S1) -> World:
         """A non-agent process whose cwd is in `slot`."""
-        self.others.setdefault(slot, []).append(Proc(pid, 1, "sleep", "sleep", slot, 1.0))
+        self.others.setdefault(slot, []).append(Proc(pid, 1, "sleep", "sleep", slot, ProcStat(1.0)))
         return self
 
     def shell(self, pid: int, slot: str = S1, *, of: str) -> World:
         """A shell of task `of`'s endpoint whose cwd is in `slot`."""
-        self.others.setdefault(slot, []).append(Proc(pid, 1, "bash", "bash", slot, 2.0))
+        self.others.setdefault(slot, []).append(Proc(pid, 1, "bash", "bash", slot, ProcStat(2.0)))
         self.endpoint_pids[of].add(pid)
         return self
 
     def tmux_server(self, pid: int, slot: str = S1) -> World:
         """A tmux server started from inside `slot` (it keeps that cwd)."""
-        self.others.setdefault(slot, []).append(Proc(pid, 1, "tmux: server", "tmux", slot, 3.0))
+        self.others.setdefault(slot, []).append(
+            Proc(pid, 1, "tmux: server", "tmux", slot, ProcStat(3.0))
+        )
         return self
 
     def foreign_git(self, slot: str = S1) -> World:
@@ -1399,7 +1402,7 @@ class RealWorld:
         (self.state / f"{task_id}.meta").write_text("\n".join([*lines, *extra]) + "\n")
 
     def proc(self, pid: int, name: str, cwd: Path | str, parent: int = 1) -> None:
-        self.procs[pid] = Proc(pid, parent, name, name, str(cwd), float(pid))
+        self.procs[pid] = Proc(pid, parent, name, name, str(cwd), ProcStat(float(pid)))
         self.children.setdefault(parent, []).append(pid)
 
     def pane(self, task_id: str, pane_pid: int, cwd: Path, *programs: tuple[int, str]) -> None:
@@ -1688,7 +1691,7 @@ def test_the_dry_run_names_a_shell_no_task_holds_as_a_shell_in_a_terminal() -> N
     slot's processes: the plan says which process that is before it happens; a task's own
     shell is not named so. (On a terminal it is a person's: see the next test.)"""
     world = World().task("a").worker(71).shell(72, of="a")
-    world.others.setdefault(S1, []).append(Proc(73, 1, "zsh", "zsh", S1 + "/src", 3.0))
+    world.others.setdefault(S1, []).append(Proc(73, 1, "zsh", "zsh", S1 + "/src", ProcStat(3.0)))
     d = world.decide("a")
     processes = next(s for s in d.plan if s.step == "processes")
     assert "zsh (73, a shell in a terminal, no task's" in processes.detail, processes.detail
@@ -1702,9 +1705,11 @@ def test_a_terminal_no_task_holds_is_a_live_owner() -> None:
     with its terminal; only --force --discard-live-owner=pid:<PID> lifts it."""
     world = World().task("a").worker(71).shell(72, of="a")
     world.others.setdefault(S1, []).append(
-        Proc(73, 1, "zsh", "zsh", S1 + "/src", 3.0, tty="/dev/pts/9")
+        Proc(73, 1, "zsh", "zsh", S1 + "/src", ProcStat(3.0, tty="/dev/pts/9"))
     )
-    world.others[S1].append(Proc(74, 73, "vim", "vim", S1 + "/src", 4.0, tty="/dev/pts/9"))
+    world.others[S1].append(
+        Proc(74, 73, "vim", "vim", S1 + "/src", ProcStat(4.0, tty="/dev/pts/9"))
+    )
     d = world.decide("a")
     assert d.verdict == Verdict.LIVE_OWNER
     [owner] = [o for o in d.owners if o.live]

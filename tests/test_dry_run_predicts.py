@@ -5,6 +5,7 @@ real run changes nothing."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -48,6 +49,29 @@ def both_refuse(fleet: Fleet, t: Task, env: dict[str, str], said: str, cwd: Path
     assert code == 5 and said in err, err
     assert fleet.snapshot(t.slot) == snap and t.meta.exists()
     assert not any(gone(p) for p in t.pids) and t.window in fleet.tmux.windows()
+    # The audit says what the task's dry run says: its row refuses, or (the gate) the audit
+    # refuses as a whole.
+    code, out, err = audit_in(cwd, env)
+    if code == 5:
+        assert said in out + err, (out, err)
+    else:
+        rows = {r["task"]: r for r in json.loads(out)["tasks"]}
+        assert (code, rows[t.id]["verdict"]) == (0, "unsafe"), rows[t.id]  # was proceed
+        assert said in " ".join(str(x) for x in rows[t.id]["reasons"]), rows[t.id]
+
+
+def audit_in(cwd: Path, env: dict[str, str]) -> tuple[int, str, str]:
+    r = subprocess.run(
+        [sys.executable, "-m", "fm_teardown", "teardown", "--dry-run", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    return r.returncode, r.stdout, r.stderr
 
 
 def test_the_gate_by_its_variable(fleet: Fleet) -> None:

@@ -15,6 +15,7 @@ from fm_teardown.model.world import (
     Pane,
     Proc,
     ProcessTable,
+    ProcStat,
     TmuxInventory,
 )
 from fm_teardown.observe.endpoint import endpoint_of
@@ -51,7 +52,7 @@ REC = Record("t1", "/s/t1.meta", 0, "fm:fm-t1", "fm", "/p/1/x", "/p/x")
 
 
 def proc(pid: int, ppid: int, name: str, zombie: bool = False) -> Proc:
-    return Proc(pid, ppid, name, name, "/p/1/x", 1.0, zombie)
+    return Proc(pid, ppid, name, name, "/p/1/x", ProcStat(1.0, zombie))
 
 
 def table(*procs: Proc) -> ProcessTable:
@@ -136,7 +137,7 @@ def _inv(*panes: Pane) -> TmuxInventory:
 
 
 def _p(pid: int, ppid: int, name: str, start: float = 1.0) -> Proc:
-    return Proc(pid, ppid, name, name, "/p/1/x", start)
+    return Proc(pid, ppid, name, name, "/p/1/x", ProcStat(start))
 
 
 SERVER = _p(5, 1, "tmux: server", 0.5)
@@ -192,7 +193,7 @@ def test_a_window_gone_or_a_pane_gone_is_no_change() -> None:
 def test_the_decision_takes_each_pane_s_foreground_from_the_scan() -> None:
     # No /proc file read per pane: the scan's `tpgid` (pids here that no /proc on this
     # machine would answer alike: a read of /proc would not give 11 for 10).
-    bash = Proc(10, 5, "bash", "bash", "/p/1/x", 1.0, tpgid=11)
+    bash = Proc(10, 5, "bash", "bash", "/p/1/x", ProcStat(1.0, tpgid=11))
     procs = table(SERVER, bash, _p(11, 10, "claude", 2.0))
     seen, server = seen_of(("@1",), _inv(_pane("%1", 10)), procs)
     assert [(s.pid, s.foreground, s.foreground_start) for s in seen] == [(10, 11, 2.0)]

@@ -31,7 +31,10 @@ signal.signal(signal.SIGTERM, signal.SIG_IGN)
 if mode != "hup":
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
 signal.alarm(60)  # ignores SIGTERM only for a while: never outlives its test for long
-quit_line = {{"claude": "/exit", "codex": "/quit"}}[os.path.basename(sys.argv[0])]
+# By the program's name, or (run by an interpreter) its script's: gemini's `dist/index.js`.
+quit_line = {{"claude": "/exit", "codex": "/quit", "index.js": "/quit"}}[
+    os.path.basename(sys.argv[0])
+]
 with open(marker + ".ready", "w") as f:
     f.write("ready")
 while True:
@@ -233,3 +236,30 @@ def test_quit_texts_are_never_tmux_key_names() -> None:
     for _harness, keys in QUIT_KEYS:
         for text, literal in keys:
             assert not literal or text.startswith("/"), text
+
+
+def test_an_agent_run_by_an_interpreter_gets_its_harnesss_keys(fleet: Fleet) -> None:
+    """`node …/node_modules/@google/gemini-cli/dist/index.js` in TASK's own pane is Gemini
+    CLI: asked to quit with gemini's keys (`/quit Enter`) before any signal, it saves and
+    leaves (before, a process named `node` had the keyboard and got no keys)."""
+    t = tid("gq-node")
+    slot = fleet.slot(1, holder=t)
+    fleet.record(t, slot, extra={"treehouse_lease_holder": t})
+    marker = fleet.root / f"{t}.saved"
+    script = fleet.root / "lib" / "node_modules" / "@google" / "gemini-cli" / "dist" / "index.js"
+    script.parent.mkdir(parents=True)
+    script.write_text(STANDIN.format(python=sys.executable))
+    node = fleet.bin / "node"
+    node.symlink_to(Path(sys.executable).resolve())
+    command = f"bash --norc --noprofile -c '{node} {script} obey {marker}; exec bash'"
+    wid = fleet.tmux.new_window(SESSION, f"fm-{t}", slot, command)
+    wait_for(lambda: Path(f"{marker}.ready").exists(), what="the node-run stand-in ready")
+    pids = fleet.tmux.pane_pids(wid)
+    pids += [c.pid for c in psutil.Process(pids[0]).children(recursive=True)]
+    fleet.tracked.update(pids)
+    [pid] = [p for p in pids if psutil.Process(p).name() == "node"]
+    code, doc = fleet.fm_json("teardown", t, env=fleet.env(FM_QUIT_GRACE_SECS="20"))
+    assert code == 0, doc
+    assert marker.read_text() == "saved on request"
+    assert Path(f"{marker}.keys").read_text() == "/quit\n"
+    assert pid not in [s["pid"] for s in doc["signalled"]]

@@ -14,6 +14,7 @@ from fm_teardown.model.world import (
     Pane,
     Proc,
     ProcessTable,
+    ProcStat,
     TmuxInventory,
 )
 from fm_teardown.observe import observation as observe
@@ -25,7 +26,7 @@ def pane(name: str, pid: int) -> Pane:
 
 
 def table(*pids: int) -> ProcessTable:
-    return ProcessTable({p: Proc(p, 1, "bash", "bash", "/", 1.0) for p in pids})
+    return ProcessTable({p: Proc(p, 1, "bash", "bash", "/", ProcStat(1.0)) for p in pids})
 
 
 def scans(
@@ -106,7 +107,7 @@ def test_slot_procs_on_demand_are_what_one_pass_finds(
     # whichever way a slot's processes are found, they are the same, in the same order.
     table = ProcessTable(
         {
-            pid: Proc(pid, 1, "bash", "bash", cwd or None, 1.0, zombie)
+            pid: Proc(pid, 1, "bash", "bash", cwd or None, ProcStat(1.0, zombie))
             for pid, (cwd, zombie) in enumerate(cwds, start=100)
         }
     )
@@ -130,7 +131,7 @@ def test_one_pass_finds_every_process_inside_each_slot(
     # process whose cwd is the slot or lies below it, in the table's order.
     table = ProcessTable(
         {
-            pid: Proc(pid, 1, "bash", "bash", cwd or None, 1.0, zombie)
+            pid: Proc(pid, 1, "bash", "bash", cwd or None, ProcStat(1.0, zombie))
             for pid, (cwd, zombie) in enumerate(cwds, start=100)
         }
     )
@@ -163,9 +164,9 @@ def test_lazy_get_works_a_value_out_once_and_says_the_default_for_other_keys() -
 def test_endpoint_owners_get_walks_up_to_a_pane_and_says_the_default_elsewhere() -> None:
     table = ProcessTable(
         {
-            10: Proc(10, 1, "bash", "bash", None, 1.0),  # a pane's root
-            11: Proc(11, 10, "claude", "claude", None, 1.0),
-            20: Proc(20, 1, "sleep", "sleep", None, 1.0),  # in no pane
+            10: Proc(10, 1, "bash", "bash", None, ProcStat(1.0)),  # a pane's root
+            11: Proc(11, 10, "claude", "claude", None, ProcStat(1.0)),
+            20: Proc(20, 1, "sleep", "sleep", None, ProcStat(1.0)),  # in no pane
         }
     )
     owners = EndpointOwners({10: "t1"}, {}, table)

@@ -14,7 +14,7 @@ from fm_teardown.adapters import processes
 from fm_teardown.model import process_kind
 from fm_teardown.model.process_kind import ProcessClass, classify_proc, configure, named
 from fm_teardown.model.settings import load
-from fm_teardown.model.world import Proc, parse_cmdline
+from fm_teardown.model.world import Proc, ProcStat, parse_cmdline
 from tests.fleet import wait_for
 
 AGENT, OTHER, SHELL, UNSURE = (
@@ -26,7 +26,7 @@ AGENT, OTHER, SHELL, UNSURE = (
 
 
 def proc(name: str, *argv: str, cut: bool = False) -> Proc:
-    return Proc(7, 1, name, argv[0], None, 1.0, args=tuple(argv[1:]), cut=cut)
+    return Proc(7, 1, name, (argv[0], tuple(argv[1:]), cut), None, ProcStat(1.0))
 
 
 @pytest.fixture(autouse=True)
@@ -73,7 +73,7 @@ def builtin_list() -> Iterator[None]:
         # What it runs lies past what was read, or nothing could be read: cannot be told.
         (proc("node", "node", "--max-old-space-size=4096", cut=True), UNSURE),
         (proc("python3", "python3", *(["-W", "ignore"] * 40), "x.py"), UNSURE),
-        (Proc(7, 1, "node", None, None, 1.0, read_cmdline=lambda pid: ""), UNSURE),
+        (Proc(7, 1, "node", lambda pid: "", None, ProcStat(1.0)), UNSURE),
         # Names, as before.
         (proc("claude", "claude"), AGENT),
         (proc("agy", "agy"), AGENT),
@@ -120,6 +120,27 @@ def test_parse_cmdline() -> None:
     assert parse_cmdline("node\0a.js\0\0") == ("node", ("a.js", ""), False)
     assert parse_cmdline("node\0a.js") == ("node", ("a.js",), True)  # no last NUL: cut
     assert parse_cmdline("sshd: user@pts/0") == ("sshd: user@pts/0", (), True)
+
+
+def test_each_way_a_command_line_is_given_reads_as_it_did() -> None:
+    """`Proc` is given a command line one of four ways: argv[0] alone, as read, the reader
+    that reads it on first use (once), or nothing to read."""
+    alone = Proc(7, 1, "bash", "bash", None, ProcStat(1.0))
+    assert (alone.argv0, alone.args, alone.cut) == ("bash", (), False)
+    read = Proc(7, 1, "node", ("node", ("a.js",), True), None, ProcStat(1.0))
+    assert (read.argv0, read.args, read.cut) == ("node", ("a.js",), True)
+    calls: list[int] = []
+
+    def reader(pid: int) -> str:
+        calls.append(pid)
+        return "node\0b.js\0"
+
+    later = Proc(8, 1, "node", reader, None, ProcStat(1.0))
+    assert calls == []  # not read until asked
+    assert (later.args, later.argv0, later.cut, calls) == (("b.js",), "node", False, [8])
+    gone = Proc(9, 1, "x", None, None, ProcStat(1.0, zombie=True, tty="/dev/pts/1", tpgid=9))
+    assert (gone.argv0, gone.args, gone.cut) == ("", None, False)
+    assert (gone.start_time, gone.zombie, gone.tty, gone.tpgid) == (1.0, True, "/dev/pts/1", 9)
 
 
 def test_a_command_line_past_the_bound_reads_as_cut() -> None:

@@ -23,7 +23,14 @@ from typing import Any
 import psutil
 import pytest
 
-from fm_teardown.model.world import InventoryStatus, Pane, Proc, ProcessTable, TmuxInventory
+from fm_teardown.model.world import (
+    InventoryStatus,
+    Pane,
+    Proc,
+    ProcessTable,
+    ProcStat,
+    TmuxInventory,
+)
 from fm_teardown.observe.servers import named_server, vantage_problem
 from tests.fleet import Fleet, gone, other_tmux, pane_agent, tid, wait_for
 
@@ -264,7 +271,7 @@ def _inventory(server: int, panes: list[int]) -> TmuxInventory:
 
 
 def _table(*procs: tuple[int, int]) -> ProcessTable:
-    return ProcessTable({pid: Proc(pid, ppid, "x", "x", "/", 1.0) for pid, ppid in procs})
+    return ProcessTable({pid: Proc(pid, ppid, "x", "x", "/", ProcStat(1.0)) for pid, ppid in procs})
 
 
 def test_the_vantage_comparison() -> None:

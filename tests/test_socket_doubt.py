@@ -164,6 +164,28 @@ def test_the_default_server_ending_with_the_tasks_last_window_is_gone(
     assert not (fleet.state / f"{tid('last')}.meta").exists()
 
 
+def test_a_server_with_no_session_left_holds_no_window(fleet: Fleet, tmux_tmpdir: Path) -> None:
+    """A server that has no session (one exiting after its last window was killed, caught
+    between the kill and its exit; or one kept with `exit-empty off`) answers `list-panes -a`
+    with "no current target": it holds no pane, so the task's window is gone, never doubt."""
+    env = private_env(fleet, tmux_tmpdir)
+    slot = fleet.slot(1, holder=tid("empty"))
+    fleet.record(tid("empty"), slot)
+    tmux = ["tmux", "-f", "/dev/null"]
+    subprocess.run([*tmux, "new-session", "-d", "-s", "firstmate"], env=env, check=True)
+    subprocess.run([*tmux, "set", "-g", "exit-empty", "off"], env=env, check=True)
+    subprocess.run([*tmux, "kill-session", "-t", "=firstmate"], env=env, check=True)
+    listing = subprocess.run(
+        [*tmux, "list-panes", "-a"], env=env, capture_output=True, text=True, check=False
+    )
+    assert "no current target" in listing.stderr  # the server runs, with no session
+    code, doc = fleet.fm_json("teardown", tid("empty"), "--dry-run", env=env)
+    assert (code, doc["verdict"], doc["endpoint"]) == (0, "proceed", "missing"), doc
+    code, doc = fleet.fm_json("teardown", tid("empty"), env=env)
+    assert (code, doc["verdict"]) == (0, "proceed"), doc
+    assert not (fleet.state / f"{tid('empty')}.meta").exists()
+
+
 def test_the_fleet_on_a_renamed_tmux_binary_is_found_by_its_socket(
     fleet: Fleet, tmux_tmpdir: Path
 ) -> None:

@@ -266,3 +266,23 @@ def test_an_interrupt_during_the_grace_stops_before_the_sigkill(fleet: Fleet) ->
         interrupts._flag.clear()
     assert [p.pid for p in left] == [kid.pid] and kid.poll() is None
     assert log[kid.pid].signals == ["SIGTERM"]
+
+
+def test_an_interrupt_during_the_look_before_the_return_stops_the_run_before_it(
+    fleet: Fleet,
+) -> None:
+    """Ctrl-C that comes while fm looks at the world right before `treehouse return` (which
+    ends what runs in the slot and resets it) stops the run before the return: exit 130,
+    the record kept, no return made, the slot's worker alive."""
+    t = tid("st-ret")
+    slot = fleet.slot(1, holder=t)
+    task = fleet.task(t, slot, "dead")
+    proc, pause = fleet.fm_paused("before-return", t)
+    worker = fleet.spawn(["sleep", "100000"], slot)  # came after the processes step
+    proc.send_signal(signal.SIGINT)
+    pause.unlink()
+    out, _ = proc.communicate(timeout=60)
+    doc = json.loads(out)
+    assert (proc.returncode, doc["exit_code"]) == (130, 130), doc
+    assert [c for c in fleet.treehouse_calls() if c["argv"][:1] == ["return"]] == []
+    assert task.meta.exists() and not gone(worker.pid)

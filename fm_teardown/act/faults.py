@@ -7,7 +7,8 @@
 Boundaries: before-endpoint, before-kill (the endpoint step's last check done, its panes
 not yet killed), after-endpoint, before-recheck, before-processes (after the re-check under
 the slot lock, before the processes step looks again and signals), after-processes,
-after-save, before-pool (before the look right before the return), after-pool, before-branch
+after-save, before-pool (before the look right before the return), before-return (the
+pool's state read again, `treehouse return` next), after-pool, before-branch
 (before the look right before the branch delete), in-sweep (after each sidecar removed),
 before-meta, after-record. Unset, this costs one environment lookup.
 """

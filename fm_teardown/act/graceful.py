@@ -18,10 +18,10 @@ import os
 import time
 
 from fm_teardown.adapters import interrupts, processes, tmux
-from fm_teardown.model.process_kind import ProcessClass, classify
+from fm_teardown.model.process_kind import ProcessClass, classify_proc, runs_agent
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.values import value
-from fm_teardown.model.world import Pane, Proc, ProcessTable
+from fm_teardown.model.world import Pane, Proc, ProcessTable, ProcStat
 
 __all__ = [
     "CTRL_C",
@@ -61,8 +61,13 @@ def _shown_keys(keys: tuple[tuple[str, bool], ...]) -> str:
 
 
 def _harness_of(proc: Proc) -> str | None:
-    """The harness whose quit keys `proc` answers to, or None (an agent fm has no keys for)."""
-    names = [os.path.basename(n).lstrip("-").lower() for n in (proc.name, proc.argv0) if n]
+    """The harness whose quit keys `proc` answers to, or None (an agent fm has no keys for).
+    An interpreter running an agent answers as that agent (`node …/@google/gemini-cli/…`:
+    gemini's keys)."""
+    said = (proc.name, proc.argv0, runs_agent(proc) or "")
+    names = [os.path.basename(n).lstrip("-").lower() for n in said[:2] if n]
+    if said[2]:
+        names.append(said[2].lower())  # the script or package, its directories included
     for harness, _ in QUIT_KEYS:
         for name in names:
             if harness in ("pi", "amp") and name not in (harness, f"{harness}-signed"):
@@ -98,9 +103,9 @@ def _foreground_agents(pane: Pane, table: ProcessTable) -> tuple[str | None, lis
         groups = _groups(proc.pid)
         if groups is None or groups[0] != foreground:
             continue
-        kind = classify(proc.name, proc.argv0)
-        if kind == ProcessClass.OTHER:
-            return None, []  # something else has the keyboard
+        kind = classify_proc(proc)
+        if kind not in (ProcessClass.AGENT, ProcessClass.SHELL):
+            return None, []  # something else (or what cannot be told) has the keyboard
         if kind == ProcessClass.AGENT:
             agents.append(proc)
             harnesses.add(_harness_of(proc))
@@ -209,9 +214,7 @@ def _note_children(proc: Proc, seen: dict[int, Proc]) -> None:
             if ident is None or ident[1]:
                 continue
             name = processes.stat_name(pid) or "?"
-            seen[pid] = Proc(
-                pid, proc.pid, name, None, None, ident[0], read_cmdline=processes.read_cmdline
-            )
+            seen[pid] = Proc(pid, proc.pid, name, processes.read_cmdline, None, ProcStat(ident[0]))
             todo.append(pid)
 
 

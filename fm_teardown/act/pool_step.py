@@ -134,6 +134,9 @@ def step_pool(run: Run, record: Record, pr: PoolReturn, slot: str) -> None:
         # A forced return without fm's --force: the home is looked at again right before
         # it, so that work that appeared there after the decision is preserved, not reset.
         _preserve_late_work(run, record, pr.path)
+    # The return ends what runs in the slot and resets it: an interrupt that came during the
+    # looks above stops the run here, before it (spec §15.6).
+    boundary("before-return")
     result = _return(run, record, pr, slot, cwd)
     _verify_return(run, record, pr, slot, result)
 

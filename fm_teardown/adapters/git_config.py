@@ -634,44 +634,48 @@ def scan(start: str, env: Mapping[str, str], *, submodules: bool = False) -> Sca
     if found is None:
         return Scan(frozenset(keys))
     try:
-        _scan_repo(found[0], found[1], env, keys, submodules, set(), 0)
+        _RepoScan(env, keys, submodules).repo(found[0], found[1], 0)
     except _Unreadable as exc:
         return Scan(frozenset(keys), str(exc))
     return Scan(frozenset(keys))
 
 
-def _scan_repo(
-    gitdir: str,
-    worktree: str,
-    env: Mapping[str, str],
-    keys: set[tuple[str, str, str]],
-    submodules: bool,
-    seen: set[str],
-    depth: int,
-) -> None:
-    if submodules:
-        seen.add(os.path.normpath(gitdir))
-        if len(seen) > _MAX_REPOS:
-            raise _Unreadable(f"more than {_MAX_REPOS} submodules")
-    fmt = None
-    for path in _repo_files(gitdir):
-        fmt = _walk(path, env, keys) or fmt
-    if not submodules or not worktree:
-        return
-    oid_len = 32 if fmt == "sha256" else 20
-    for sub in _gitlinks(gitdir, oid_len):
-        subtree = os.path.join(worktree, os.fsdecode(sub))
-        dotgit = os.path.join(subtree, ".git")
-        try:
-            st = os.stat(dotgit)
-        except OSError:
-            continue  # not checked out: git does not go in
-        subdir = dotgit if stat.S_ISDIR(st.st_mode) else _gitfile(dotgit)
-        if subdir is None or os.path.normpath(subdir) in seen:
-            continue
-        if depth + 1 > _MAX_DEPTH:
-            raise _Unreadable(f"submodules nested deeper than {_MAX_DEPTH}: {worktree}")
-        _scan_repo(subdir, subtree, env, keys, submodules, seen, depth + 1)
+class _RepoScan:
+    """One scan's walk of a repository's config files, and with `submodules` of the
+    submodules' it would recurse into: the environment git runs with, the driver keys found
+    so far (`keys`, added to), and the repositories seen (each once, at most `_MAX_REPOS`)."""
+
+    def __init__(
+        self, env: Mapping[str, str], keys: set[tuple[str, str, str]], submodules: bool
+    ) -> None:
+        self.env, self.keys, self.submodules = env, keys, submodules
+        self.seen: set[str] = set()
+
+    def repo(self, gitdir: str, worktree: str, depth: int) -> None:
+        env, keys, submodules, seen = self.env, self.keys, self.submodules, self.seen
+        if submodules:
+            seen.add(os.path.normpath(gitdir))
+            if len(seen) > _MAX_REPOS:
+                raise _Unreadable(f"more than {_MAX_REPOS} submodules")
+        fmt = None
+        for path in _repo_files(gitdir):
+            fmt = _walk(path, env, keys) or fmt
+        if not submodules or not worktree:
+            return
+        oid_len = 32 if fmt == "sha256" else 20
+        for sub in _gitlinks(gitdir, oid_len):
+            subtree = os.path.join(worktree, os.fsdecode(sub))
+            dotgit = os.path.join(subtree, ".git")
+            try:
+                st = os.stat(dotgit)
+            except OSError:
+                continue  # not checked out: git does not go in
+            subdir = dotgit if stat.S_ISDIR(st.st_mode) else _gitfile(dotgit)
+            if subdir is None or os.path.normpath(subdir) in seen:
+                continue
+            if depth + 1 > _MAX_DEPTH:
+                raise _Unreadable(f"submodules nested deeper than {_MAX_DEPTH}: {worktree}")
+            self.repo(subdir, subtree, depth + 1)
 
 
 def file_bytes(path: str, limit: int = 1 << 20) -> tuple[bytes | None, str | None]:

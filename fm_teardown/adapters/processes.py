@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 
 from fm_teardown.adapters import interrupts
-from fm_teardown.model.world import Proc, ProcessTable, parse_cmdline
+from fm_teardown.model.world import Cmdline, Proc, ProcessTable, ProcStat, parse_cmdline
 
 __all__ = [
     "REAP_WAIT",
@@ -154,30 +154,17 @@ def _scan_proc() -> ProcessTable:
         if cwd and cwd.endswith(" (deleted)") and not os.path.lexists(cwd):
             cwd = cwd[: -len(" (deleted)")]  # as psutil reports it
         name = comm
-        argv0: str | None = None  # read on first use (world.Proc)
-        args: tuple[str, ...] | None = None
-        cut = False
+        cmdline: Cmdline = read_cmdline  # read on first use (world.Proc)
         if len(comm) >= 15:
             # The kernel truncates comm to 15 bytes; psutil extends it from argv[0].
-            argv0, args, cut = parse_cmdline(read_cmdline(pid))
+            cmdline = parse_cmdline(read_cmdline(pid))
+            argv0 = cmdline[0]
             base = os.path.basename(argv0)
             if argv0 and base.startswith(comm):
                 name = base
         start = (float(start_ticks) / ticks) + boot
-        procs[pid] = Proc(
-            pid,
-            ppid,
-            name,
-            argv0,
-            cwd or None,
-            start,
-            state == b"Z",
-            read_cmdline=read_cmdline,
-            tty=tty_name(tty_nr),
-            tpgid=max(tpgid, 0),
-            args=args,
-            cut=cut,
-        )
+        stated = ProcStat(start, state == b"Z", tty_name(tty_nr), max(tpgid, 0))
+        procs[pid] = Proc(pid, ppid, name, cmdline, cwd or None, stated)
         children.setdefault(ppid, []).append(pid)
     return ProcessTable(procs, None, {k: tuple(v) for k, v in children.items()})
 
@@ -200,13 +187,16 @@ def _scan_psutil() -> ProcessTable:
                 pid=int(info["pid"]),
                 ppid=int(info.get("ppid") or 0),
                 name=str(info.get("name") or ""),
-                argv0=str(cmdline[0]) if cmdline else "",
-                args=tuple(str(a) for a in cmdline[1:]) if cmdline else None,
+                cmdline=(str(cmdline[0]), tuple(str(a) for a in cmdline[1:]), False)
+                if cmdline
+                else ("", None, False),
                 # The kernel already reports the resolved cwd; no further realpath needed.
                 cwd=cwd,
-                start_time=float(info["create_time"]),
-                zombie=info.get("status") == psutil.STATUS_ZOMBIE,
-                tty=info.get("terminal") or None,
+                stat=ProcStat(
+                    float(info["create_time"]),
+                    zombie=info.get("status") == psutil.STATUS_ZOMBIE,
+                    tty=info.get("terminal") or None,
+                ),
             )
             procs[proc.pid] = proc
             children.setdefault(proc.ppid, []).append(proc.pid)

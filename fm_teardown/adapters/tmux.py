@@ -154,7 +154,7 @@ def _kill_hung_tmux_children() -> None:
     import psutil
 
     from fm_teardown.adapters import processes
-    from fm_teardown.model.world import Proc
+    from fm_teardown.model.world import Proc, ProcStat
 
     for child in psutil.Process(os.getpid()).children():
         try:
@@ -163,7 +163,9 @@ def _kill_hung_tmux_children() -> None:
                 continue
             for proc in [*child.children(recursive=True), child]:
                 with contextlib.suppress(psutil.Error):
-                    target = Proc(proc.pid, 0, proc.name(), None, None, proc.create_time())
+                    target = Proc(
+                        proc.pid, 0, proc.name(), None, None, ProcStat(proc.create_time())
+                    )
                     processes.send(target, signal.SIGKILL)
         except psutil.Error:
             continue
@@ -361,6 +363,10 @@ def _parsed(result: TmuxResult, *, absent_ok: bool) -> TmuxInventory:
     if result.timed_out:
         return TmuxInventory(InventoryStatus.ERROR, error=" ".join(result.stderr))
     if result.returncode != 0:
+        if [line.strip() for line in result.stderr if line.strip()] == ["no current target"]:
+            # A server without a session (one exiting after its last window was killed, or
+            # one kept with `exit-empty off`) answers `list-panes -a` so: it holds no pane.
+            return TmuxInventory(InventoryStatus.OK)
         if absent_ok and _absent(result.stderr):
             return TmuxInventory(InventoryStatus.NO_SERVER, error=" ".join(result.stderr))
         return TmuxInventory(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fm_teardown.decide import census, fingerprint, finished
+from fm_teardown.decide import fingerprint, finished
 from fm_teardown.decide.ownership import live_of
 from fm_teardown.model.causes import RecordRefused
 from fm_teardown.model.errors import ErrorCode, Verdict
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from fm_teardown.model.plan import Decision
     from fm_teardown.model.request import Options
 
-__all__ = ["Audit", "AuditRow", "row", "shared_slots", "unusable"]
+__all__ = ["Audit", "AuditRow", "RowReads", "row", "shared_slots", "unusable"]
 
 
 @value
@@ -69,19 +69,26 @@ class Audit:
     pools: tuple[str, ...] = ()  # the pool dirs whose state files were read
 
 
+@value
+class RowReads:
+    """What a row needs that decide may not read itself, read by the caller: the clock (epoch
+    seconds), TASK's meta's inode as read now (None when it cannot be read), fm's own pid."""
+
+    now: float
+    inode: int | None
+    fm_pid: int
+
+
 def row(
     d: Decision,
     fleet: Fleet,
     obs: Observation,
     facts: LandedFacts | None,
     opts: Options,
-    *,
-    now: float,
-    inode: int | None,
-    fm_pid: int,
+    reads: RowReads,
 ) -> AuditRow:
     """TASK's row: what `fm teardown TASK --dry-run` says, finished or not, its launch and
-    its plan token. `now`: the clock; `inode`: the meta's, as read now; `fm_pid`: fm's own."""
+    its plan token."""
     task = d.task
     ep = obs.endpoints[task]
     record = fleet.records[task]
@@ -94,19 +101,10 @@ def row(
         d.headline,
         tuple(o.id for o in live_of(d.owners)) if d.verdict == Verdict.LIVE_OWNER else (),
         finished.classify(
-            d.verdict,
-            d.headline,
-            ep.state,
-            ep.detail,
-            record,
-            facts,
-            opts,
-            now,
-            working=census.still_working(task, obs),
-            doubt=census.doubts(task, obs),
+            d.verdict, d.headline, record, facts, opts, finished.task_now(task, obs, reads.now)
         ),
-        finished.identity(record, ep.window_ids, inode),
-        fingerprint.token(fingerprint.digests(d, obs, facts, fm_pid=fm_pid)),
+        finished.identity(record, ep.window_ids, reads.inode),
+        fingerprint.token(fingerprint.digests(d, obs, facts, fm_pid=reads.fm_pid)),
         refused=d.refused,
         owner_codes=tuple(o.kind.code for o in live_of(d.owners))
         if d.verdict == Verdict.LIVE_OWNER

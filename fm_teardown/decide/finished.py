@@ -36,26 +36,31 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from fm_teardown.decide import census
 from fm_teardown.model.causes import OthersAtWork
 from fm_teardown.model.errors import Verdict
 from fm_teardown.model.reasons import Finished, FinishedWhy
 from fm_teardown.model.records import RecordKind
 from fm_teardown.model.request import Options
+from fm_teardown.model.values import value
 from fm_teardown.model.world import EndpointState
 
 if TYPE_CHECKING:
     from fm_teardown.model.landing import LandedFacts, Reason
     from fm_teardown.model.records import Record
+    from fm_teardown.model.world import Observation
 
 __all__ = [
     "INCLUDE_LIVE",
     "INCLUDE_PUSHED",
     "MAX_DURATION",
     "MIN_AGE_0",
+    "TaskNow",
     "classify",
     "identity",
     "parse_duration",
     "refused",
+    "task_now",
 ]
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -110,29 +115,47 @@ def refused(verdict: Verdict, headline: Reason, working: Sequence[str] = ()) -> 
     )
 
 
+@value
+class TaskNow:
+    """What `classify` reads of the world as it is now, beside the task's decision, record and
+    facts (read by the caller, or from the observation by `task_now`): the clock, in epoch
+    seconds; the task's own endpoint (its state, None when there is none, and what it is);
+    who else still works in the task's slot or temp dir, each with where it runs
+    (`census.still_working`); and why that cannot be told (`census.doubts`)."""
+
+    clock: float
+    endpoint: EndpointState | None = None
+    endpoint_detail: str = ""
+    working: tuple[str, ...] = ()
+    doubt: tuple[str, ...] = ()
+
+
+def task_now(task: str, obs: Observation, clock: float) -> TaskNow:
+    """TASK as the observation `obs` shows it, at `clock`."""
+    ep = obs.endpoints.get(task)
+    return TaskNow(
+        clock,
+        ep.state if ep is not None else None,
+        ep.detail if ep is not None else "",
+        census.still_working(task, obs),
+        census.doubts(task, obs),
+    )
+
+
 def classify(
     verdict: Verdict,
     headline: Reason,
-    endpoint: EndpointState | None,
-    endpoint_detail: str,
     record: Record | None,
     landed: LandedFacts | None,
     opts: Options,
-    now: float,
-    *,
-    working: Sequence[str] = (),
-    doubt: Sequence[str] = (),
+    now: TaskNow,
 ) -> Finished:
-    """`now`: the clock, in epoch seconds. `working`: who else still works in the task's
-    slot or temp dir, each with where it runs (`census.still_working`); `doubt`: why that
-    cannot be told (`census.doubts`).
+    """`now`: the task as it is now (its endpoint, who else works there, the clock).
 
     The opt-in a task not finished is offered is one that would include it: the first
     condition it fails is lifted, then the next, and the opt-ins are offered together only
     when lifting them all makes it finished (none when no opt-ins would)."""
-    found = _classify(
-        verdict, headline, endpoint, endpoint_detail, record, landed, opts, now, working, doubt
-    )
+    found = _classify(verdict, headline, record, landed, opts, now)
     if found.finished or found.opt_in is None:
         return found
     needed: list[str] = []
@@ -140,18 +163,7 @@ def classify(
     while not then.finished and then.opt_in is not None and then.opt_in not in needed:
         needed.append(then.opt_in)
         lifted = _lift(lifted, then.opt_in)
-        then = _classify(
-            verdict,
-            headline,
-            endpoint,
-            endpoint_detail,
-            record,
-            landed,
-            lifted,
-            now,
-            working,
-            doubt,
-        )
+        then = _classify(verdict, headline, record, landed, lifted, now)
     return replace(found, opt_in=" ".join(needed) if then.finished else None)
 
 
@@ -166,15 +178,12 @@ def _lift(opts: Options, opt_in: str) -> Options:
 def _classify(
     verdict: Verdict,
     headline: Reason,
-    endpoint: EndpointState | None,
-    endpoint_detail: str,
     record: Record | None,
     landed: LandedFacts | None,
     opts: Options,
-    now: float,
-    working: Sequence[str],
-    doubt: Sequence[str],
+    now: TaskNow,
 ) -> Finished:
+    endpoint, working, doubt = now.endpoint, now.working, now.doubt
     if verdict not in (Verdict.PROCEED, Verdict.STALE) or record is None:
         return refused(verdict, headline, working)
     live = endpoint not in _NOT_LIVE
@@ -184,7 +193,7 @@ def _classify(
             FinishedWhy.OWN_ENDPOINT_LIVE,
             INCLUDE_LIVE,
             endpoint=endpoint,
-            endpoint_detail=endpoint_detail,
+            endpoint_detail=now.endpoint_detail,
             working=tuple(working),
         )
     if doubt:
@@ -198,7 +207,7 @@ def _classify(
         # opt-in lifts it; mass cleanup never ends another's work.
         return Finished(False, FinishedWhy.OTHERS_WORKING, working=tuple(working))
     when, source = _launched_at(record)
-    age = now - when
+    age = now.clock - when
     if age < opts.min_age:
         return Finished(
             False,

@@ -228,109 +228,150 @@ def _pool_entry(task_id: str, obs: Observation) -> PoolEntry | None:
 
 
 def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> Owners:
-    record = fleet.records[task_id]
+    """The owners of TASK's slot, found in this order (each may add to an owner found before
+    it: one owner per task, its reasons joined)."""
     slot = obs.slot_of[task_id]
     group = _slot_group(slot, obs)
     others = Claimants(group, task_id)
     # The records' owners are shared by the slot's group; `owners` holds only what differs
     # for TASK (a lease, a claim, a process adding to a record's owner, or a new owner).
-    owners = _Overlay(group, task_id)
+    owners = _Overlay(group, task_id, slot)
     facts = obs.slots.get(slot)
     entry = facts.pool.entry if facts else None
-    if entry is not None and entry.leased and not lease_is_tasks(entry, record):
-        lease_why = (
-            f"holds the pool lease on this slot (lease id {entry.lease_id or 'none'}, "
-            f"holder '{entry.lease_holder}')"
-        )
-        holder = lease_task(entry, task_id, fleet)
-        if holder is not None:
-            # The lease is another task's claim; its liveness is that task's endpoint (spec §7a).
-            ep = obs.endpoints[holder]
-            why = f"{lease_why}: its lease; endpoint {ep.state}: {ep.detail}"
-            if holder in owners:
-                # Already an owner by its record: say the lease once, not the endpoint twice.
-                why = f"{owners[holder].why}; and it {lease_why}"
-            owners[holder] = Owner(
-                holder,
-                OwnerKind.RECORD if holder in others else OwnerKind.LEASE,
-                ep.state,
-                ep.state.live,
-                slot,
-                why,
-            )
-        else:
-            name = lease_name(entry)
-            owners[name] = Owner(
-                name,
-                OwnerKind.LEASE,
-                EndpointState.ALIVE,
-                True,
-                slot,
-                f"{lease_why}; no record holds it, and a lease counts as live",
-            )
+    # 1. the pool lease, when it is not TASK's;
+    if entry is not None and entry.leased and not lease_is_tasks(entry, fleet.records[task_id]):
+        _by_lease(owners, entry, others, fleet, obs)
+    # 2. the slot claim, when it names another task;
     claim = facts.claim if facts is not None else None
     if claim is not None and claim.task is not None and claim.task != task_id:
-        # The slot claim names another task: the slot was reassigned to it (spec §10). It owns the
-        # slot live when its record (here, or in the claim's home) has a live endpoint.
-        other, where = claim.task, f"the slot claim {claim.path} names it (home {claim.home})"
-        if other in fleet.records:
-            ep = obs.endpoints[other]
-            state, detail = ep.state, f"endpoint {ep.state}: {ep.detail}"
-        elif claim.foreign_endpoint is not None:
-            state = claim.foreign_endpoint
-            detail = f"its record in {claim.home} has endpoint {state}"
-        else:
-            state, detail = EndpointState.MISSING, f"no record of it here or in {claim.home}"
-        why = f"{where}; {detail}"
-        if other in owners:
-            prev = owners[other]
-            owners[other] = Owner(
-                other, prev.kind, prev.endpoint, prev.live, slot, f"{prev.why}; and {why}"
-            )
-        else:
-            owners[other] = Owner(other, OwnerKind.RECORD, state, state.live, slot, why)
+        _by_claim(owners, claim, fleet, obs)
+    # 3. the pool's owner reservation of an unleased slot (an interactive `treehouse get`);
     if entry is not None and not entry.leased and entry.owner_pid > 0:
-        proc = obs.processes.procs.get(entry.owner_pid)
-        # gopsutil's create time in ms, from whole seconds on Linux: compare within a second.
-        if (
-            proc is not None
-            and not proc.zombie
-            and abs(proc.start_time * 1000 - entry.owner_started_at) < 1000
-            and obs.endpoint_owner.get(proc.pid) != task_id
-        ):
-            _add_process_owner(
-                owners,
-                proc,
-                slot,
-                f"{_name(proc)} holds the pool's owner reservation on this "
-                "slot (an interactive treehouse get)",
-            )
+        _by_reservation(owners, entry, obs)
+    # 4. another task's live endpoint working in the slot;
     if facts is not None:
-        # Another task's live endpoint working in the slot owns it: ending its process would
-        # end that task's work (spec §7a). A dead endpoint's shell there is no owner.
-        for proc in facts.procs:
-            tid = obs.endpoint_owner.get(proc.pid)
-            if tid is None or tid == task_id:
+        _by_endpoint(owners, facts, obs)
+    # 5. agents of no task's endpoint, in the slot or TASK's temp dir;
+    by_pane = _by_agent(owners, facts, bool(others), obs)
+    # 6. a person's terminal no task holds.
+    _by_terminal(owners, facts, by_pane, obs)
+    return owners.result()
+
+
+def _by_lease(
+    owners: _Overlay, entry: PoolEntry, others: Claimants, fleet: Fleet, obs: Observation
+) -> None:
+    """The pool lease on the slot, not TASK's: its holder's task, or the lease itself."""
+    slot = owners.slot
+    lease_why = (
+        f"holds the pool lease on this slot (lease id {entry.lease_id or 'none'}, "
+        f"holder '{entry.lease_holder}')"
+    )
+    holder = lease_task(entry, owners.task, fleet)
+    if holder is not None:
+        # The lease is another task's claim; its liveness is that task's endpoint (spec §7a).
+        ep = obs.endpoints[holder]
+        why = f"{lease_why}: its lease; endpoint {ep.state}: {ep.detail}"
+        if holder in owners:
+            # Already an owner by its record: say the lease once, not the endpoint twice.
+            why = f"{owners[holder].why}; and it {lease_why}"
+        owners[holder] = Owner(
+            holder,
+            OwnerKind.RECORD if holder in others else OwnerKind.LEASE,
+            ep.state,
+            ep.state.live,
+            slot,
+            why,
+        )
+    else:
+        name = lease_name(entry)
+        owners[name] = Owner(
+            name,
+            OwnerKind.LEASE,
+            EndpointState.ALIVE,
+            True,
+            slot,
+            f"{lease_why}; no record holds it, and a lease counts as live",
+        )
+
+
+def _by_claim(owners: _Overlay, claim: SlotClaim, fleet: Fleet, obs: Observation) -> None:
+    """The slot claim names another task: the slot was reassigned to it (spec §10). It owns
+    the slot live when its record (here, or in the claim's home) has a live endpoint."""
+    slot = owners.slot
+    assert claim.task is not None
+    other, where = claim.task, f"the slot claim {claim.path} names it (home {claim.home})"
+    if other in fleet.records:
+        ep = obs.endpoints[other]
+        state, detail = ep.state, f"endpoint {ep.state}: {ep.detail}"
+    elif claim.foreign_endpoint is not None:
+        state = claim.foreign_endpoint
+        detail = f"its record in {claim.home} has endpoint {state}"
+    else:
+        state, detail = EndpointState.MISSING, f"no record of it here or in {claim.home}"
+    why = f"{where}; {detail}"
+    if other in owners:
+        prev = owners[other]
+        owners[other] = Owner(
+            other, prev.kind, prev.endpoint, prev.live, slot, f"{prev.why}; and {why}"
+        )
+    else:
+        owners[other] = Owner(other, OwnerKind.RECORD, state, state.live, slot, why)
+
+
+def _by_reservation(owners: _Overlay, entry: PoolEntry, obs: Observation) -> None:
+    """The process that holds the pool's owner reservation on an unleased slot, while it
+    runs and is not TASK's endpoint's."""
+    proc = obs.processes.procs.get(entry.owner_pid)
+    # gopsutil's create time in ms, from whole seconds on Linux: compare within a second.
+    if (
+        proc is not None
+        and not proc.zombie
+        and abs(proc.start_time * 1000 - entry.owner_started_at) < 1000
+        and obs.endpoint_owner.get(proc.pid) != owners.task
+    ):
+        _add_process_owner(
+            owners,
+            proc,
+            f"{_name(proc)} holds the pool's owner reservation on this "
+            "slot (an interactive treehouse get)",
+        )
+
+
+def _by_endpoint(owners: _Overlay, facts: SlotFacts, obs: Observation) -> None:
+    """Another task's live endpoint working in the slot owns it: ending its process would
+    end that task's work (spec §7a). A dead endpoint's shell there is no owner."""
+    for proc in facts.procs:
+        tid = obs.endpoint_owner.get(proc.pid)
+        if tid is None or tid == owners.task:
+            continue
+        ep = obs.endpoints[tid]
+        if not ep.state.live:
+            continue
+        why = f"its endpoint ({ep.state}) has {_name(proc)} working in this slot"
+        if tid in owners:
+            if owners[tid].live:
                 continue
-            ep = obs.endpoints[tid]
-            if not ep.state.live:
-                continue
-            why = f"its endpoint ({ep.state}) has {_name(proc)} working in this slot"
-            if tid in owners:
-                if owners[tid].live:
-                    continue
-                why = f"{owners[tid].why}; and {why}"
-            owners[tid] = Owner(
-                tid,
-                owners[tid].kind if tid in owners else OwnerKind.RECORD,
-                ep.state,
-                True,
-                slot,
-                why,
-            )
-    # Agents of no task's endpoint (the slot census, spec §14.1). One in a pane (an operator's
-    # session, another window, another tmux server) is someone's live work: a live owner.
-    # One in no pane is TASK's leftover when TASK is the slot's only claimant, else an owner.
+            why = f"{owners[tid].why}; and {why}"
+        owners[tid] = Owner(
+            tid,
+            owners[tid].kind if tid in owners else OwnerKind.RECORD,
+            ep.state,
+            True,
+            owners.slot,
+            why,
+        )
+
+
+def _by_agent(
+    owners: _Overlay, facts: SlotFacts | None, shared: bool, obs: Observation
+) -> dict[PaneRef, str]:
+    """Agents of no task's endpoint (the slot census, spec §14.1). One in a pane (an
+    operator's session, another window, another tmux server) is someone's live work: a live
+    owner. One in no pane is TASK's leftover when TASK is the slot's only claimant, else an
+    owner (`shared`: another record claims the slot). Returns the owner each pane's agent
+    made."""
+    task_id = owners.task
     tmp = obs.tasktmp.get(task_id)
     agents = [*(facts.agents if facts is not None else ()), *_agents(tmp.procs if tmp else ())]
     by_pane: dict[PaneRef, str] = {}  # the owner each pane's agent made
@@ -351,7 +392,9 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> Owners:
                 f"its window runs agent process {_name(proc)} in this slot ({pane}); no "
                 "record of it here says more"
             )
-            owners[named] = Owner(named, OwnerKind.RECORD, EndpointState.ALIVE, True, slot, why)
+            owners[named] = Owner(
+                named, OwnerKind.RECORD, EndpointState.ALIVE, True, owners.slot, why
+            )
         elif pane is not None:
             # Someone's pane (a window named as TASK's own but not TASK's endpoint included:
             # on another server, say): refused, never signalled as a stranger.
@@ -359,24 +402,29 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> Owners:
             _add_process_owner(
                 owners,
                 proc,
-                slot,
                 f"agent process {_name(proc)} runs in {pane}, which is no task's endpoint",
             )
-        elif others and proc in (facts.agents if facts is not None else ()):
+        elif shared and proc in (facts.agents if facts is not None else ()):
             _add_process_owner(
                 owners,
                 proc,
-                slot,
                 f"agent process {_name(proc)} runs in this slot and belongs to no task's endpoint",
             )
-    # A person's terminal no task holds (the census's kind 5: a shell, an editor, a REPL in
-    # someone's pane, an ssh login) is someone's live work, as an agent in a pane is (spec
-    # §15.4): one owner per pane, or per terminal in no pane. In a pane whose agent is an owner
-    # already, it is that owner's too. A slot that holds a tmux server or client (an operator
-    # ran `tmux` there: its first pane's shell is there too) is refused (5) whenever it would
-    # be returned and left alone otherwise (spec §7a): nothing lifts that, so it is what the
-    # refusal says, and no person there is offered for discarding.
-    people = () if _holds_tmux(facts, obs) else terminals(task_id, obs)
+    return by_pane
+
+
+def _by_terminal(
+    owners: _Overlay, facts: SlotFacts | None, by_pane: Mapping[PaneRef, str], obs: Observation
+) -> None:
+    """A person's terminal no task holds (the census's kind 5: a shell, an editor, a REPL in
+    someone's pane, an ssh login) is someone's live work, as an agent in a pane is (spec
+    §15.4): one owner per pane, or per terminal in no pane. In a pane whose agent is an owner
+    already (`by_pane`), it is that owner's too."""
+    # A slot that holds a tmux server or client (an operator ran `tmux` there: its first
+    # pane's shell is there too) is refused (5) whenever it would be returned and left alone
+    # otherwise (spec §7a): nothing lifts that, so it is what the refusal says, and no person
+    # there is offered for discarding.
+    people = () if _holds_tmux(facts, obs) else terminals(owners.task, obs)
     for person in people:
         held = by_pane.get(person.pane) if person.pane is not None else None
         if held is not None and held in owners:
@@ -398,21 +446,21 @@ def owners_of(task_id: str, fleet: Fleet, obs: Observation) -> Owners:
             OwnerKind.TERMINAL,
             EndpointState.ALIVE,
             True,
-            slot,
+            owners.slot,
             f"a terminal no task holds (someone's shell, editor or REPL): {person.names} "
             f"{where}{tty}",
         )
-    return owners.result()
 
 
 class _Overlay:
     """TASK's owners: the slot group's record owners (minus TASK) with TASK's own changes on
     top, as a dict would hold them (same order: records first, then owners added)."""
 
-    def __init__(self, group: SlotGroup, task_id: str) -> None:
+    def __init__(self, group: SlotGroup, task_id: str, slot: str) -> None:
         self._group = group
         self._task = task_id
         self._changed: dict[str, Owner] = {}
+        self.task, self.slot = task_id, slot  # whose owners, of which slot
 
     def __contains__(self, key: str) -> bool:
         return key in self._changed or (key != self._task and key in self._group.index)
@@ -473,10 +521,10 @@ def _name(proc: Proc) -> str:
     return named(proc)
 
 
-def _add_process_owner(owners: _Overlay, proc: Proc, slot: str, why: str) -> None:
+def _add_process_owner(owners: _Overlay, proc: Proc, why: str) -> None:
     """A live process owner of unknown task, named `pid:<PID>`."""
     pid_id = f"pid:{proc.pid}"
-    owners[pid_id] = Owner(pid_id, OwnerKind.PROCESS, EndpointState.ALIVE, True, slot, why)
+    owners[pid_id] = Owner(pid_id, OwnerKind.PROCESS, EndpointState.ALIVE, True, owners.slot, why)
 
 
 _SPAWN_GEN = re.compile(r"s(\d+)\.")

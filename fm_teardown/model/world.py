@@ -21,6 +21,7 @@ from typing import Any, TypeVar, overload
 from fm_teardown.model.values import value
 
 __all__ = [
+    "Cmdline",
     "Endpoint",
     "EndpointOwners",
     "EndpointState",
@@ -36,6 +37,7 @@ __all__ = [
     "PoolEntry",
     "PoolView",
     "Proc",
+    "ProcStat",
     "ProcessTable",
     "SlotClaim",
     "SlotFacts",
@@ -108,15 +110,40 @@ class TmuxInventory:
         return {w: tuple(panes) for w, panes in out.items()}
 
 
+class ProcStat:
+    """What a process's stat line says of it beside its pid, parent and name
+    (`/proc/<pid>/stat`; psutil reads the same): when it started, whether it is a zombie
+    (ended, not yet reaped), its controlling terminal and that terminal's foreground process
+    group. Given to `Proc` as one value. A plain class, as `Proc` is: the scan makes one per
+    process, and every run scans (a `@value` compiles its `__init__` at its first instance)."""
+
+    __slots__ = ("start_time", "tpgid", "tty", "zombie")
+
+    def __init__(
+        self, start_time: float, zombie: bool = False, tty: str | None = None, tpgid: int = 0
+    ) -> None:
+        self.start_time = start_time
+        self.zombie = zombie
+        self.tty = tty
+        self.tpgid = tpgid
+
+
+# A process's command line as `Proc` is given it: argv[0] alone (no arguments); argv[0], the
+# arguments and whether they were cut, as `parse_cmdline` reads them; the reader that reads
+# them on first use (`/proc/<pid>/cmdline`'s text by pid); or None, nothing to read (it reads
+# as no command line).
+Cmdline = str | tuple[str, tuple[str, ...] | None, bool] | Callable[[int], str] | None
+
+
 class Proc:
     """One process as scanned: an immutable value (treat it so; `__slots__` keeps it small).
 
-    `argv0=None` means the scan left its command line out: `read_cmdline`, the scan's own
-    reader, works it out on first use, as psutil does. A fleet's machine runs thousands of
-    processes and fm only ever classifies a few hundred (panes' trees, processes in slots), so
-    reading every cmdline up front was a third of the scan. `observe` asks for every argv[0]
-    that deciding reads before `decide` runs (`observe.observation.ready`); a process gone by
-    then reads as "" (classified by name). This module reads nothing itself.
+    A reader given for its `cmdline` means the scan left its command line out: the reader,
+    the scan's own, works it out on first use, as psutil does. A fleet's machine runs
+    thousands of processes and fm only ever classifies a few hundred (panes' trees, processes
+    in slots), so reading every cmdline up front was a third of the scan. `observe` asks for
+    every argv[0] that deciding reads before `decide` runs (`observe.observation.ready`); a
+    process gone by then reads as "" (classified by name). This module reads nothing itself.
 
     The one read gives argv[0] and the arguments after it (`args`, read as far as the
     reader's bound): what an interpreter runs (`node .../@google/gemini-cli/dist/index.js`)
@@ -138,40 +165,35 @@ class Proc:
         "tty",
         "zombie",
     )
+    _argv0: str | None
+    _args: tuple[str, ...] | None
+    _cut: bool
+    _read_cmdline: Callable[[int], str] | None
 
     def __init__(
-        self,
-        pid: int,
-        ppid: int,
-        name: str,
-        argv0: str | None,
-        cwd: str | None,
-        start_time: float,
-        zombie: bool = False,
-        read_cmdline: Callable[[int], str] | None = None,
-        tty: str | None = None,
-        tpgid: int = 0,
-        args: tuple[str, ...] | None = (),
-        cut: bool = False,
+        self, pid: int, ppid: int, name: str, cmdline: Cmdline, cwd: str | None, stat: ProcStat
     ) -> None:
         self.pid = pid
         self.ppid = ppid
         self.name = name
-        self._argv0 = argv0
-        # With argv[0] given, the arguments as given (none unless said); with it left out,
-        # both are read together on first use.
-        self._args = args
-        self._cut = cut
+        # argv[0] given, and the arguments with it (none unless given); or left out, and both
+        # read together on first use.
+        if cmdline is None or callable(cmdline):
+            self._argv0, self._args, self._cut, self._read_cmdline = None, (), False, cmdline
+        elif isinstance(cmdline, str):
+            self._argv0, self._args, self._cut, self._read_cmdline = cmdline, (), False, None
+        else:
+            self._argv0, self._args, self._cut = cmdline
+            self._read_cmdline = None
         self.cwd = cwd
-        self.start_time = start_time
-        self.zombie = zombie
-        self._read_cmdline = read_cmdline
+        self.start_time = stat.start_time
+        self.zombie = stat.zombie
         # Its controlling terminal (`/dev/pts/3`), None when it has none or it is not known:
         # names the terminal of a shell fm ends in a slot (perhaps an operator's own).
-        self.tty = tty
+        self.tty = stat.tty
         # The foreground process group of its controlling terminal as the scan read it (0:
         # none, or not known): who got the keys typed into a pane whose process it is.
-        self.tpgid = tpgid
+        self.tpgid = stat.tpgid
 
     def _load(self) -> str:
         read = self._read_cmdline

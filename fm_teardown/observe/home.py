@@ -27,8 +27,6 @@ from fm_teardown.model.not_landed import (
     HomeOwnWork,
     HomeProblem,
     HomeProblemKind,
-    NestedRepo,
-    NotLandedWhy,
     OwnWork,
 )
 from fm_teardown.model.records import Record, RecordKind
@@ -70,15 +68,15 @@ def _with_home(record: Record, records: LandedFacts) -> LandedFacts:
     except OSError as exc:
         why = f"cannot read secondmate home {wt}: {exc.strerror}"
         problem = HomeProblem(HomeProblemKind.UNREADABLE, wt, str(exc.strerror))
-        return _unlanded(records, problem, notes=(why,))
+        return _not_inspected(records, problem, why)
     if not stat.S_ISDIR(st.st_mode):
         why = f"secondmate home {wt} exists but is not a directory"
-        return _unlanded(records, HomeProblem(HomeProblemKind.NOT_A_DIRECTORY, wt), notes=(why,))
+        return _not_inspected(records, HomeProblem(HomeProblemKind.NOT_A_DIRECTORY, wt), why)
     uninspected = HomeProblem(HomeProblemKind.GIT_FAILED, wt)
     r = git_status(wt)
     if not r.ok:
         why = f"git status failed in secondmate home {wt}: {r.why()}"
-        return _unlanded(records, uninspected, notes=(why,))
+        return _not_inspected(records, uninspected, why)
     head, dirty, untracked = _status(r.out)
     commits: list[str] = []
     if head is not None:
@@ -88,7 +86,7 @@ def _with_home(record: Record, records: LandedFacts) -> LandedFacts:
         )  # fmt: skip
         if not log.ok:
             why = f"git log HEAD --not --remotes failed in secondmate home {wt}: {log.why()}"
-            return _unlanded(records, uninspected, notes=(why,), head=head)
+            return _not_inspected(records, uninspected, why, head)
         commits = [line for line in log.out.decode("utf-8", "replace").splitlines() if line]
     if not dirty and not commits:
         return replace(records, head=head, branch=None, default_branch=None)
@@ -97,8 +95,8 @@ def _with_home(record: Record, records: LandedFacts) -> LandedFacts:
     untracked_set = set(untracked)
     # A repository nested in the home is its work like a slot's (`observe/nested.py`).
     nested = [p for p in untracked if p.endswith("/")]
-    return _unlanded(
-        records,
+    own = LandedFacts(
+        False,
         summary,
         dirty=tuple(dirty[:MAX_LISTED]),
         untracked=tuple(p for p in dirty[:MAX_LISTED] if p in untracked_set),
@@ -106,35 +104,24 @@ def _with_home(record: Record, records: LandedFacts) -> LandedFacts:
         head=head,
         nested=inspect_nested(wt, nested) if nested else (),
     )
+    return _unlanded(records, own)
 
 
-def _unlanded(
-    records: LandedFacts,
-    summary: NotLandedWhy,
-    *,
-    dirty: tuple[str, ...] = (),
-    untracked: tuple[str, ...] = (),
-    unpushed: tuple[str, ...] = (),
-    notes: tuple[str, ...] = (),
-    head: str | None = None,
-    nested: tuple[NestedRepo, ...] = (),
+def _not_inspected(
+    records: LandedFacts, problem: HomeProblem, why: str, head: str | None = None
 ) -> LandedFacts:
-    """Not landed: the home's work, and the task records' too when they are not."""
-    if not records.landed:
+    """The home could not be inspected: not landed, and the note says why."""
+    return _unlanded(records, LandedFacts(False, problem, (), (), (why,), head=head))
+
+
+def _unlanded(records: LandedFacts, home: LandedFacts) -> LandedFacts:
+    """Not landed: the home's own facts (`home`: its work, or why it could not be
+    inspected), with the task records' why too when they are not landed."""
+    summary = home.summary
+    if not records.landed and summary is not None:
         summary = AndAlso(summary, records.summary)
-    return LandedFacts(
-        False,
-        summary,
-        dirty,
-        unpushed,
-        (*notes, *records.notes),
-        untracked,
-        head,
-        None,
-        None,
-        False,
-        summary,
-        nested=nested,
+    return replace(
+        home, summary=summary, merge_summary=summary, notes=(*home.notes, *records.notes)
     )
 
 

@@ -58,6 +58,7 @@ from fm_teardown.model.landing import (
 )
 from fm_teardown.model.landing import LandedFacts as LandedFacts  # the verdict's type, as before
 from fm_teardown.model.records import Mode, Record, RecordKind, shown
+from fm_teardown.model.values import value
 from fm_teardown.observe import slot_status
 from fm_teardown.observe.landed_project import ProjectFacts, fetch_ref, project_facts
 from fm_teardown.observe.nested import inspect as inspect_nested
@@ -182,16 +183,28 @@ def gather_many(
         for record, st in slots
     ]
 
+    asking = _Asking(fetch, fetch_timeout, gh_bin)
+
     def one(item: tuple[Record, SlotStatus, ProjectFacts]) -> ShipFacts:
         record, st, facts = item
-        ship = _ship(record, st, facts, fetch=fetch, fetch_timeout=fetch_timeout, gh_bin=gh_bin)
-        tip = _branch_tip(record, st, facts, fetch, fetch_timeout, gh_bin)
+        ship = _ship(record, st, facts, asking)
+        tip = _branch_tip(record, st, facts, asking)
         nested = inspect_nested(record.worktree, st.nested) if st.nested else ()
         return _with(ship, branch_tip=tip, nested=nested)
 
     for (record, _, _), facts in zip(work, _pmap(one, work), strict=True):
         out[record.task_id] = facts
     return out
+
+
+@value
+class _Asking:
+    """How this look asks the remotes: whether it fetches (a real run) or not (a dry run),
+    how long one network call may take, and the `gh` to ask (None: the one on PATH)."""
+
+    fetch: bool
+    timeout: float
+    gh_bin: str | None
 
 
 def _scout(record: Record, data_dir: Path) -> ScoutFacts:
@@ -232,19 +245,11 @@ def _unpushed(
     return len(lines), tuple(shown(line, 100) for line in lines[:MAX_LISTED])
 
 
-def _ship(
-    record: Record,
-    st: SlotStatus,
-    project: ProjectFacts,
-    *,
-    fetch: bool,
-    fetch_timeout: float,
-    gh_bin: str | None,
-) -> ShipFacts:
+def _ship(record: Record, st: SlotStatus, project: ProjectFacts, asking: _Asking) -> ShipFacts:
     wt, repo, branch = record.worktree, record.project, project.default
     notes: list[str] = list(project.confirmed.notes) if project.confirmed is not None else []
     facts = ShipFacts(wt, st, branch, bool(project.refs) and project.has_origin(), None)
-    facts = _with(facts, fetched=fetch)
+    facts = _with(facts, fetched=asking.fetch)
     if project.refs_error is not None:
         # Not "no default branch": the refs themselves could not be read.
         notes.append(f"git for-each-ref failed in {repo}: {project.refs_error}")
@@ -275,46 +280,9 @@ def _ship(
 
     bases: list[BaseFacts] = []
     if branch is not None and facts.origin:
-        label = f"origin/{branch}"
-        ref = f"refs/remotes/origin/{branch}"
-        if project.in_origin is not None and head in project.in_origin:
-            bases.append(BaseFacts(label, project.refs[ref], True, True))
-        elif on_remote and project.in_origin is not None:
-            # Pushed: nothing would be lost, so no fetch and no per-slot call; whether it is
-            # merged all the same is the project's one merge-tree for every pushed HEAD.
-            unchanged = head in project.squashed
-            bases.append(
-                BaseFacts(label, project.refs[ref], True, False, merge_unchanged=unchanged)
-            )
-        else:
-            usable = True
-            if fetch:
-                ok, why = project.fetched()
-                if not ok:
-                    # A stale ref could miss a merge that happened since: do not judge on it.
-                    notes.append(f"fetch of {label} failed, so it is inconclusive: {why}")
-                    usable = False
-            commit = project.refs.get(ref)
-            if usable and commit is None:
-                notes.append(f"{label} does not exist in {repo}")
-            elif usable and commit is not None:
-                # Whether origin's default branch has HEAD was read after any fetch of it.
-                fresh = project.in_origin is not None and (
-                    project._fetched is None or project.confirmed is not None
-                )
-                contains = False if fresh else _contains(wt, head, commit, notes, label)
-                bases.append(BaseFacts(label, commit, True, contains))
+        bases += _origin_base(record, head, on_remote, project, asking.fetch, notes)
     if branch is not None:
-        local_only = record.mode == Mode.LOCAL_ONLY
-        if local is None:
-            if local_only:
-                notes.append(f"local branch {branch} does not exist in {repo}")
-        elif local_only or not any(b.commit == local for b in bases):
-            # The same commit as origin's tells nothing new, but local-only names its own.
-            contains = project.in_local.get(head)
-            if contains is None and local_only:
-                contains = _contains(wt, head, local, notes, f"local {branch}")
-            bases.append(BaseFacts(f"local {branch}", local, local_only, contains, local=True))
+        bases += _local_base(record, head, bases, project, notes)
     if not on_remote and not any(b.contains_head and b.counts_as_merged for b in bases):
         # Not settled by reachability: the content rungs, against each default branch.
         bases = [
@@ -323,18 +291,69 @@ def _ship(
         ]
     pr = None
     if record.pr and not any(b.contains_head and b.counts_as_merged for b in bases):
-        pr = _pr(record.pr, wt, head, fetch=fetch, fetch_timeout=fetch_timeout, gh_bin=gh_bin,
-                 notes=notes)  # fmt: skip
+        pr = _pr(record.pr, wt, head, asking, notes)
     return _with(facts, bases=tuple(bases), pr=pr, notes=tuple(notes))
 
 
-def _branch_tip(
+def _origin_base(
     record: Record,
-    st: SlotStatus,
+    head: str,
+    on_remote: bool,
     project: ProjectFacts,
     fetch: bool,
-    fetch_timeout: float,
-    gh_bin: str | None,
+    notes: list[str],
+) -> list[BaseFacts]:
+    """HEAD against origin's default branch (none when that branch cannot be used)."""
+    wt, repo, branch = record.worktree, record.project, project.default
+    label = f"origin/{branch}"
+    ref = f"refs/remotes/origin/{branch}"
+    if project.in_origin is not None and head in project.in_origin:
+        return [BaseFacts(label, project.refs[ref], True, True)]
+    if on_remote and project.in_origin is not None:
+        # Pushed: nothing would be lost, so no fetch and no per-slot call; whether it is
+        # merged all the same is the project's one merge-tree for every pushed HEAD.
+        unchanged = head in project.squashed
+        return [BaseFacts(label, project.refs[ref], True, False, merge_unchanged=unchanged)]
+    if fetch:
+        ok, why = project.fetched()
+        if not ok:
+            # A stale ref could miss a merge that happened since: do not judge on it.
+            notes.append(f"fetch of {label} failed, so it is inconclusive: {why}")
+            return []
+    commit = project.refs.get(ref)
+    if commit is None:
+        notes.append(f"{label} does not exist in {repo}")
+        return []
+    # Whether origin's default branch has HEAD was read after any fetch of it.
+    fresh = project.in_origin is not None and (
+        project._fetched is None or project.confirmed is not None
+    )
+    contains = False if fresh else _contains(wt, head, commit, notes, label)
+    return [BaseFacts(label, commit, True, contains)]
+
+
+def _local_base(
+    record: Record, head: str, bases: list[BaseFacts], project: ProjectFacts, notes: list[str]
+) -> list[BaseFacts]:
+    """HEAD against the local default branch, when it says something `bases` (origin's) do
+    not, or local-only mode names it."""
+    wt, repo, branch = record.worktree, record.project, project.default
+    local = project.refs.get(f"refs/heads/{branch}")
+    local_only = record.mode == Mode.LOCAL_ONLY
+    if local is None:
+        if local_only:
+            notes.append(f"local branch {branch} does not exist in {repo}")
+        return []
+    if not local_only and any(b.commit == local for b in bases):
+        return []  # the same commit as origin's tells nothing new, but local-only names its own
+    contains = project.in_local.get(head)
+    if contains is None and local_only:
+        contains = _contains(wt, head, local, notes, f"local {branch}")
+    return [BaseFacts(f"local {branch}", local, local_only, contains, local=True)]
+
+
+def _branch_tip(
+    record: Record, st: SlotStatus, project: ProjectFacts, asking: _Asking
 ) -> ShipFacts | None:
     """The facts of the task's branch `fm/<id>` when its tip is neither HEAD nor in HEAD's
     history (commits the slot does not have checked out): TASK's work is its branch too. The
@@ -350,7 +369,7 @@ def _branch_tip(
         if inside.ok:
             return None
     clean = SlotStatus((), 0, (), tip, name)
-    facts = _ship(record, clean, project, fetch=fetch, fetch_timeout=fetch_timeout, gh_bin=gh_bin)
+    facts = _ship(record, clean, project, asking)
     return _with(facts, notes=tuple(f"branch {name}: {n}" for n in facts.notes))
 
 
@@ -526,19 +545,10 @@ def _merge_unchanged(
     return first == tree
 
 
-def _pr(
-    pr: str,
-    wt: str,
-    head: str,
-    *,
-    fetch: bool,
-    fetch_timeout: float,
-    gh_bin: str | None,
-    notes: list[str],
-) -> PrFacts:
+def _pr(pr: str, wt: str, head: str, asking: _Asking, notes: list[str]) -> PrFacts:
     """The recorded PR's state and head, and whether its head is HEAD or has HEAD as an
     ancestor (a gh problem is only a note)."""
-    gh = gh_bin or shutil.which("gh")
+    gh = asking.gh_bin or shutil.which("gh")
     label = shown(pr)
     unknown = PrFacts(label, None, None, None)
     if gh is None:
@@ -551,7 +561,7 @@ def _pr(
     # jq filter (a gh that prints the JSON object instead is read too).
     r = runner.run(
         [gh, "pr", "view", pr, "--json", "state,headRefOid", "-q", _GH_FILTER],
-        timeout=fetch_timeout,
+        timeout=asking.timeout,
         cwd=wt,
     )
     if not r.ok:
@@ -571,11 +581,11 @@ def _pr(
     pr_head = pr_head.lower()
     if not _git(wt, "cat-file", "-e", f"{pr_head}^{{commit}}").ok:
         number = _PR_NUMBER.search(pr)
-        if not fetch or number is None:
-            why = "a dry run does not fetch" if not fetch else "no PR number to fetch"
+        if not asking.fetch or number is None:
+            why = "a dry run does not fetch" if not asking.fetch else "no PR number to fetch"
             notes.append(f"PR {label} head {pr_head[:12]} is not in the repository ({why})")
             return PrFacts(label, state, pr_head, None)
-        got = fetch_ref(wt, f"refs/pull/{number.group(1)}/head", fetch_timeout)
+        got = fetch_ref(wt, f"refs/pull/{number.group(1)}/head", asking.timeout)
         if not got.ok:
             notes.append(f"fetch of PR {label} head failed: {got.why()}")
             return PrFacts(label, state, pr_head, None)

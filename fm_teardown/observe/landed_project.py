@@ -12,7 +12,7 @@ run counts every remote-tracking ref as it is.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fm_teardown.adapters import runner
@@ -152,74 +152,100 @@ def project_facts(
     if fetch:
         judged = [s.head for s in slots if s.head] + [f"refs/heads/fm/{t}" for t in tasks]
         facts.confirmed = confirm(project, judged, timeout)
-    refs = _git(
-        project,
-        "for-each-ref",
-        "--format=%(refname)%00%(objectname)%00%(symref)%00%(tree)",
-        "refs/remotes",
-        "refs/heads",
-    )
-    symref = None
-    if refs.ok:
-        for line in refs.out.decode("utf-8", "surrogateescape").splitlines():
-            name, _, rest = line.partition("\0")
-            oid, _, rest = rest.partition("\0")
-            target, _, tree = rest.partition("\0")
-            facts.refs[name] = oid
-            if _HEX_OID.fullmatch(tree):
-                facts._trees[oid] = tree  # read with the refs: no call per default branch
-            if name == "refs/remotes/origin/HEAD" and target:
-                symref = target
-    else:
-        facts.refs_error = refs.why()
+    symref = _read_refs(facts)
+    if facts.refs_error is not None:
         return facts  # no ref is known: every slot's facts say why
-    prefix = "refs/remotes/origin/"
-    if symref and symref.startswith(prefix) and len(symref) > len(prefix):
-        facts.default = symref[len(prefix) :]
-    else:
-        for name in ("main", "master"):
-            if f"{prefix}{name}" in facts.refs or f"refs/heads/{name}" in facts.refs:
-                facts.default = name
-                break
+    facts.default = _default_branch(facts.refs, symref)
     for task in tasks:
         tip = facts.refs.get(f"refs/heads/fm/{task}")
         if tip is not None:
             facts.tips[task] = tip
     heads = sorted({s.head for s in slots if s.head} | set(facts.tips.values()))
     if heads:
-        # One rev-list for every slot: a HEAD is on a remote-tracking branch exactly when it
-        # is not among the commits reachable from the HEADs but from no (counted) remote.
-        args, stdin = facts.beyond_remotes(heads)
-        r = runner.git(project, "rev-list", *args, timeout=runner.LOCAL_GIT_TIMEOUT, stdin=stdin)
-        if r.ok:
-            listed = set(r.out.decode("ascii", "replace").split())
-            facts.unpushed = frozenset(h for h in heads if h in listed)
-        else:
-            facts.unpushed_error = r.why()
+        _on_remotes(facts, heads)
         if facts.default is not None:
-            origin = facts.refs.get(f"{prefix}{facts.default}")
-            local = facts.refs.get(f"refs/heads/{facts.default}")
-            if origin is not None and facts.confirmed is not None:
-                if facts.confirmed.counts(f"{prefix}{facts.default}"):
-                    facts._fetched = (True, "")  # fetched just now, with prune
-                else:
-                    # Not written by a fetch that succeeded (origin's refspecs may name other
-                    # branches, or fail on one): the branch is fetched on its own if needed.
-                    origin = None
-            if origin is not None:
-                facts.in_origin = _heads_in(project, heads, origin)
-                if facts.in_origin is not None and facts.unpushed_error is None:
-                    pushed = sorted(set(heads) - facts.in_origin - facts.unpushed)
-                    if pushed:
-                        facts.squashed = _squashed(project, origin, pushed, facts)
-            # The local one, for the HEADs neither origin's nor on a remote (the others are
-            # landed already; local-only mode asks for its own): one more rev-list at most.
-            left = sorted(facts.unpushed - (facts.in_origin or frozenset()))
-            if local is not None and left:
-                inside = _heads_in(project, left, local)
-                if inside is not None:
-                    facts.in_local = {h: h in inside for h in left}
+            _in_default_branches(facts, heads)
     return facts
+
+
+_ORIGIN = "refs/remotes/origin/"
+
+
+def _read_refs(facts: ProjectFacts) -> str | None:
+    """The project's refs (and the default branches' trees with them) into `facts`, or why
+    they cannot be read; what origin's HEAD points to (None: nothing)."""
+    refs = _git(
+        facts.project,
+        "for-each-ref",
+        "--format=%(refname)%00%(objectname)%00%(symref)%00%(tree)",
+        "refs/remotes",
+        "refs/heads",
+    )
+    if not refs.ok:
+        facts.refs_error = refs.why()
+        return None
+    symref = None
+    for line in refs.out.decode("utf-8", "surrogateescape").splitlines():
+        name, _, rest = line.partition("\0")
+        oid, _, rest = rest.partition("\0")
+        target, _, tree = rest.partition("\0")
+        facts.refs[name] = oid
+        if _HEX_OID.fullmatch(tree):
+            facts._trees[oid] = tree  # read with the refs: no call per default branch
+        if name == "refs/remotes/origin/HEAD" and target:
+            symref = target
+    return symref
+
+
+def _default_branch(refs: Mapping[str, str], symref: str | None) -> str | None:
+    """The branch origin's HEAD points to, else `main` or `master` (origin's or local)."""
+    prefix = _ORIGIN
+    if symref and symref.startswith(prefix) and len(symref) > len(prefix):
+        return symref[len(prefix) :]
+    for name in ("main", "master"):
+        if f"{prefix}{name}" in refs or f"refs/heads/{name}" in refs:
+            return name
+    return None
+
+
+def _on_remotes(facts: ProjectFacts, heads: list[str]) -> None:
+    """One rev-list for every slot: a HEAD is on a remote-tracking branch exactly when it is
+    not among the commits reachable from the HEADs but from no (counted) remote."""
+    project, (args, stdin) = facts.project, facts.beyond_remotes(heads)
+    r = runner.git(project, "rev-list", *args, timeout=runner.LOCAL_GIT_TIMEOUT, stdin=stdin)
+    if r.ok:
+        listed = set(r.out.decode("ascii", "replace").split())
+        facts.unpushed = frozenset(h for h in heads if h in listed)
+    else:
+        facts.unpushed_error = r.why()
+
+
+def _in_default_branches(facts: ProjectFacts, heads: list[str]) -> None:
+    """Which HEADs origin's default branch has (and which pushed ones it has squashed), then
+    which of the rest the local one has."""
+    project, prefix, default = facts.project, _ORIGIN, facts.default
+    origin = facts.refs.get(f"{prefix}{default}")
+    local = facts.refs.get(f"refs/heads/{default}")
+    if origin is not None and facts.confirmed is not None:
+        if facts.confirmed.counts(f"{prefix}{default}"):
+            facts._fetched = (True, "")  # fetched just now, with prune
+        else:
+            # Not written by a fetch that succeeded (origin's refspecs may name other
+            # branches, or fail on one): the branch is fetched on its own if needed.
+            origin = None
+    if origin is not None:
+        facts.in_origin = _heads_in(project, heads, origin)
+        if facts.in_origin is not None and facts.unpushed_error is None:
+            pushed = sorted(set(heads) - facts.in_origin - facts.unpushed)
+            if pushed:
+                facts.squashed = _squashed(project, origin, pushed, facts)
+    # The local one, for the HEADs neither origin's nor on a remote (the others are
+    # landed already; local-only mode asks for its own): one more rev-list at most.
+    left = sorted(facts.unpushed - (facts.in_origin or frozenset()))
+    if local is not None and left:
+        inside = _heads_in(project, left, local)
+        if inside is not None:
+            facts.in_local = {h: h in inside for h in left}
 
 
 def _squashed(project: str, base: str, heads: list[str], facts: ProjectFacts) -> frozenset[str]:

@@ -36,6 +36,19 @@ def orphans(fleet: Fleet, obs: Observation) -> tuple[Orphan, ...]:
     """Windows `fm-<id>` with no record <id>; leases on pool slots no record claims; agent
     processes working in such slots that no endpoint accounts for (spec §8); names in the state dir
     that are no task's record or sidecar. They never change an exit code."""
+    out = _windows(fleet, obs)
+    free = _free_slots(obs)
+    out += _leases(free, fleet, obs)
+    out += _agents(free, obs)
+    out += _dead_branches(fleet, obs)
+    out += _strays(fleet)
+    out += _kept_sidecars(fleet)
+    return tuple(out)
+
+
+def _windows(fleet: Fleet, obs: Observation) -> list[Orphan]:
+    """Windows `fm-<id>` with no record <id>, once per session and name, with the agents they
+    run."""
     out: list[Orphan] = []
     # A secondmate's child is recorded in the secondmate's home (`<secondmate>/<id>`): its
     # window `fm-<id>` is accounted for.
@@ -69,6 +82,11 @@ def orphans(fleet: Fleet, obs: Observation) -> tuple[Orphan, ...]:
                 f"window {pane.session}:{name} ({pane.window_id}) has no record; it {runs}",
             )
         )
+    return out
+
+
+def _free_slots(obs: Observation) -> list[str]:
+    """The pool's slots no record claims, sorted."""
     claimed = set(obs.claimants) | {s for slots in obs.invalid_slots.values() for s in slots or ()}
     above = {a for slot in claimed for a in ancestors(slot)}
 
@@ -76,7 +94,12 @@ def orphans(fleet: Fleet, obs: Observation) -> tuple[Orphan, ...]:
         # Claimed when a record names it, a slot inside it, or a slot containing it.
         return slot not in above and not any(a in claimed for a in ancestors(slot))
 
-    free = sorted({e.canonical for e in obs.pool_entries if unclaimed(e.canonical)})
+    return sorted({e.canonical for e in obs.pool_entries if unclaimed(e.canonical)})
+
+
+def _leases(free: list[str], fleet: Fleet, obs: Observation) -> list[Orphan]:
+    """The leases on `free` slots (no record claims them)."""
+    out: list[Orphan] = []
     for entry in sorted(obs.pool_entries, key=lambda e: e.canonical):
         if not entry.leased or entry.canonical not in free:
             continue
@@ -86,6 +109,11 @@ def orphans(fleet: Fleet, obs: Observation) -> tuple[Orphan, ...]:
         if holder is not None:
             detail += f"; it is {holder}'s lease, whose record names {obs.slot_of[holder]}"
         out.append(Orphan("lease", lease_name(entry), entry.canonical, detail))
+    return out
+
+
+def _agents(free: list[str], obs: Observation) -> list[Orphan]:
+    """Agents working in `free` slots that no endpoint holds, each under its nearest slot."""
     in_free = procs_by_slot(set(free), obs.processes)
     loose: dict[int, tuple[str, str]] = {}  # pid -> (its nearest free slot, its name)
     for slot in sorted(free, key=len, reverse=True):
@@ -94,6 +122,7 @@ def orphans(fleet: Fleet, obs: Observation) -> tuple[Orphan, ...]:
                 continue
             if classify_proc(proc) == ProcessClass.AGENT:
                 loose[proc.pid] = (slot, proc.name or proc.argv0)
+    out: list[Orphan] = []
     for pid in sorted(loose):
         slot, name = loose[pid]
         out.append(
@@ -105,14 +134,18 @@ def orphans(fleet: Fleet, obs: Observation) -> tuple[Orphan, ...]:
                 "task's endpoint",
             )
         )
-    out += _dead_branches(fleet, obs)
+    return out
+
+
+def _strays(fleet: Fleet) -> list[Orphan]:
+    """Names in the state dir that are no task's record or sidecar (its README aside)."""
+    out: list[Orphan] = []
     for name, why in fleet.strays:
         if _documentation(name):
             continue
         detail = f"{why}; it owns no slot and fm leaves it alone"
         out.append(Orphan("file", name, None, detail))
-    out += _kept_sidecars(fleet)
-    return tuple(out)
+    return out
 
 
 def _kept_sidecars(fleet: Fleet) -> list[Orphan]:

@@ -258,46 +258,7 @@ def assemble(
         tid: (tuple(canon(p) for p in bad.claimed) if bad.claimed is not None else None)
         for tid, bad in fleet.invalid.items()
     }
-    index = panes_by_window(inventory)
-    by_name: dict[str, list[Pane]] = {}
-    for pane in inventory.panes:
-        by_name.setdefault(pane.window_name, []).append(pane)
-    # TASK's own window moved to another session (rare: only names met in two sessions).
-    moved: dict[str, list[Pane]] = {}
-    if not table.error and inventory.status == InventoryStatus.OK:
-        for tid, r in fleet.records.items():
-            same = by_name.get(r.window_name, ())
-            if r.backend == Backend.TMUX and any(p.session != r.session for p in same):
-                found = moved_windows(r, slot_of[tid], by_name, table)
-                if found:
-                    moved[tid] = found
-    # TASK's own endpoint processes from before its window was killed, still running.
-    exact: dict[int, str] = {}
-    for tid, procs_seen in (remembered or {}).items():
-        if tid not in fleet.records:
-            continue
-        for p in procs_seen:
-            now = table.procs.get(p.pid)
-            if now is not None and now.start_time == p.start_time and not now.zombie:
-                exact[p.pid] = tid
-
-    def endpoint(tid: str) -> Endpoint:
-        ep = endpoint_of(fleet.records[tid], inventory, table, index, moved.get(tid, ()))
-        if ep.window_ids:
-            # What the endpoint step checks again before it types or kills (window_identity).
-            seen, server = seen_of(ep.window_ids, inventory, table)
-            # Made, not `replace`d: an audit makes one per record, and replace costs 9 times.
-            ep = Endpoint(ep.state, ep.detail, ep.window_ids, ep.pids, seen, server)
-        still = frozenset(pid for pid, t in exact.items() if t == tid)
-        return replace(ep, pids=ep.pids | still) if still else ep
-
-    roots: dict[int, str] = {}
-    if not table.error and inventory.status == InventoryStatus.OK:
-        for tid, r in fleet.records.items():
-            if r.backend == Backend.TMUX:
-                for pane in [*index.get((r.session, r.window_name), ()), *moved.get(tid, ())]:
-                    if not pane.dead:
-                        roots[pane.pane_pid] = tid
+    windows = _Windows(settings, fleet, inventory, table, slot_of, remembered)
     in_slot = SlotProcs(table, slot_of.values())
 
     def tmp_of(tid: str) -> TaskTmp:
@@ -307,28 +268,153 @@ def assemble(
         return replace(tmp, procs=in_slot.get(tmp_root_of(tmp)))
 
     tasktmp = LazyMap((tid for tid, r in fleet.records.items() if r.tasktmp), tmp_of)
-    reader = PoolReader(canon)
-    commons: dict[str, str | None] = {}
-    locked: dict[str, tuple[tuple[str, str], ...]] = {}  # common dir -> its locked worktrees
+    looks = _SlotLooks(fleet, slot_of, project_of, windows, canon, in_slot)
+    slots = LazyMap(looks.first, looks.facts)
 
-    def locks_of(common: str | None) -> tuple[tuple[str, str], ...]:
+    def pool_entries() -> tuple[PoolEntry, ...]:
+        for slot in slots:
+            slots[slot]  # every slot's pool view read, each state file once
+        return looks.reader.entries()
+
+    owners = EndpointOwners(windows.roots(), windows.exact, table)
+    placer = _Placer(settings, inventory, table, owners)
+    return Observation(
+        inventory=inventory,
+        processes=table,
+        env=environment(settings, table),
+        slot_of=slot_of,
+        endpoints=LazyMap(fleet.records, windows.endpoint),
+        slots=slots,
+        invalid_slots=invalid_slots,
+        project_of=project_of,
+        tasktmp=tasktmp,
+        endpoint_owners=owners,
+        read_pool_entries=pool_entries,
+        placements=LazyMap(table.procs, placer.place),
+    )
+
+
+class _Windows:
+    """The tasks' windows in the listing (indexed by session and window name), those moved
+    to another session, and TASK's own endpoint processes remembered from before its window
+    was killed: each task's endpoint is worked out from them on first read."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        fleet: Fleet,
+        inventory: TmuxInventory,
+        table: ProcessTable,
+        slot_of: Mapping[str, str],
+        remembered: Mapping[str, tuple[Proc, ...]] | None,
+    ) -> None:
+        self._settings, self._fleet = settings, fleet
+        self.inventory, self.table = inventory, table
+        self.index = panes_by_window(inventory)
+        self.moved = _moved(fleet, slot_of, inventory, table)
+        self.exact = _still_running(fleet, table, remembered)
+
+    def endpoint(self, tid: str) -> Endpoint:
+        inventory, table, record = self.inventory, self.table, self._fleet.records[tid]
+        ep = endpoint_of(record, inventory, table, self.index, self.moved.get(tid, ()))
+        if ep.window_ids:
+            # What the endpoint step checks again before it types or kills (window_identity).
+            seen, server = seen_of(ep.window_ids, inventory, table)
+            # Made, not `replace`d: an audit makes one per record, and replace costs 9 times.
+            ep = Endpoint(ep.state, ep.detail, ep.window_ids, ep.pids, seen, server)
+        still = frozenset(pid for pid, t in self.exact.items() if t == tid)
+        return replace(ep, pids=ep.pids | still) if still else ep
+
+    def roots(self) -> dict[int, str]:
+        """The task each live pane of a task's window belongs to, by the pane's process."""
+        roots: dict[int, str] = {}
+        if not self.table.error and self.inventory.status == InventoryStatus.OK:
+            for tid, r in self._fleet.records.items():
+                if r.backend == Backend.TMUX:
+                    for pane in [
+                        *self.index.get((r.session, r.window_name), ()),
+                        *self.moved.get(tid, ()),
+                    ]:
+                        if not pane.dead:
+                            roots[pane.pane_pid] = tid
+        return roots
+
+    def foreign_endpoint(self, claim: SlotClaim) -> EndpointState | None:
+        return foreign_endpoint(self._settings, claim, self.inventory, self.table, self.index)
+
+
+def _moved(
+    fleet: Fleet, slot_of: Mapping[str, str], inventory: TmuxInventory, table: ProcessTable
+) -> dict[str, list[Pane]]:
+    """TASK's own window moved to another session (rare: only names met in two sessions)."""
+    by_name: dict[str, list[Pane]] = {}
+    for pane in inventory.panes:
+        by_name.setdefault(pane.window_name, []).append(pane)
+    moved: dict[str, list[Pane]] = {}
+    if not table.error and inventory.status == InventoryStatus.OK:
+        for tid, r in fleet.records.items():
+            same = by_name.get(r.window_name, ())
+            if r.backend == Backend.TMUX and any(p.session != r.session for p in same):
+                found = moved_windows(r, slot_of[tid], by_name, table)
+                if found:
+                    moved[tid] = found
+    return moved
+
+
+def _still_running(
+    fleet: Fleet, table: ProcessTable, remembered: Mapping[str, tuple[Proc, ...]] | None
+) -> dict[int, str]:
+    """TASK's own endpoint processes from before its window was killed, still running."""
+    exact: dict[int, str] = {}
+    for tid, procs_seen in (remembered or {}).items():
+        if tid not in fleet.records:
+            continue
+        for p in procs_seen:
+            now = table.procs.get(p.pid)
+            if now is not None and now.start_time == p.start_time and not now.zombie:
+                exact[p.pid] = tid
+    return exact
+
+
+class _SlotLooks:
+    """Each slot's facts (its pool lease, claim, `.git`, locks, processes), read on first
+    use: by the first record naming the slot, each project's common dir and each
+    repository's locked worktrees once for every slot of it."""
+
+    def __init__(
+        self,
+        fleet: Fleet,
+        slot_of: Mapping[str, str],
+        project_of: Mapping[str, str],
+        windows: _Windows,
+        canon: Canonicalizer,
+        in_slot: SlotProcs,
+    ) -> None:
+        self._fleet, self._project_of, self._windows = fleet, project_of, windows
+        self._canon, self._in_slot = canon, in_slot
+        self.reader = PoolReader(canon)
+        self._commons: dict[str, str | None] = {}
+        # common dir -> its locked worktrees
+        self._locked: dict[str, tuple[tuple[str, str], ...]] = {}
+        self.first: dict[str, str] = {}  # canonical slot -> the first record naming it
+        for tid in fleet.records:
+            self.first.setdefault(slot_of[tid], tid)
+
+    def _locks_of(self, common: str | None) -> tuple[tuple[str, str], ...]:
         # Read once per repository for every slot of it (an audit asks for each).
         if common is None:
             return ()
-        if common not in locked:
-            locked[common] = locked_worktrees(common, canon)
-        return locked[common]
+        if common not in self._locked:
+            self._locked[common] = locked_worktrees(common, self._canon)
+        return self._locked[common]
 
-    first: dict[str, str] = {}  # canonical slot -> the first record naming it
-    for tid in fleet.records:
-        first.setdefault(slot_of[tid], tid)
-
-    def facts(slot: str) -> SlotFacts:
-        record = fleet.records[first[slot]]
-        procs = in_slot.get(slot)
+    def facts(self, slot: str) -> SlotFacts:
+        fleet, reader, canon, commons = self._fleet, self.reader, self._canon, self._commons
+        record = fleet.records[self.first[slot]]
+        procs = self._in_slot.get(slot)
         exists = os.path.isdir(slot)
         looped = not exists and _link_loop(slot)
-        project = project_of[first[slot]]
+        project = self._project_of[self.first[slot]]
         if looped:
             # Limits fail closed: a path whose links cannot be followed to the end is not a
             # slot that is gone; what lies behind it cannot be told.
@@ -345,9 +431,7 @@ def assemble(
         # The slot's `.git`, read once for both of its checks ("": unreadable, or no file).
         dotgit = (read_small(os.path.join(slot, ".git")) or "") if exists else None
         if claim is not None and claim.task is not None and claim.task not in fleet.records:
-            claim = replace(
-                claim, foreign_endpoint=foreign_endpoint(settings, claim, inventory, table, index)
-            )
+            claim = replace(claim, foreign_endpoint=self._windows.foreign_endpoint(claim))
         return SlotFacts(
             canonical=slot,
             exists=exists,
@@ -359,34 +443,10 @@ def assemble(
             if dotgit is not None
             else None,
             lock=worktree_lock(slot, canon, dotgit) if dotgit is not None else None,
-            nested_locks=nested_locks(slot, locks_of(commons[project]))
+            nested_locks=nested_locks(slot, self._locks_of(commons[project]))
             if exists and commons[project] is not None
             else (),
         )
-
-    slots = LazyMap(first, facts)
-
-    def pool_entries() -> tuple[PoolEntry, ...]:
-        for slot in slots:
-            slots[slot]  # every slot's pool view read, each state file once
-        return reader.entries()
-
-    owners = EndpointOwners(roots, exact, table)
-    placer = _Placer(settings, inventory, table, owners)
-    return Observation(
-        inventory=inventory,
-        processes=table,
-        env=environment(settings, table),
-        slot_of=slot_of,
-        endpoints=LazyMap(fleet.records, endpoint),
-        slots=slots,
-        invalid_slots=invalid_slots,
-        project_of=project_of,
-        tasktmp=tasktmp,
-        endpoint_owners=owners,
-        read_pool_entries=pool_entries,
-        placements=LazyMap(table.procs, placer.place),
-    )
 
 
 class _Placer:

@@ -19,9 +19,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from fm_teardown.decide.audit import Audit, AuditRow, row, shared_slots, unusable
+from fm_teardown.decide.audit import Audit, AuditRow, RowReads, row, shared_slots, unusable
+from fm_teardown.decide.before_acting import acts, own_file_blocked
 from fm_teardown.decide.hints import inventory_hint
 from fm_teardown.decide.rules import decide_all
+from fm_teardown.model.causes import OwnFile, OwnFileBlocked
 from fm_teardown.model.errors import ErrorCode, refused
 from fm_teardown.model.records import Backend, Fleet, Record, load_fleet
 from fm_teardown.model.request import Flags, Options, RunMode
@@ -29,10 +31,12 @@ from fm_teardown.model.settings import Settings
 from fm_teardown.model.world import InventoryStatus, Observation, Orphan
 from fm_teardown.observe.loose_ends import orphans
 from fm_teardown.observe.observation import observe, ready
-from fm_teardown.pipeline.stages import meta_inode
+from fm_teardown.pipeline.stages import lock_placed, meta_inode
 
 if TYPE_CHECKING:
     from fm_teardown.model.landing import LandedFacts
+    from fm_teardown.model.own_files import WorkPlaces
+    from fm_teardown.model.plan import Decision
 
 __all__ = ["audit", "fleet_audit", "refuse_unreadable_inventory"]
 
@@ -73,6 +77,7 @@ def _unfinished_runs(s: Settings) -> tuple[Orphan, ...]:
 def audit(settings: Settings, opts: Options | None = None) -> Audit:
     """The audit's rows (what `--landed` selects from), its shared slots and loose ends."""
     opts = opts or Options()
+    _refuse_a_gate_agent()
     fleet = load_fleet(settings.state_dir)
     obs = observe(settings, fleet)
     refuse_unreadable_inventory(fleet, obs)
@@ -103,9 +108,11 @@ def audit(settings: Settings, opts: Options | None = None) -> Audit:
 
     decisions, facts = decide_all(usable, fleet, obs, flags, gather)
     now, me = time.time(), os.getpid()
+    before_acting = _BeforeActing(settings, fleet)
     for task, d in decisions.items():
         inode = meta_inode(fleet.records[task])
-        rows[task] = row(d, fleet, obs, facts.get(task), opts, now=now, inode=inode, fm_pid=me)
+        d = before_acting.checked(d)
+        rows[task] = row(d, fleet, obs, facts.get(task), opts, RowReads(now, inode, me))
     return Audit(
         settings.state_dir,
         tuple(rows[t] for t in fleet.task_ids),
@@ -113,3 +120,42 @@ def audit(settings: Settings, opts: Options | None = None) -> Audit:
         orphans(fleet, obs),
         tuple(sorted({e.canonical.rsplit("/", 2)[0] for e in obs.pool_entries})),
     )
+
+
+def _refuse_a_gate_agent() -> None:
+    """A no-mistakes gate agent must not drive the fleet: the audit refuses it as a whole (5),
+    as each task's dry run does."""
+    from fm_teardown.observe import gate
+
+    refused_gate = gate.refusal(os.environ, os.getcwd())
+    if refused_gate is not None:
+        raise refused_gate
+
+
+class _BeforeActing:
+    """What each task's dry run checks after deciding and before a real run's first
+    destructive step (the slot lock's place, the journal's), checked for the audit's rows
+    alike, so that a row says what `fm teardown TASK --dry-run` says. Worked out once for the
+    whole audit, and only when a row would act."""
+
+    def __init__(self, settings: Settings, fleet: Fleet) -> None:
+        self._settings, self._fleet = settings, fleet
+        self._places: WorkPlaces | None = None
+        self._journal: OwnFileBlocked | None = None
+
+    def checked(self, d: Decision) -> Decision:
+        if not acts(d):
+            return d
+        if self._places is None:
+            from fm_teardown.observe.own_places import work_places
+            from fm_teardown.report import journal
+
+            self._places = work_places(self._settings, self._fleet)
+            problem = journal.write_problem(self._settings.data_dir, self._places)
+            if problem is not None:
+                path = str(self._settings.data_dir / journal.JOURNAL)
+                self._journal = OwnFileBlocked(OwnFile.JOURNAL, path, problem)
+        d = lock_placed(self._settings, d, self._places)
+        if self._journal is not None and acts(d):
+            d = own_file_blocked(d, self._journal)
+        return d

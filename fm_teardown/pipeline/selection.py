@@ -11,8 +11,7 @@ import time
 from dataclasses import field
 from typing import TYPE_CHECKING, cast
 
-from fm_teardown.decide import census
-from fm_teardown.decide.finished import classify, identity
+from fm_teardown.decide.finished import classify, identity, task_now
 from fm_teardown.model.errors import FmError, Verdict
 from fm_teardown.model.reasons import Finished, NotSelectedReason, NotSelectedWhy
 from fm_teardown.model.request import Options
@@ -135,15 +134,11 @@ def guard(
             verdict = classify(
                 d.verdict,
                 d.headline,
-                ep.state if ep is not None else None,
-                ep.detail if ep is not None else "",
                 record,
                 cast("LandedFacts | None", planned.landed),
                 opts,
-                time.time(),
                 # Someone who came to work in the slot since the selection keeps it unfinished.
-                working=census.still_working(task, planned.observation),
-                doubt=census.doubts(task, planned.observation),
+                task_now(task, planned.observation, time.time()),
             )
             if not verdict.finished:
                 return NotSelectedReason(NotSelectedWhy.NO_LONGER_FINISHED, task, finished=verdict)

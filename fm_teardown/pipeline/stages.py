@@ -127,7 +127,7 @@ def plan(
         return {r.task_id: _landed_facts(settings, r, fetch=fetching) for r in records}
 
     decision, landed = decide.decide_with_landed(task, fleet, obs, flags, gather)
-    decision = _lock_placed(settings, decision, places)
+    decision = lock_placed(settings, decision, places)
     if known is not None:
         return Planned(decision, fleet, obs, landed, None, None, places)
     me = os.getpid()
@@ -136,7 +136,7 @@ def plan(
     return Planned(decision, fleet, obs, landed, words, token, places)
 
 
-def _lock_placed(settings: Settings, d: Decision, places: WorkPlaces) -> Decision:
+def lock_placed(settings: Settings, d: Decision, places: WorkPlaces) -> Decision:
     """A plan that would act refuses (dry run and real run alike) when the slot lock it takes
     before touching the slot would be written inside a task's work (spec §14.8): before the
     endpoint step, not after it."""
