@@ -47,6 +47,7 @@ Environment:
   FM_AGENT_NAMES                             more agents, comma-separated (fm runbook agents)
   GROK_HOME, FM_CONFIG_OVERRIDE, FM_ATTRIBUTION_LOCK_ATTEMPTS   firstmate duties
   NO_MISTAKES_GATE, FM_GATE_REFUSE_BYPASS    the gate-agent refusal
+  FM_TEARDOWN_NM_TIMEOUT                     each no-mistakes call (a parked run, 10 s)
   NO_COLOR                                   plain output on a terminal
 See `fm runbook` for what to do about each refusal."""
 

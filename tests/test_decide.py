@@ -115,6 +115,7 @@ class World:
     tmp_problems: dict[str, str] = field(default_factory=dict)
     tmp_absent: set[str] = field(default_factory=set)  # tasks whose /tmp/fm-<id> is not there
     claims: dict[str, SlotClaim] = field(default_factory=dict)  # slot -> its .fm-slot-owner
+    no_mistakes_bin: str | None = None  # the operator's no-mistakes on PATH
 
     def task(
         self,
@@ -284,7 +285,9 @@ class World:
         obs = Observation(
             inventory=TmuxInventory(InventoryStatus.OK),
             processes=ProcessTable({p.pid: p for p in all_procs}),
-            env=Environment(self.home, self.fm_home, self.treehouse_bin),
+            env=Environment(
+                self.home, self.fm_home, self.treehouse_bin, no_mistakes_bin=self.no_mistakes_bin
+            ),
             slot_of={t: r.worktree for t, r in self.records.items()},
             endpoints=endpoints,
             slots=slots,

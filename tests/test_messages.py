@@ -22,6 +22,15 @@ from fm_teardown.model.leaks import (
 from fm_teardown.model.not_landed import OwnWork
 from fm_teardown.model.notes import Note, NoteCode
 from fm_teardown.model.outcome import Skipped
+from fm_teardown.model.parked_run import (
+    Asked,
+    Attribution,
+    Confirmation,
+    ParkedRunResult,
+    ParkedRunWhat,
+    RunStatus,
+    RunUnasked,
+)
 from fm_teardown.model.plan import Step, StepName, StepOutcome
 from fm_teardown.model.reasons import NotSelectedReason, NotSelectedWhy
 from fm_teardown.model.results import (
@@ -86,6 +95,7 @@ W = ("@3", "@4")
 CLAUDE, BASH = ProcRef("claude", 41), ProcRef("bash", 42)
 CMD = "treehouse return --force --if-lease-id L1 /pool/p/1/proj"
 SHA = "0123456789abcdef0123"
+NM = "/usr/bin/no-mistakes"
 
 CASES: list[tuple[StepResult, StepOutcome, str]] = [
     (NotRun(NotRunCause.INTERRUPTED), S, "not run: interrupted"),
@@ -498,6 +508,96 @@ CASES: list[tuple[StepResult, StepOutcome, str]] = [
         D,
         "removed sm.meta; no /d/secondmates.md: no route",
     ),
+    *(
+        (
+            ParkedRunResult(
+                ParkedRunWhat.NOT_PARKED,
+                NM,
+                attribution,
+                run_id="01R",
+                branch="fm/b",
+                status="running",
+                head=SHA,
+                ended_as="passed",
+            ),
+            A,
+            text,
+        )
+        for attribution, text in (
+            (Attribution.NO_RUN, "no-mistakes names no run here: nothing to abort"),
+            (
+                Attribution.NO_BRANCH,
+                "run 01R left alone: the slot has no branch checked out, so no run can be told "
+                "to be this task's",
+            ),
+            (Attribution.OTHER_BRANCH, "run 01R is of branch fm/b, not the slot's: left alone"),
+            (
+                Attribution.OTHER_CODE,
+                "run 01R (head 0123456789ab) is not of the slot's code (its head is neither the "
+                "slot's HEAD nor a descendant of it): left alone",
+            ),
+            (
+                Attribution.CONCLUDED,
+                "this task's run 01R has ended already (passed): nothing to abort",
+            ),
+            (
+                Attribution.UNDER_WAY,
+                "this task's run 01R is running, not parked at a gate: left to no-mistakes",
+            ),
+        )
+    ),
+    (
+        ParkedRunResult(ParkedRunWhat.IN_SLOT, "/pool/p/1/proj/bin/no-mistakes"),
+        S,
+        "not run: the no-mistakes found on PATH (/pool/p/1/proj/bin/no-mistakes) lies in the "
+        "slot; a parked run of this task, if any, was not aborted",
+    ),
+    (
+        ParkedRunResult(ParkedRunWhat.UNANSWERED, NM, problem="timed out after 10s"),
+        S,
+        "no-mistakes axi status did not answer (timed out after 10s): no run looked at, none "
+        "aborted",
+    ),
+    (
+        ParkedRunResult(
+            ParkedRunWhat.ABORTED,
+            NM,
+            Attribution.PARKED,
+            run_id="01R",
+            status="awaiting_approval",
+            confirmed=Confirmation.TERMINAL,
+            ended_as="cancelled",
+        ),
+        D,
+        "aborted this task's run 01R, parked at a gate (awaiting_approval): read back cancelled",
+    ),
+    (
+        ParkedRunResult(
+            ParkedRunWhat.ABORTED,
+            NM,
+            Attribution.PARKED,
+            run_id="01R",
+            confirmed=Confirmation.NOT_FOUND,
+        ),
+        D,
+        "aborted this task's run 01R, parked at a gate (awaiting an agent): no-mistakes no "
+        "longer has it",
+    ),
+    (
+        ParkedRunResult(
+            ParkedRunWhat.UNCONFIRMED,
+            NM,
+            Attribution.PARKED,
+            run_id="01R",
+            status="fix_review",
+            after=Asked(True, RunStatus(id="02R", outcome="cancelled")),
+        ),
+        F,
+        "aborted this task's run 01R, parked at a gate (fix_review), but it was not read back "
+        "stopped (no-mistakes axi status --run 01R named another run (02R)); nothing of the "
+        "task was touched: confirm it stopped (no-mistakes axi status --run 01R, in the slot) "
+        "or abort it by hand (no-mistakes axi abort --run 01R), then run the same command again",
+    ),
 ]
 
 UNLINKED = {
@@ -540,6 +640,7 @@ def test_every_kind_of_result_is_pinned() -> None:
         PoolWhat,
         RecordWhat,
         NotRunCause,
+        ParkedRunWhat,
     ):
         assert set(kind) <= whats, f"{kind.__name__}: {set(kind) - whats} not pinned"
 
@@ -663,6 +764,16 @@ WARNINGS: list[tuple[RunWarning, str]] = [
         "abandoned remote-job workers survived ending: 7 (pruned code root /gone/root)",
     ),
     (Note(NoteCode.STRAY_RECORD, "a decision's own words"), "a decision's own words"),
+    (
+        RunUnasked(
+            "a",
+            "/pool/p/1/proj",
+            ParkedRunResult(ParkedRunWhat.UNANSWERED, NM, problem="exited 2: no daemon"),
+        ),
+        "a's no-mistakes run could not be looked at (no-mistakes axi status did not answer: "
+        "exited 2: no daemon): a run parked at a gate, if any, was not aborted; check with "
+        "no-mistakes axi status in /pool/p/1/proj",
+    ),
 ]
 
 

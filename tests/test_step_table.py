@@ -14,6 +14,7 @@ from fm_teardown.decide import plan_builder
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.plan import Decision, LeftOut, StepName
 from fm_teardown.model.step_actions import (
+    AbortParkedRun,
     BranchDelete,
     EndProcesses,
     PoolReturn,
@@ -30,11 +31,16 @@ ORDER = [n for row in TABLE for n in (*row.duties, row.name)]
 UNPLANNED = {StepName.BROWSER, StepName.REMOTE_JOBS}
 
 
+NO_MISTAKES = "/usr/local/bin/no-mistakes"
+
+
 def everything() -> Decision:
-    """A plan with every step: --force saves the unlanded work, the branch and TASK's own
-    claim go after the return."""
+    """A plan with every step: a ship task's parked run looked for first (no-mistakes is on
+    PATH), --force saves the unlanded work, the branch and TASK's own claim go after the
+    return."""
     facts = replace(UNLANDED, head="c" * 40, branch="fm/a", default_branch="main")
-    return World().task("a").claim("a").decide("a", force=True, landed=facts)
+    world = World(no_mistakes_bin=NO_MISTAKES)
+    return world.task("a").claim("a").decide("a", force=True, landed=facts)
 
 
 def test_every_step_is_carried_out_by_one_row_of_the_act_table() -> None:
@@ -56,6 +62,7 @@ def test_each_step_carries_what_it_will_do_as_its_action() -> None:
     d = everything()
     actions = {s.step: s.action for s in d.plan}
     assert actions == {
+        StepName.PARKED_RUN: AbortParkedRun(S1, NO_MISTAKES),
         StepName.ENDPOINT: None,
         StepName.PROCESSES: EndProcesses(S1, None, sole_claimant=True),
         StepName.SAVE_DISCARDED: SaveWork("a"),

@@ -13,15 +13,21 @@ stops the run, exit 1) and checked again (the window, the pool's lease, tasktmp,
 users, the claim): the checks that read the world come through `Seams`, built by the
 pipeline, so act imports nothing from observe.
 
-Each step's act function lives in a step module (`endpoint_step`, `processes_step`,
-`pool_step`, `record_step`), sharing `Run` and `Seams` (`run_state`), and is found by the
-step's name in the table below (`BEFORE_THE_LOCK`, `UNDER_THE_LOCK`), one row per step in the
-order they run; `run` walks it, acting on each step the plan has (with its action) and saying
-skipped, with why, each the plan leaves out (`Decision.left_out`). The order is here only.
+Each step's act function lives in a step module (`parked_run_step`, `endpoint_step`,
+`processes_step`, `pool_step`, `record_step`), sharing `Run` and `Seams` (`run_state`), and is
+found by the step's name in the table below (`BEFORE_THE_LOCK`, `UNDER_THE_LOCK`), one row per
+step in the order they run; `run` walks it, acting on each step the plan has (with its action)
+and saying skipped, with why, each the plan leaves out (`Decision.left_out`). The order is here
+only.
 
 The order, and why (written here only; docs/architecture.md points here):
 0. intent: the journal gets the run's intent (task, plan token, steps) before anything is
    destroyed; a journal that cannot take it refuses the run (unless --no-journal);
+0a. parked-run (spec §15.5b): a ship task's own no-mistakes run parked at a gate is aborted
+   before anything of TASK's goes: with its worker gone nothing would ever answer it, and it
+   would hold a fleet slot for good (firstmate's order: the abort, then the process reap, then
+   the return). It touches nothing in the slot, so it needs no slot lock; a run not read back
+   stopped stops the run here, nothing of TASK's touched;
 1. endpoint: TASK's own window first, whatever the slot: its agent must stop writing before
    the slot is judged again, and it is TASK's, so it never needs the slot lock. Right before
    the quit keys and again right before the kill, the window must be the one the decision
@@ -63,7 +69,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from fm_teardown.act import arrivals, endpoint_step, pool_step, processes_step, record_step
+from fm_teardown.act import (
+    arrivals,
+    endpoint_step,
+    parked_run_step,
+    pool_step,
+    processes_step,
+    record_step,
+)
 from fm_teardown.act.lock import slot_lock
 from fm_teardown.act.run_state import (
     DecidedOtherwise,
@@ -124,6 +137,7 @@ class ActStep:
 # `decide/plan_builder.py` builds the plan in the same order (tests/test_step_table.py).
 # 1. TASK's own, before the slot lock.
 BEFORE_THE_LOCK: tuple[ActStep, ...] = (
+    ActStep(StepName.PARKED_RUN, parked_run_step.act, "before-parked-run", "after-parked-run"),
     ActStep(StepName.ENDPOINT, endpoint_step.act, "before-endpoint", "after-endpoint"),
 )
 # 3-9. In the slot, under its lock, once the world was looked at and decided again (2).

@@ -35,6 +35,7 @@ from fm_teardown.model.plan import (
 from fm_teardown.model.records import RecordKind
 from fm_teardown.model.scaffold import SCAFFOLD_PATHS
 from fm_teardown.model.step_actions import (
+    AbortParkedRun,
     BranchDelete,
     EndProcesses,
     PoolReturn,
@@ -133,6 +134,24 @@ def _plan(c: Case, builders: Sequence[Builder]) -> tuple[Step, ...]:
 
 
 # -- each step's plan: what it acts on, what it would do now (its action), in words -------------
+
+
+def _parked_run(c: Case) -> Step | None:
+    """A ship task's own no-mistakes run parked at a gate, aborted first (spec §15.5b): when
+    the slot is returned and `no-mistakes` is on PATH. Deciding runs no `no-mistakes`: the
+    plan says what the step looks for."""
+    binary = c.obs.env.no_mistakes_bin
+    if not c.returns_slot or c.record.kind != RecordKind.SHIP or binary is None:
+        return None
+    assert c.slot is not None
+    return Step(
+        StepName.PARKED_RUN,
+        c.slot,
+        f"ask {binary} for the run in the slot (no-mistakes axi status); if it is "
+        f"{c.task}'s (its branch and head the slot's) and parked at a gate, abort it "
+        "(no-mistakes axi abort --run <id>) and read it back stopped, or stop here",
+        action=AbortParkedRun(c.slot, binary),
+    )
 
 
 def _endpoint(c: Case) -> Step:
@@ -282,6 +301,7 @@ Builder = Callable[[Case], Step | None]
 # why are written (tests/test_step_table.py holds the two in the same order). A new step adds
 # its builder here, where it runs.
 PROCEED_STEPS: tuple[Builder, ...] = (
+    _parked_run,
     _endpoint,
     _processes,
     _save,

@@ -93,6 +93,9 @@ class StepName(StrEnum):
     # With the record's duties, noted only when there was something to end (spec §15.5):
     BROWSER = "browser"  # TASK's headless browser stack (its chrome-devtools-axi session)
     REMOTE_JOBS = "remote-jobs"  # remote-job workers whose code root is gone
+    # A ship task's own no-mistakes run parked at a gate, aborted before its window goes
+    # (spec §15.5b): planned only when `no-mistakes` is on PATH.
+    PARKED_RUN = "parked-run"
 
 
 class StepOutcome(StrEnum):

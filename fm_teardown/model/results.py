@@ -16,6 +16,7 @@ from fm_teardown.model.errors import Verdict
 from fm_teardown.model.landing import Reason
 from fm_teardown.model.leaks import BrowserResult, RemoteJobsResult
 from fm_teardown.model.not_landed import NotLandedWhy
+from fm_teardown.model.parked_run import ParkedRunResult
 from fm_teardown.model.plan import StepOutcome
 from fm_teardown.model.reasons import NotSelectedReason
 from fm_teardown.model.values import value
@@ -583,6 +584,7 @@ StepResult = (
     | Arrived
     | BrowserResult
     | RemoteJobsResult
+    | ParkedRunResult
 )
 
 

@@ -92,6 +92,11 @@ class Settings:
     fm_root: str | None = None
     browser_sessions_root: str | None = None
     browser_reap_grace: float = 2.0
+    # The operator's `no-mistakes` on PATH (absolute), None when there is none: a ship task's
+    # own run parked at a gate is aborted before its teardown (spec §15.5b), each call bounded
+    # by FM_TEARDOWN_NM_TIMEOUT seconds.
+    no_mistakes_bin: str | None = None
+    nm_timeout: float = 10.0
 
 
 # The longest wait or timeout a knob may set: a week. Longer ones are no setting but a typo,
@@ -149,6 +154,22 @@ def _lenient_int(env: Mapping[str, str], name: str, default: int) -> int:
     raw = env.get(name, "")
     ok = raw.isascii() and raw.isdigit() and len(raw) <= 3
     return int(raw) if ok and int(raw) <= 100 else default
+
+
+def _nm_timeout(env: Mapping[str, str]) -> float:
+    """FM_TEARDOWN_NM_TIMEOUT: whole seconds in ASCII digits, as firstmate's script reads it
+    (anything else is its default, 10). A value fm cannot keep as a limit (0, which would
+    mean none, or more than an hour) is the default too: every call stays bounded."""
+    raw = env.get("FM_TEARDOWN_NM_TIMEOUT", "")
+    ok = raw.isascii() and raw.isdigit() and len(raw) <= 4 and 0 < int(raw) <= 3600
+    return float(raw) if ok else Settings.nm_timeout
+
+
+def _on_path(name: str, env: Mapping[str, str]) -> str | None:
+    """`name` as PATH finds it, absolute (a relative PATH entry is read from here, never from
+    the directory a command later runs in), or None."""
+    found = shutil.which(name, path=env.get("PATH"))
+    return os.path.abspath(found) if found else None
 
 
 def agent_names(env: Mapping[str, str]) -> tuple[str, ...]:
@@ -238,4 +259,6 @@ def load(state_dir_flag: str | None = None, env: Mapping[str, str] | None = None
         browser_reap_grace=_lenient_float(
             env, ("FM_BROWSER_REAP_GRACE_SECS",), Settings.browser_reap_grace
         ),
+        no_mistakes_bin=_on_path("no-mistakes", env),
+        nm_timeout=_nm_timeout(env),
     )

@@ -4,8 +4,9 @@ A decision's plan is its steps in the order they run (the order and why: `act/st
 step that needs more than the record and the observation to act carries its action: the
 processes to end and whose, the save's owner, the hook files' slot, the pool's return
 conditional on the lease seen, the branch deleted by compare-and-swap on the commit seen, TASK's
-own slot claim. `decide/plan_builder.py` makes them, the step's act function (found by the
-step's name in `act/steps.py`'s table) carries them out, and the plan token reads the pool's
+own slot claim, the `no-mistakes` that looks for TASK's parked run. `decide/plan_builder.py`
+makes them, the step's act function (found by the step's name in `act/steps.py`'s table)
+carries them out, and the plan token reads the pool's
 (the lease its return is conditional on). The endpoint step and the record's (the record and
 its duties) act from the record and the observation alone: they carry none.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 from fm_teardown.model.values import value
 
 __all__ = [
+    "AbortParkedRun",
     "BranchDelete",
     "EndProcesses",
     "PoolReturn",
@@ -103,4 +105,16 @@ class RemoveClaim:
     path: str
 
 
-StepAction = EndProcesses | SaveWork | RemoveHooks | PoolReturn | BranchDelete | RemoveClaim
+@value
+class AbortParkedRun:
+    """The parked-run step: TASK's own no-mistakes run parked at a gate, aborted with the
+    operator's `no-mistakes` (`binary`, as PATH found it when deciding) run in the slot, before
+    anything of TASK's goes (spec §15.5b); what runs is known only when it runs."""
+
+    slot: str
+    binary: str
+
+
+StepAction = (
+    EndProcesses | SaveWork | RemoveHooks | PoolReturn | BranchDelete | RemoveClaim | AbortParkedRun
+)

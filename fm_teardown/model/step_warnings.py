@@ -19,6 +19,7 @@ from fm_teardown.model.errors import Verdict
 from fm_teardown.model.leaks import BrowserLeft, WorkersLeft
 from fm_teardown.model.not_landed import UnlandedDiscarded
 from fm_teardown.model.notes import Note
+from fm_teardown.model.parked_run import RunUnasked
 from fm_teardown.model.results import (
     AuthLeft,
     BranchResult,
@@ -213,6 +214,7 @@ StepWarning = (
     | RerunForNewDecision
     | BrowserLeft
     | WorkersLeft
+    | RunUnasked
 )
 # A decision's warnings are the decide stage's words with their code (`Note`), or
 # `UnlandedDiscarded`; a run's are values.

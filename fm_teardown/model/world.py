@@ -369,6 +369,9 @@ class Environment:
     # Why the state dir cannot take the slot lock and lose the record, else None: a real run
     # would find out only after it killed the endpoint.
     state_dir_problem: str | None = None
+    # The operator's `no-mistakes` on PATH (absolute), None without one: a ship task's plan
+    # then starts with its parked-run step (spec §15.5b).
+    no_mistakes_bin: str | None = None
 
 
 @value

@@ -84,6 +84,7 @@ def environment(settings: Settings, table: ProcessTable | None = None) -> Enviro
         protected=_self_and_ancestors(table) if table is not None else frozenset(),
         treehouse_problem=_executable_problem(settings.treehouse_bin),
         state_dir_problem=_writable_problem(str(settings.state_dir)),
+        no_mistakes_bin=settings.no_mistakes_bin,
     )
 
 

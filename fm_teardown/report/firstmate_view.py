@@ -73,15 +73,21 @@ def success(record: Record, reminder: str | None) -> None:
 
 
 def operator_lines(outcome: Outcome) -> None:
-    """The script's progress lines its callers read, said of what fm did: TASK's browser
+    """The script's progress lines its callers read, said of what fm did: TASK's own
+    no-mistakes run aborted at its gate (`teardown: no-mistakes run for <id> is parked at a
+    gate; aborting before the worker is removed`), TASK's browser
     stack closed (`browser reap: …`, firstmate's reaper's words), the processes it ended in
     the slot or the task's temp dir (`teardown: reaping leaked worktree process(es) for <id>:
     <pids>`), then each process group of which the step ended the leader and left nothing
     (`teardown: reaping leaked worktree process group for <id>: <pgid>`), then the remote-job
     workers of a pruned code root it ended (`reaped abandoned remote job worker …`)."""
     from fm_teardown.model.leaks import BrowserResult, RemoteJobsResult
+    from fm_teardown.model.parked_run import ParkedRunResult
     from fm_teardown.report import leak_words
 
+    for st in outcome.steps:
+        if isinstance(st.result, ParkedRunResult) and st.result.aborted:
+            sys.stderr.write(_aborting_line(outcome.task or "?") + "\n")
     for st in outcome.steps:
         if isinstance(st.result, BrowserResult):
             for line in leak_words.browser_lines(st.result):
@@ -121,11 +127,38 @@ def lead_line(outcome: Outcome) -> tuple[str, bool]:
         return messages.refusal_line(first), bool(said) and outcome.lead == Lead.REFUSED
     if outcome.exit_code == 1 or outcome.interrupted:
         failed = next((st for st in outcome.steps if st.outcome == StepOutcome.FAILED), None)
+        if failed is not None and _parked_run_refused(failed.result) and not outcome.interrupted:
+            # The script refuses a run it could not read back stopped, in these words.
+            return messages.refusal_line(_parked_refusal(outcome.task or "?")), False
         cause = f"{failed.step}: {step_words.detail(failed)}" if failed else first
         if outcome.interrupted:
             cause = "interrupted" + (f" ({cause})" if failed else "")
         return f"error: teardown {outcome.task} stopped: {cause}; the record is kept", False
     return messages.led(Lead.ERROR, first), False
+
+
+def _aborting_line(task: str) -> str:
+    """firstmate's progress line, as its script prints it before the abort (spec §15.5b)."""
+    return (
+        f"teardown: no-mistakes run for {task} is parked at a gate; aborting before the "
+        "worker is removed"
+    )
+
+
+def _parked_refusal(task: str) -> str:
+    """firstmate's refusal of a run not read back stopped, in its script's words, without its
+    `REFUSED: ` lead (`<id>` is the script's own placeholder)."""
+    return (
+        f"no-mistakes run for {task} is still parked after axi abort; confirm it stopped "
+        "(no-mistakes axi status) or abort it manually (no-mistakes axi abort --run <id>) "
+        "before retrying teardown."
+    )
+
+
+def _parked_run_refused(result: object) -> bool:
+    from fm_teardown.model.parked_run import ParkedRunResult, ParkedRunWhat
+
+    return isinstance(result, ParkedRunResult) and result.what == ParkedRunWhat.UNCONFIRMED
 
 
 def backlog_reminder(s: Settings, record: Record) -> str | None:

@@ -136,6 +136,8 @@ class Shortener:
 def _what_was_done(o: Outcome) -> str:
     done = {s.step: s for s in o.steps if s.outcome == StepOutcome.DONE}
     parts = []
+    if StepName.PARKED_RUN in done:
+        parts.append("parked no-mistakes run aborted")
     if StepName.ENDPOINT in done:
         parts.append("window killed")
     ended = done.get(StepName.PROCESSES)

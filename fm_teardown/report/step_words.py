@@ -17,6 +17,7 @@ from fm_teardown.decide.hints import shell_where
 from fm_teardown.model.leaks import BrowserLeft, BrowserResult, RemoteJobsResult, WorkersLeft
 from fm_teardown.model.not_landed import UnlandedDiscarded
 from fm_teardown.model.notes import Note
+from fm_teardown.model.parked_run import ParkedRunResult, RunUnasked
 from fm_teardown.model.plan import Step
 from fm_teardown.model.results import (
     Arrived,
@@ -71,7 +72,7 @@ from fm_teardown.model.step_warnings import (
     SavedForOther,
     StaleLockRemoved,
 )
-from fm_teardown.report import leak_words
+from fm_teardown.report import leak_words, parked_run_words
 from fm_teardown.report.cause_words import not_landed_text
 
 if TYPE_CHECKING:
@@ -139,6 +140,8 @@ def result_text(r: StepResult) -> str:
             return leak_words.browser_text(r)
         case RemoteJobsResult():
             return leak_words.remote_jobs_text(r)
+        case ParkedRunResult():
+            return parked_run_words.parked_run_text(r)
         case RecordResult():
             return _record(r)
 
@@ -484,6 +487,8 @@ def warning_text(w: RunWarning) -> str:
             return leak_words.browser_left_text(w.result)
         case WorkersLeft():
             return leak_words.workers_left_text(w.result)
+        case RunUnasked():
+            return parked_run_words.unasked_text(w)
 
 
 def warnings_text(o: Outcome) -> tuple[str, ...]:
