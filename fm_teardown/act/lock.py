@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
 import time
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from fm_teardown.adapters import interrupts, safefile
+from fm_teardown.model.digest import sha256_hex
 from fm_teardown.model.errors import ErrorCode, FmError, Verdict
 from fm_teardown.model.own_files import NOWHERE, WorkPlaces
 
@@ -24,7 +24,7 @@ __all__ = ["lock_path", "slot_lock"]
 
 
 def lock_path(state_dir: Path, slot: str) -> Path:
-    return state_dir / f".slot-{hashlib.sha256(slot.encode()).hexdigest()[:16]}.lock"
+    return state_dir / f".slot-{sha256_hex(slot.encode())[:16]}.lock"
 
 
 @contextmanager

@@ -64,13 +64,18 @@ def inside_work(path: str, places: WorkPlaces) -> str | None:
     link on the way resolved, is inside a slot or a task's temp dir of `places`."""
     where = os.path.dirname(os.path.abspath(path))
     real = canonical(where)
-    for tmp in sorted(places.task_tmps, key=len, reverse=True):
-        if is_within(real, tmp):
-            return f"{where} is inside the task temp dir {tmp}"
-    for slot in sorted(places.slots, key=len, reverse=True):
-        if is_within(real, slot):
-            said = where if real == where else f"{where} (resolved: {real})"
-            return f"{said} is inside the slot {slot}, a task's work"
+    # The directory and each one above it, deepest first: the innermost place that holds it
+    # (a lookup per level, whatever the number of places: an audit asks for every row).
+    ancestors = [real]
+    while ancestors[-1] != "/":
+        ancestors.append(os.path.dirname(ancestors[-1]))
+    tmp = next((a for a in ancestors if a in places.task_tmps), None)
+    if tmp is not None:
+        return f"{where} is inside the task temp dir {tmp}"
+    slot = next((a for a in ancestors if a in places.slots), None)
+    if slot is not None:
+        said = where if real == where else f"{where} (resolved: {real})"
+        return f"{said} is inside the slot {slot}, a task's work"
     return None
 
 

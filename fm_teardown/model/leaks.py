@@ -14,10 +14,10 @@ pure functions of strings: nothing here reads the world.
 
 from __future__ import annotations
 
-import hashlib
 from enum import Enum, auto
 from typing import ClassVar
 
+from fm_teardown.model.digest import sha256_hex
 from fm_teardown.model.plan import StepOutcome
 from fm_teardown.model.values import value
 
@@ -59,7 +59,7 @@ def home_tag(secondmate_marker: str | None, root_realpath: str) -> str:
     firstmate root's physical path."""
     marker = "".join((secondmate_marker or "").split())
     prefix = f"2ndmate-{marker}" if marker else "firstmate"
-    digest = hashlib.sha256(root_realpath.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    digest = sha256_hex(root_realpath.encode("utf-8", "surrogateescape"))[:8]
     return f"{prefix}-{digest}"
 
 

@@ -3,7 +3,8 @@
 A `@dataclass(frozen=True)` compiles six small functions when its module is imported
 (`__init__`, `__repr__`, `__eq__`, `__hash__`, `__setattr__`, `__delattr__`), about 0.5-1 ms
 per class, and a one-task dry run imports some forty of them: a tenth of its time (issue 14).
-`@value` lets `dataclasses` compile only `__init__` and shares one `__eq__`, `__hash__` and
+`@value` compiles only `__init__` (from the class's annotations, without the introspection
+`dataclasses` spends most of its time on, at half its cost) and shares one `__eq__`, `__hash__` and
 `__repr__` between all classes (the same semantics: by field values, in field order, same class
 only). Immutability is checked statically: `dataclass_transform(frozen_default=True)` makes
 mypy (strict, in CI) reject any assignment to a field, so the instances need no runtime guard,
@@ -45,9 +46,10 @@ def _repr(self: Any) -> str:
 
 @dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field,))
 def value(cls: type[T]) -> type[T]:
+    out: Any = cls
+    out.__value__ = True  # the classes whose annotations are fields (`_compile_init`)
     if not cls.__doc__:
         cls.__doc__ = cls.__name__  # else dataclasses computes a signature for it
-    out: Any = cls
     own = cls.__dict__
     if "__eq__" not in own:  # a class's own __eq__ (and its __hash__) stay, as in dataclasses
         out.__eq__ = _eq
@@ -74,8 +76,63 @@ def _first_init(self: Any, *args: Any, **kwargs: Any) -> None:
 
 
 def _made(cls: type[Any]) -> None:
-    """`dataclasses` compiles the class's `__init__` (and nothing else: eq, hash and repr are
-    shared, frozen is checked statically)."""
-    dataclasses.dataclass(cls, eq=False, repr=False)
+    """The class's `__init__`, compiled from its fields (eq, hash and repr are shared, frozen
+    is checked statically), and the `__dataclass_fields__` that `dataclasses.replace` and
+    `dataclasses.fields` read. What `dataclasses.dataclass` would make, without the
+    introspection it spends most of its time on (a dry run makes some forty of these)."""
+    field_type = getattr(dataclasses, "_FIELD", None)
+    if field_type is None:  # another dataclasses than CPython's 3.11-3.13: its own way
+        dataclasses.dataclass(cls, eq=False, repr=False)
+        names = tuple(f.name for f in dataclasses.fields(cls))
+    else:
+        names = _compile_init(cls, field_type)
     out: Any = cls
-    out.__value_fields__ = tuple(f.name for f in dataclasses.fields(cls))
+    out.__value_fields__ = names
+
+
+def _compile_init(cls: type[Any], field_type: object) -> tuple[str, ...]:
+    fields: dict[str, dataclasses.Field[Any]] = {}
+    for klass in reversed(cls.__mro__):
+        own = klass.__dict__
+        if "__value__" not in own:
+            continue  # only value classes hold fields (object, a Protocol hold none)
+        for name, kind in own.get("__annotations__", {}).items():
+            if str(kind).startswith(("ClassVar", "typing.ClassVar")):
+                continue
+            default = own.get(name, dataclasses.MISSING)
+            if isinstance(default, dataclasses.Field):
+                f = default
+                if f.default is dataclasses.MISSING:
+                    if klass is cls and name in own:
+                        delattr(cls, name)  # as dataclasses leaves it: no class attribute
+                else:
+                    setattr(klass, name, f.default)
+            else:
+                f = dataclasses.field(default=default)
+            f.name, f.type = name, kind
+            f._field_type = field_type  # type: ignore[attr-defined]
+            fields[name] = f
+    params: list[str] = []
+    body: list[str] = []
+    where: dict[str, Any] = {"MISSING": dataclasses.MISSING}
+    for name, f in fields.items():
+        if f.default_factory is not dataclasses.MISSING:
+            where[f"_f_{name}"] = f.default_factory
+            params.append(f"{name}=MISSING")
+            body.append(f"self.{name} = _f_{name}() if {name} is MISSING else {name}")
+            continue
+        if f.default is dataclasses.MISSING:
+            params.append(name)
+        else:
+            where[f"_d_{name}"] = f.default
+            params.append(f"{name}=_d_{name}")
+        body.append(f"self.{name} = {name}")
+    source = f"def __init__(self, {', '.join(params)}):\n " + "\n ".join(body or ["pass"])
+    exec(source, where)
+    init = where["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    out: Any = cls
+    if "__init__" not in cls.__dict__:  # a class's own __init__ stays, as in dataclasses
+        out.__init__ = init
+    out.__dataclass_fields__ = fields
+    return tuple(fields)

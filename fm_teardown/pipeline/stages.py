@@ -116,10 +116,6 @@ def plan(
     canon = Canonicalizer()  # one per look at the world: loading and observing share it
     fleet = load(settings, task, canon)
     obs = observe(settings, fleet, remembered, deciding=(task,), canon=canon)
-    from fm_teardown.observe.own_places import work_places
-
-    # fm's own files (journal, cost table, locks) never go inside these, for this run only.
-    places = work_places(settings, fleet, canon)
     fetching = (not flags.dry_run) if fetch is None else fetch
 
     def gather(records: Sequence[Record]) -> dict[str, LandedLike]:
@@ -128,7 +124,14 @@ def plan(
         return {r.task_id: _landed_facts(settings, r, fetch=fetching) for r in records}
 
     decision, landed = decide.decide_with_landed(task, fleet, obs, flags, gather)
-    decision = lock_placed(settings, decision, places)
+    places = None
+    if not flags.dry_run or acts(decision):
+        from fm_teardown.observe.own_places import work_places
+
+        # fm's own files (journal, cost table, locks) never go inside these, for this run
+        # only: worked out when a run may write them (a dry run that would act predicts).
+        places = work_places(settings, fleet, canon)
+        decision = lock_placed(settings, decision, places)
     if known is not None:
         return Planned(decision, fleet, obs, landed, None, None, places)
     me = os.getpid()

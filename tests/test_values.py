@@ -1,0 +1,85 @@
+"""`@value` makes what `dataclasses` would make of a class, the parts fm uses: `__init__`
+(positional and by name, defaults, default factories, a base's fields first), fields that
+`dataclasses.fields` and `dataclasses.replace` read, equality, hashing and repr by field
+values; a class's own `__init__` stays, and a `ClassVar` is no field."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import field, replace
+from typing import ClassVar
+
+import pytest
+
+from fm_teardown.model.values import value
+
+
+@value
+class Plain:
+    name: str
+    count: int = 2
+    tags: tuple[str, ...] = ()
+    seen: dict[str, int] = field(default_factory=dict)
+    KIND: ClassVar[str] = "plain"
+
+
+@value
+class Base:
+    a: int
+
+
+@value
+class Derived(Base):
+    b: str = "b"
+
+
+@value
+class OwnInit:
+    x: int
+
+    def __init__(self, text: str) -> None:
+        object.__setattr__(self, "x", len(text))
+
+
+@dataclasses.dataclass(eq=False, repr=False)
+class Reference:
+    name: str
+    count: int = 2
+    tags: tuple[str, ...] = ()
+    seen: dict[str, int] = field(default_factory=dict)
+    KIND: ClassVar[str] = "plain"
+
+
+def test_init_fields_and_replace_as_dataclasses_makes_them() -> None:
+    p = Plain("n")
+    r = Reference("n")
+    assert [f.name for f in dataclasses.fields(p)] == [f.name for f in dataclasses.fields(r)]
+    assert (p.name, p.count, p.tags, p.seen) == (r.name, r.count, r.tags, r.seen)
+    assert Plain("n", 3, ("t",), {"k": 1}).seen == {"k": 1}
+    assert Plain(name="n", count=5).count == 5
+    assert Plain("a").seen is not Plain("b").seen  # a new one each time, from the factory
+    q = replace(p, count=7)
+    assert (q.name, q.count, q.seen) == ("n", 7, p.seen)
+    assert Plain.KIND == "plain" and "KIND" not in {f.name for f in dataclasses.fields(p)}
+    assert dataclasses.is_dataclass(p)
+    with pytest.raises(TypeError):
+        Plain()  # type: ignore[call-arg]
+
+
+def test_equality_hash_and_repr_by_field_values() -> None:
+    assert Plain("n") == Plain("n", 2) and Plain("n") != Plain("m")
+    assert hash(Derived(1)) == hash(Derived(1, "b"))  # hashable when its fields are
+    assert Derived(1) != Base(1)  # the same class only
+    assert repr(Derived(1)) == "Derived(a=1, b='b')"
+
+
+def test_a_bases_fields_come_first() -> None:
+    d = Derived(1, "c")
+    assert (d.a, d.b) == (1, "c")
+    assert [f.name for f in dataclasses.fields(d)] == ["a", "b"]
+    assert replace(d, a=4) == Derived(4, "c")
+
+
+def test_a_class_own_init_stays() -> None:
+    o = OwnInit("four")
+    assert o.x == 4 and [f.name for f in dataclasses.fields(o)] == ["x"]
