@@ -1,7 +1,8 @@
 """`@value` makes what `dataclasses` would make of a class, the parts fm uses: `__init__`
 (positional and by name, defaults, default factories, a base's fields first), fields that
 `dataclasses.fields` and `dataclasses.replace` read, equality, hashing and repr by field
-values; a class's own `__init__` stays, and a `ClassVar` is no field."""
+values; a class's own `__init__` stays, its `__post_init__` runs, and a `ClassVar` is no
+field."""
 
 from __future__ import annotations
 
@@ -39,6 +40,16 @@ class OwnInit:
 
     def __init__(self, text: str) -> None:
         object.__setattr__(self, "x", len(text))
+
+
+@value
+class Checked:
+    low: int
+    high: int = 10
+
+    def __post_init__(self) -> None:
+        if self.low > self.high:
+            raise ValueError("low above high")
 
 
 @dataclasses.dataclass(eq=False, repr=False)
@@ -83,3 +94,11 @@ def test_a_bases_fields_come_first() -> None:
 def test_a_class_own_init_stays() -> None:
     o = OwnInit("four")
     assert o.x == 4 and [f.name for f in dataclasses.fields(o)] == ["x"]
+
+
+def test_a_post_init_runs_after_the_fields_are_set() -> None:
+    assert Checked(3).high == 10
+    with pytest.raises(ValueError):
+        Checked(11)
+    with pytest.raises(ValueError):
+        replace(Checked(3), low=12)  # replace builds through __init__, so it checks too

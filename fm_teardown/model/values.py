@@ -11,7 +11,8 @@ mypy (strict, in CI) reject any assignment to a field, so the instances need no 
 which also makes them four times cheaper to create. Even that `__init__` is compiled only when
 the class's first instance is made: a dry run imports some sixty of these classes and makes
 instances of about half. `dataclasses.replace` and `field(default_factory=...)` work as for any
-dataclass; `dataclasses.fields` once an instance of the class was made.
+dataclass, and so does a `__post_init__`; `dataclasses.fields` once an instance of the class
+was made.
 """
 
 from __future__ import annotations
@@ -127,6 +128,8 @@ def _compile_init(cls: type[Any], field_type: object) -> tuple[str, ...]:
             where[f"_d_{name}"] = f.default
             params.append(f"{name}=_d_{name}")
         body.append(f"self.{name} = {name}")
+    if hasattr(cls, "__post_init__"):  # a class's own check of its fields, as in dataclasses
+        body.append("self.__post_init__()")
     source = f"def __init__(self, {', '.join(params)}):\n " + "\n ".join(body or ["pass"])
     exec(source, where)
     init = where["__init__"]
