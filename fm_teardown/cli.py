@@ -428,25 +428,15 @@ def _help_of(args: list[str]) -> str:
     return "fm --help"
 
 
-def _fewer_collections() -> None:
-    """A run builds a few thousand small values and almost no reference cycles, on top of the
-    objects its imports made, which live until it exits. The collector's default (a pass
-    every 700 new objects, now and then over everything) rescans those again and again: about
-    a twentieth of a one-task dry run's CPU. Leave the imported objects out of its passes and
-    let them come less often; a cycle is still collected."""
-    import gc
-
-    gc.freeze()
-    gc.set_threshold(10_000, 20, 20)
-
-
 def main(argv: list[str] | None = None) -> None:
     """Run the app; every error ends as one line on stderr and an exit code, never a traceback."""
     from fm_teardown.report import closed_stdout
 
     closed_stdout.guard()  # a reader that closes early never changes the exit code
     if argv is None:  # a process of its own (the console script, `python -m`), not a caller's
-        _fewer_collections()
+        from fm_teardown.entry import fewer_collections
+
+        fewer_collections()
     args = _optional_shell(sys.argv[1:] if argv is None else argv)
     _legacy_completion()
     try:
