@@ -99,7 +99,7 @@ MODES = {
 @dataclass(frozen=True)
 class Tools:
     py: str  # the interpreter itself, never a pyenv shim (a shim is a bash script)
-    fm: str  # the console script installed beside it
+    fm: str  # the snapshot's own launcher, as its console script starts it (`launcher`)
     floor: str  # floor.py, precompiled
     shell: str
     completion: Path
@@ -109,7 +109,8 @@ class Tools:
 
     @property
     def bin_dir(self) -> str:
-        return str(Path(self.fm).parent)
+        """The interpreter's own bin directory (its `fm` console script), first on PATH."""
+        return str(Path(self.py).parent)
 
     def env(self, base: Mapping[str, str]) -> dict[str, str]:
         """`base` with the snapshot of fm first on the import path."""
@@ -143,7 +144,25 @@ def snapshot(tmp: Path) -> Path:
     )
     shutil.copy(REPO / "completions" / "fm.bash", root / "fm.bash")
     compileall.compile_dir(str(root / "fm_teardown"), quiet=1)
+    launcher(root, (REPO / "pyproject.toml").read_text(encoding="utf-8"))
     return root
+
+
+def launcher(root: Path, pyproject: str) -> Path:
+    """`root/fm`: what pip's console script for `fm` does (the entry point that version's
+    pyproject.toml names), so that each version is started its own way; a version whose entry
+    point moved (issue 39: `fm_teardown.entry:fm`) would fail under another's script."""
+    m = re.search(r'^fm = "([\w.]+):(\w+)"', pyproject, re.MULTILINE)
+    if m is None:
+        raise SystemExit('no `fm = "module:function"` in [project.scripts]')
+    script = root / "fm"
+    script.write_text(
+        f"#!{sys.executable}\nimport sys\nfrom {m.group(1)} import {m.group(2)}\n"
+        f"sys.exit({m.group(2)}())\n",
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+    return script
 
 
 def prepare(tmp: Path) -> Tools:
@@ -151,12 +170,11 @@ def prepare(tmp: Path) -> Tools:
     floor = tmp / "floor.pyc"
     # A script is compiled on every run; a .pyc given to the interpreter is not.
     py_compile.compile(str(HERE / "floor.py"), cfile=str(floor), doraise=True)
-    fm = Path(sys.executable).parent / "fm"
-    if not fm.exists():
+    if not (Path(sys.executable).parent / "fm").exists():
         raise SystemExit(f"no fm console script beside {sys.executable}: pip install -e .")
     tools = Tools(
         sys.executable,
-        str(fm),
+        str(root / "fm"),
         str(floor),
         str(HERE / "shell_baseline.sh"),
         root / "fm.bash",

@@ -77,7 +77,11 @@ def _run(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> tuple[int, s
 
 
 def same_output(
-    fm: str, tasks: list[str], before: Mapping[str, str], after: Mapping[str, str], cwd: Path
+    fms: tuple[str, str],
+    tasks: list[str],
+    before: Mapping[str, str],
+    after: Mapping[str, str],
+    cwd: Path,
 ) -> int:
     """How many read-only commands answer differently before and after (each printed)."""
     commands: list[tuple[str, ...]] = [
@@ -89,7 +93,7 @@ def same_output(
         commands.append(("teardown", task, "--dry-run", "--json"))
     differ = 0
     for args in commands:
-        a, b = _run((fm, *args), before, cwd), _run((fm, *args), after, cwd)
+        a, b = _run((fms[0], *args), before, cwd), _run((fms[1], *args), after, cwd)
         if a != b:
             differ += 1
             print(f"  DIFFERS: fm {' '.join(args)}: exit {a[0]} -> {b[0]}")
@@ -122,17 +126,19 @@ def main(argv: list[str]) -> int:
                 ids = sorted(m[:-5] for m in metas if m.endswith(".meta"))
                 sample = sorted({target, fleet.layout.target_owner, *ids[:: max(1, len(ids) // 6)]})
                 print(f"N={n}: comparing outputs ({len(sample)} tasks and the audit)", flush=True)
-                failed += same_output(tools.fm, sample, env_before, env_after, fleet.fm_home)
+                fms = (str(before / "fm"), tools.fm)  # each version's own launcher
+                failed += same_output(fms, sample, env_before, env_after, fleet.fm_home)
                 if args.no_timing:
                     continue
                 one = (tools.fm, "teardown", target, "--dry-run", "--json")
                 audit = (tools.fm, "teardown", "--dry-run", "--json")
+                one_before, audit_before = (fms[0], *one[1:]), (fms[0], *audit[1:])
                 floor = (tools.py, tools.floor, "--mandated-imports")
                 cmds = {
-                    "one before": (one, env_before),
+                    "one before": (one_before, env_before),
                     "one after": (one, env_after),
                     "one floor": ((*floor, "one", target), env),
-                    "audit before": (audit, env_before),
+                    "audit before": (audit_before, env_before),
                     "audit after": (audit, env_after),
                     "audit floor": ((*floor, "audit"), env),
                 }

@@ -21,7 +21,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from bench import prepare
+from bench import launcher, prepare
 from fleetgen import REPO, built, mixed_layout
 from timing import time_once
 
@@ -38,6 +38,13 @@ def checkout(rev: str, into: Path) -> Path:
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(into, filter="data")
     compileall.compile_dir(str(into / "fm_teardown"), quiet=1)
+    pyproject = subprocess.run(
+        ["git", "-C", str(REPO), "show", f"{rev}:pyproject.toml"],
+        capture_output=True,
+        check=True,
+        text=True,
+    ).stdout
+    launcher(into, pyproject)  # `into/fm`: started as that version's console script
     return into
 
 
@@ -61,8 +68,9 @@ def main(argv: list[str]) -> int:
                 env = fleet.env(tools.bin_dir)
                 target = fleet.layout.target
                 one = (tools.fm, "teardown", target, "--dry-run", "--json")
+                one_before = (str(before / "fm"), *one[1:])
                 cmds = {
-                    "fm before": (one, {**env, "PYTHONPATH": str(before)}),
+                    "fm before": (one_before, {**env, "PYTHONPATH": str(before)}),
                     "fm after": (one, tools.env(env)),
                     "floor+imports": (
                         (tools.py, tools.floor, "--mandated-imports", "one", target),
