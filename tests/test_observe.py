@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -35,14 +37,15 @@ def scans(
     """Feed the listings in turn (the last one for ever); count the calls."""
     calls = [0]
 
-    def list_panes(_: object) -> TmuxInventory:
-        calls[0] += 1
-        return listings[min(calls[0], len(listings)) - 1][0]
+    def list_panes(_: object) -> Callable[[], TmuxInventory]:
+        calls[0] += 1  # started: the scan that follows is taken with this listing
+        listed = listings[min(calls[0], len(listings)) - 1][0]
+        return lambda: listed
 
-    def scan() -> ProcessTable:
+    def scan(*, without_children: bool = False) -> ProcessTable:
         return listings[min(calls[0], len(listings)) - 1][1]
 
-    monkeypatch.setattr(tmux, "list_panes", list_panes)
+    monkeypatch.setattr(tmux, "list_panes_started", list_panes)
     monkeypatch.setattr(processes, "scan", scan)
     monkeypatch.setattr(observe, "SETTLE_POLL_SECS", 0.0)
     return calls

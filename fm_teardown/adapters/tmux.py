@@ -18,6 +18,7 @@ import os
 import stat
 import threading
 import time
+from collections.abc import Callable
 from enum import Enum, auto
 
 from fm_teardown.model.settings import Settings
@@ -100,6 +101,12 @@ def _run(argv: list[str], timeout: float) -> TmuxResult:
 def _run_many(argvs: list[list[str]], timeout: float) -> list[TmuxResult]:
     """Run each tmux command line at once, each in a worker thread, all within `timeout`:
     a tmux child still running at the deadline is killed (that result `timed_out`)."""
+    return _start_many(argvs, timeout)()
+
+
+def _start_many(argvs: list[list[str]], timeout: float) -> Callable[[], list[TmuxResult]]:
+    """`_run_many` started: the tmux commands run while the caller goes on; calling what
+    this returns waits for them (within `timeout` from now) and gives their results."""
     from libtmux import exc
     from libtmux.common import tmux_cmd
 
@@ -120,29 +127,33 @@ def _run_many(argvs: list[list[str]], timeout: float) -> list[TmuxResult]:
     for worker in workers:
         worker.start()
     deadline = time.monotonic() + timeout
-    for worker in workers:
-        worker.join(max(0.0, deadline - time.monotonic()))
-    hung = [w.is_alive() for w in workers]
-    if any(hung):
-        _kill_hung_tmux_children()
+
+    def results() -> list[TmuxResult]:
         for worker in workers:
-            worker.join(2.0)
-    out: list[TmuxResult] = []
-    for late, box in zip(hung, boxes, strict=True):
-        if late:
-            out.append(TmuxResult(1, [], [f"tmux did not answer within {timeout:g}s"], True))
-        elif "error" in box:
-            out.append(TmuxResult(127, [], [str(box["error"])]))
-        else:
-            result = box["result"]
-            out.append(
-                TmuxResult(
-                    int(getattr(result, "returncode", 1) or 0),
-                    list(getattr(result, "stdout", [])),
-                    list(getattr(result, "stderr", [])),
+            worker.join(max(0.0, deadline - time.monotonic()))
+        hung = [w.is_alive() for w in workers]
+        if any(hung):
+            _kill_hung_tmux_children()
+            for worker in workers:
+                worker.join(2.0)
+        out: list[TmuxResult] = []
+        for late, box in zip(hung, boxes, strict=True):
+            if late:
+                out.append(TmuxResult(1, [], [f"tmux did not answer within {timeout:g}s"], True))
+            elif "error" in box:
+                out.append(TmuxResult(127, [], [str(box["error"])]))
+            else:
+                result = box["result"]
+                out.append(
+                    TmuxResult(
+                        int(getattr(result, "returncode", 1) or 0),
+                        list(getattr(result, "stdout", [])),
+                        list(getattr(result, "stderr", [])),
+                    )
                 )
-            )
-    return out
+        return out
+
+    return results
 
 
 def _kill_hung_tmux_children() -> None:
@@ -392,11 +403,19 @@ def list_panes(settings: Settings) -> TmuxInventory:
     """Every pane of the fleet's server in one call (no subprocess per task). No server on
     its socket (the file there or not) is NO_SERVER: the observation tells whether the
     fleet's server is gone or elsewhere (`observe/servers.py`)."""
+    return list_panes_started(settings)()
+
+
+def list_panes_started(settings: Settings) -> Callable[[], TmuxInventory]:
+    """`list_panes`, started: tmux lists while the caller goes on (the process scan); calling
+    what this returns waits for the listing. The tmux client it starts is fm's child, which the
+    scan taken meanwhile leaves out (`processes.scan`)."""
     problem = _socket_problem(settings)
     if problem:
-        return TmuxInventory(InventoryStatus.ERROR, error=problem)
-    result = run(settings, "list-panes", "-a", "-F", PANE_FORMAT)
-    return _parsed(result, absent_ok=True)
+        return lambda: TmuxInventory(InventoryStatus.ERROR, error=problem)
+    argv = [*_server_args(settings), "list-panes", "-a", "-F", PANE_FORMAT]
+    finish = _start_many([argv], settings.tmux_timeout)
+    return lambda: _parsed(finish()[0], absent_ok=True)
 
 
 def kill_pane(settings: Settings, pane_id: str) -> TmuxResult:

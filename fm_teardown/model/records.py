@@ -536,6 +536,13 @@ def _list_task_ids(state_dir: Path) -> list[str]:
     return sorted(n[:-5] for n in names if n.endswith(".meta") and len(n) > 5)
 
 
+# The records this process has read, by path, text and mtime: the same text read again (a real
+# run looks at the fleet again right before each destructive call) is the same record, so it
+# is not parsed again. Only what `quick_record` accepts is kept; the path and the time tell
+# two records of the same text apart.
+_READ: dict[tuple[str, str, int], Record] = {}
+
+
 def load_fleet(state_dir: Path, canon: Callable[[str], str] | None = None) -> Fleet:
     """Every record of the state dir and of the secondmates' homes below it.
 
@@ -581,9 +588,12 @@ def load_fleet(state_dir: Path, canon: Callable[[str], str] | None = None) -> Fl
                 continue
             got = reader.read(name) if plain else None
             if got is not None:
-                record = quick_record(task_id, meta_path, *got)
+                seen = (meta_path, *got)
+                record = _READ.get(seen)
+                if record is None:
+                    record = quick_record(task_id, meta_path, *got)
                 if record is not None:
-                    records[task_id] = record
+                    records[task_id] = _READ[seen] = record
                     continue
             try:
                 text, mtime = got if got is not None else read_meta(meta_path)

@@ -220,8 +220,13 @@ def settled_scans(settings: Settings) -> tuple[TmuxInventory, ProcessTable]:
     half a second; past that, the listing stands and the endpoint stays unreadable."""
     deadline = time.monotonic() + SETTLE_SECS
     while True:
-        inventory = tmux.list_panes(settings)
-        table = processes.scan()
+        # tmux lists while /proc is read: its answer waits on the server, the scan on the
+        # kernel. A pane listed whose process the scan missed reads as mid-kill (taken again);
+        # a process scanned whose pane was not yet listed is in no pane, which fails closed,
+        # as when a window is made between the two one after the other.
+        listing = tmux.list_panes_started(settings)
+        table = processes.scan(without_children=True)
+        inventory = listing()
         if not _mid_kill(inventory, table) or time.monotonic() >= deadline:
             return inventory, table
         time.sleep(SETTLE_POLL_SECS)

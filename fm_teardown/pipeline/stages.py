@@ -125,7 +125,9 @@ def plan(
 
     decision, landed = decide.decide_with_landed(task, fleet, obs, flags, gather)
     places = None
-    if not flags.dry_run or acts(decision):
+    # A look again right before a destructive call (`known`) needs none: the run's places
+    # were worked out under the slot lock, and its lock is already taken.
+    if known is None and (not flags.dry_run or acts(decision)):
         from fm_teardown.observe.own_places import work_places
 
         # fm's own files (journal, cost table, locks) never go inside these, for this run
