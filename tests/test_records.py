@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fm_teardown.model import records
 from fm_teardown.model.errors import ExitCode, FmError
 from fm_teardown.model.homes import MAX_HOME_DEPTH
 from fm_teardown.model.records import (
@@ -739,3 +740,24 @@ def test_a_bad_id_meta_is_warned_only_to_the_task_whose_slot_it_names(fleet: Fle
     code, audit = fleet.fm_json("teardown", "--dry-run")
     files = sorted(o["id"] for o in audit["orphans"] if o["kind"] == "file")
     assert files == ["bad id.meta", "no slot.meta"], audit["orphans"]
+
+
+@pytest.mark.parametrize("settled", [True, False])
+def test_a_record_read_again_is_its_text_now(
+    tmp_path: Path, settled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real run loads the fleet again right before each destructive call. A record that
+    changed since the last load reads as it is now, even rewritten in place with the same
+    length and the same modification time; one unchanged reads the same. `settled`: the
+    file is taken as written long before it was read (its stat is then what tells)."""
+    if settled:
+        monkeypatch.setattr(records, "_SETTLED_NS", -1)
+    meta = write(tmp_path, "a", text_of(meta_lines(pr="11")))
+    assert load_fleet(tmp_path).records["a"].pr == "11"
+    assert load_fleet(tmp_path).records["a"].pr == "11"
+    mtime = meta.stat().st_mtime_ns
+    with open(meta, "r+", encoding="utf-8") as f:  # in place: the same inode and size
+        f.write(text_of(meta_lines(pr="22")))
+    os.utime(meta, ns=(mtime, mtime))
+    assert meta.stat().st_mtime_ns == mtime and meta.stat().st_size == len(meta.read_bytes())
+    assert load_fleet(tmp_path).records["a"].pr == "22"

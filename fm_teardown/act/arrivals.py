@@ -17,6 +17,9 @@ the census is compared there.
 
 from __future__ import annotations
 
+import time
+
+from fm_teardown.act import faults
 from fm_teardown.act.run_state import DecidedOtherwise, Rechecked, Run
 from fm_teardown.decide.census import Kind, Member, census
 from fm_teardown.model.errors import Verdict
@@ -25,16 +28,41 @@ from fm_teardown.model.process_kind import ProcessClass, classify_proc
 from fm_teardown.model.results import Arrived, RecheckAt
 from fm_teardown.model.world import Observation
 
-__all__ = ["check", "look_again", "newcomers"]
+__all__ = ["QUIET_SECS", "check", "look_again", "newcomers", "quiet"]
+
+
+# How long a look after which nothing was done still is the look right before the pool's
+# return (`quiet`). What runs between the processes step and the return (a save, fm's hooks
+# removed) takes milliseconds, about what a look itself takes from its scan to its answer.
+QUIET_SECS = 0.1
 
 
 def look_again(r: Run, at: RecheckAt, step: StepName, target: str) -> Rechecked:
     """Look at the world again right before the destructive call of `step`: the fresh look
     when the decision acted on (`Run.decided`) still holds, else StepFailed (an `Arrived`
-    result for `step`)."""
+    result for `step`).
+
+    Right before the pool's return, the processes step's look is that look when the step
+    signalled nothing and it is younger than `QUIET_SECS` (`quiet`): it was made and checked
+    as this one would be, and nothing was done since, so the world is not read twice in a
+    row. A test's pause in between (`faults`) always means a new look."""
+    quiet, r.quiet = r.quiet, None
+    if (
+        quiet is not None
+        and at == RecheckAt.POOL
+        and time.monotonic() - quiet[0] < QUIET_SECS
+        and faults.pauses() == quiet[1]
+    ):
+        return quiet[2]
     fresh = r.seams.recheck(at, r.remembered, r.decided.landed)
     check(r, r.decided, fresh, at, step, target)
     return fresh
+
+
+def quiet(r: Run, look: Rechecked) -> None:
+    """`look`, just checked, is the last look at the world, and nothing was done since: the
+    next destructive call may go on from it (`look_again`)."""
+    r.quiet = (time.monotonic(), faults.pauses(), look)
 
 
 def check(

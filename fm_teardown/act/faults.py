@@ -20,7 +20,15 @@ import signal
 import time
 from pathlib import Path
 
-__all__ = ["at"]
+__all__ = ["at", "pauses"]
+
+# How many pauses have held this run so far: a pause is time in which anything may have
+# happened, so a look at the world taken before it is not reused after it (`act/arrivals.py`).
+_PAUSES = [0]
+
+
+def pauses() -> int:
+    return _PAUSES[0]
 
 
 def at(boundary: str) -> None:
@@ -35,6 +43,7 @@ def at(boundary: str) -> None:
         if kind == "crash":
             os.kill(os.getpid(), signal.SIGKILL)
         elif kind == "pause" and arg:
+            _PAUSES[0] += 1
             Path(arg + ".reached").touch()
             deadline = time.monotonic() + 120
             while os.path.exists(arg) and time.monotonic() < deadline:

@@ -47,12 +47,13 @@ def act(run: Run, step: Step) -> None:
     assert isinstance(ends, EndProcesses), step
     where = ends.slot or run.record.tasktmp or run.decided.decision.slot or ""
     look = arrivals.look_again(run, RecheckAt.PROCESSES, StepName.PROCESSES, where)
-    step_processes(run, run.record, ends, first=look.planned.observation)
+    if not step_processes(run, run.record, ends, first=look.planned.observation):
+        arrivals.quiet(run, look)  # nothing signalled: the pool's return may go on from it
 
 
 def step_processes(
     run: Run, record: Record, ends: EndProcesses, first: Observation | None = None
-) -> None:
+) -> bool:
     """End every process whose cwd is in the slot (when `ends.slot` is given) or in tasktmp
     that is TASK's to end, judged afresh from each scan (`_Ending.judge`): every process found
     is classified (the census) before anything is signalled. Only TASK's own are signalled:
@@ -65,7 +66,7 @@ def step_processes(
     the step fails.
 
     `first`: the observation the step's re-check was just made from (`arrivals.look_again`),
-    taken as its first scan.
+    taken as its first scan. True when something was signalled.
 
     A process that started there during the step is ended on a later pass (at most
     `LATER_PASSES`) only when it is TASK's leftover beyond doubt: no agent, no controlling
@@ -79,7 +80,7 @@ def step_processes(
             record.tasktmp or "-",
             ProcessesResult(ProcessesWhat.NOTHING_TO_END),
         )
-        return
+        return False
     e = _Ending(run, record.task_id, ends, roots)
     targets, stops, present = e.scan(first)
     if stops:
@@ -91,8 +92,9 @@ def step_processes(
         )
     if not targets:
         run.note(StepName.PROCESSES, e.target, ProcessesResult(ProcessesWhat.NONE_THERE))
-        return
+        return False
     e.end_all(targets, present)
+    return True
 
 
 def _roots(run: Run, record: Record, slot: str | None) -> list[str]:

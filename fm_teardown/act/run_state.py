@@ -123,6 +123,10 @@ class Run:
     # TASK's own endpoint processes from the snapshot taken before its window was killed:
     # still TASK's whenever the world is looked at again.
     remembered: tuple[Proc, ...] = ()
+    # The last look at the world (`act/arrivals.py`) when nothing was done since it (the
+    # processes step found nothing to signal): when it was taken, the test pauses by then,
+    # and the look. It is the look right before the pool's return too, while it is fresh.
+    quiet: tuple[float, int, Rechecked] | None = None
 
     @property
     def record(self) -> Record:
