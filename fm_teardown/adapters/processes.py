@@ -135,29 +135,32 @@ _PF_KTHREAD = 0x00200000
 
 def _scan_proc(parent: int | None) -> ProcessTable:
     # The loop runs once per process of the machine (thousands), three times per real run:
-    # the reads are inlined and only the fields used are split off.
+    # names looked up once, each process's two paths built from one prefix, its stat line
+    # split only as far as the fields used, and its `Proc` made in one step.
     boot, ticks = _clock() or (0.0, 100)
     procs: dict[int, Proc] = {}
     children: dict[int, list[int]] = {}
     flags = os.O_RDONLY | os.O_CLOEXEC
     open_, read, close, readlink = os.open, os.read, os.close, os.readlink
+    made = Proc.scanned
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
+        where = "/proc/" + entry
         try:
-            fd = open_(f"/proc/{entry}/stat", flags)
+            fd = open_(where + "/stat", flags)
         except OSError:
             continue  # gone since the listing
         try:
             stat = read(fd, 4096)
         except OSError:
-            continue
+            stat = b""
         finally:
             close(fd)
-        if not stat:
-            continue
         # comm is in parentheses and may itself contain ") ": split at the last one.
         rpar = stat.rfind(b")")
+        if rpar < 0:
+            continue
         # state ppid pgrp session tty_nr tpgid flags ... starttime (the 20th after comm)
         fields = stat[rpar + 2 :].split(None, 20)
         ppid = int(fields[1])
@@ -168,7 +171,7 @@ def _scan_proc(parent: int | None) -> ProcessTable:
         cwd: str | None = None
         if not int(fields[6]) & _PF_KTHREAD:  # a kernel thread works in no one's directory
             try:
-                cwd = readlink(f"/proc/{entry}/cwd")
+                cwd = readlink(where + "/cwd") or None
             except OSError:
                 cwd = None
             if cwd and cwd.endswith(" (deleted)") and not os.path.lexists(cwd):
@@ -182,15 +185,26 @@ def _scan_proc(parent: int | None) -> ProcessTable:
             base = os.path.basename(argv0)
             if argv0 and base.startswith(comm):
                 name = base
-        tty_nr, tpgid = int(fields[4]), int(fields[5])
-        stated = ProcStat(
+        tty_nr = int(fields[4])
+        if tty_nr > 0:
+            tty, tpgid = tty_name(tty_nr), max(int(fields[5]), 0)
+        else:
+            tty, tpgid = None, 0
+        procs[pid] = made(
+            pid,
+            ppid,
+            name,
+            cmdline,
+            cwd,
             float(fields[19]) / ticks + boot,
             fields[0] == b"Z",
-            tty_name(tty_nr) if tty_nr > 0 else None,
-            tpgid if tpgid > 0 else 0,
+            tty,
+            tpgid,
         )
-        procs[pid] = Proc(pid, ppid, name, cmdline, cwd or None, stated)
-        children.setdefault(ppid, []).append(pid)
+        if ppid in children:
+            children[ppid].append(pid)
+        else:
+            children[ppid] = [pid]
     return ProcessTable(procs, None, {k: tuple(v) for k, v in children.items()})
 
 

@@ -195,6 +195,33 @@ class Proc:
         # none, or not known): who got the keys typed into a pane whose process it is.
         self.tpgid = stat.tpgid
 
+    @classmethod
+    def scanned(
+        cls,
+        pid: int,
+        ppid: int,
+        name: str,
+        cmdline: Cmdline,
+        cwd: str | None,
+        start_time: float,
+        zombie: bool,
+        tty: str | None,
+        tpgid: int,
+    ) -> Proc:
+        """`Proc(pid, ppid, name, cmdline, cwd, ProcStat(start_time, zombie, tty, tpgid))`
+        with `cmdline` a reader or an already parsed `(argv0, args, cut)`, made without the
+        `ProcStat` in between: the scan makes one per process of the machine, thousands."""
+        proc = cls.__new__(cls)
+        proc.pid, proc.ppid, proc.name, proc.cwd = pid, ppid, name, cwd
+        if isinstance(cmdline, tuple):
+            proc._argv0, proc._args, proc._cut = cmdline
+            proc._read_cmdline = None
+        else:
+            assert cmdline is None or callable(cmdline)
+            proc._argv0, proc._args, proc._cut, proc._read_cmdline = None, (), False, cmdline
+        proc.start_time, proc.zombie, proc.tty, proc.tpgid = start_time, zombie, tty, tpgid
+        return proc
+
     def _load(self) -> str:
         read = self._read_cmdline
         argv0, self._args, self._cut = parse_cmdline(read(self.pid) if read is not None else "")
