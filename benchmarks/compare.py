@@ -36,10 +36,42 @@ from plan_token import checkout
 IDLE = 200
 
 
-def time_once(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> tuple[float, float, float]:
+# Linux counts into a process's peak RSS the memory of the process it was forked from (the
+# forked image, until exec, is its own): started from this harness (some 25 MiB), every
+# command would read at least that. So the peak is taken of a command started by a small
+# interpreter without site (a few MiB), which reports its child's peak.
+_PEAK = (
+    "import os, sys\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    os.execv(sys.argv[1], sys.argv[1:])\n"
+    "_, _, usage = os.wait4(pid, 0)\n"
+    "print(usage.ru_maxrss)\n"
+)
+
+
+def peak_rss(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> float:
+    """The peak resident set size of one run of `argv` (MiB; with the children it waited
+    for), started from a small process (see `_PEAK`)."""
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", _PEAK, *argv],
+        env=dict(env),
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return int(done.stdout.split()[-1]) / 1024
+
+
+def time_once(
+    argv: Sequence[str], env: Mapping[str, str], cwd: Path, *, peak: bool = True
+) -> tuple[float, float, float]:
     """Wall time, CPU time (user + system, the process and the children it waited for) and
-    peak resident set size (MiB, the largest of the process and the children it waited for)
-    of one whole process. On a busy machine the CPU time is the steadier of the two times."""
+    peak resident set size (MiB, of a run started from a small process: `peak_rss`) of one
+    whole process (nan when not `peak`). On a busy machine the CPU time is the steadier of
+    the two times."""
     start = time.perf_counter()
     proc = subprocess.Popen(
         list(argv),
@@ -55,7 +87,7 @@ def time_once(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> tuple[f
     proc.returncode = 0  # reaped above: keep Popen from waiting again
     wall = time.perf_counter() - start
     cpu = usage.ru_utime + usage.ru_stime
-    return wall, cpu, usage.ru_maxrss / 1024
+    return wall, cpu, peak_rss(argv, env, cwd) if peak else float("nan")
 
 
 def ratios(a: list[float], b: list[float]) -> str:
@@ -150,11 +182,13 @@ def main(argv: list[str]) -> int:
                     order = names[i % len(names) :] + names[: i % len(names)]
                     for name in order:
                         cmd, e = cmds[name]
-                        seconds, cpu, peak = time_once(cmd, e, fleet.fm_home)
+                        # The peak RSS (a second run each) in the first three counted rounds.
+                        seconds, cpu, peak = time_once(cmd, e, fleet.fm_home, peak=0 < i <= 3)
                         if i:  # the first round warms the caches up
                             times[name].append(seconds)
                             cpus[name].append(cpu)
-                            rss[name].append(peak)
+                            if i <= 3:
+                                rss[name].append(peak)
                 med = {k: statistics.median(v) * 1000 for k, v in times.items()}
                 print(
                     f"N={n} ({args.runs} paired rounds, load {os.getloadavg()[0]:.2f}): "
