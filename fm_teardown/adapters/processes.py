@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 import signal
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from fm_teardown.adapters import interrupts
+from fm_teardown.model.values import value
 from fm_teardown.model.world import Cmdline, Proc, ProcessTable, ProcStat, parse_cmdline
 
 __all__ = [
@@ -286,8 +287,11 @@ def send(target: Proc, sig: signal.Signals) -> str | None:
             os.close(fd)
 
 
-@dataclass
+@value
 class Signalled:
+    """One process a step signalled: by pid and start time, with the signals sent to it in
+    order (appended to as they are sent)."""
+
     pid: int
     start_time: float
     name: str
