@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import gc
 
+__all__ = ["fewer_collections", "fm", "fm_teardown"]
+
 
 def fewer_collections() -> None:
     """A run builds a few thousand small values and almost no reference cycles, on top of the

@@ -23,7 +23,9 @@ STAGES = ("model", "adapters", "observe", "decide", "act", "report", "pipeline",
 # What is not in a stage folder: the entry points and the commands (they parse, run the
 # pipeline and render), the runbooks (report's texts) and the pool stand-in.
 STAGE_OF = {
-    **dict.fromkeys(("__init__", "__main__", "cli", "cli_values", "commands", "standin"), "top"),
+    **dict.fromkeys(
+        ("__init__", "__main__", "entry", "cli", "cli_values", "commands", "standin"), "top"
+    ),
     "runbooks": "report",
 }
 

@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fm_teardown.model import records
+from fm_teardown.model import record_files
 from fm_teardown.model.errors import ExitCode, FmError
 from fm_teardown.model.homes import MAX_HOME_DEPTH
+from fm_teardown.model.record_files import MAX_RECORD_BYTES
 from fm_teardown.model.records import (
-    MAX_RECORD_BYTES,
     InvalidRecord,
     Record,
     RecordProblem,
@@ -751,7 +751,7 @@ def test_a_record_read_again_is_its_text_now(
     length and the same modification time; one unchanged reads the same. `settled`: the
     file is taken as written long before it was read (its stat is then what tells)."""
     if settled:
-        monkeypatch.setattr(records, "_SETTLED_NS", -1)
+        monkeypatch.setattr(record_files, "_SETTLED_NS", -1)
     meta = write(tmp_path, "a", text_of(meta_lines(pr="11")))
     assert load_fleet(tmp_path).records["a"].pr == "11"
     assert load_fleet(tmp_path).records["a"].pr == "11"

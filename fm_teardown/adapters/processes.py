@@ -44,9 +44,9 @@ def scan(*, without_children: bool = False) -> ProcessTable:
     than psutil's per-process objects, which matters for a fleet of a thousand panes); start
     times use psutil's formula, so `same_process` (psutil) agrees with them. Elsewhere psutil.
 
-    `without_children`: fm's own children are left out, for a scan taken while the tmux
-    client lists the panes (`tmux.list_panes_started`): it works in fm's directory, which may
-    be a slot, and is no one's work.
+    `without_children`: fm's own tmux clients are left out (its children named tmux), for a
+    scan taken while one lists the panes (`tmux.list_panes_started`): it works in fm's
+    directory, which may be a slot, and is no one's work.
     """
     if os.path.isdir("/proc/self") and _clock():
         try:
@@ -165,10 +165,10 @@ def _scan_proc(parent: int | None) -> ProcessTable:
         # state ppid pgrp session tty_nr tpgid flags ... starttime (the 20th after comm)
         fields = stat[rpar + 2 :].split(None, 20)
         ppid = int(fields[1])
-        if ppid == parent:
-            continue  # fm's own child (see `scan`)
-        pid = int(entry)
         comm = stat[stat.find(b"(") + 1 : rpar].decode("utf-8", "replace")
+        if ppid == parent and comm.startswith("tmux"):
+            continue  # fm's own tmux client (see `scan`)
+        pid = int(entry)
         cwd: str | None = None
         if not int(fields[6]) & _PF_KTHREAD:  # a kernel thread works in no one's directory
             try:
@@ -219,8 +219,10 @@ def _scan_psutil(parent: int | None) -> ProcessTable:
             ["pid", "ppid", "name", "cmdline", "cwd", "create_time", "status", "terminal"]
         ):
             info = p.info
-            if info.get("create_time") is None or (parent and info.get("ppid") == parent):
-                continue  # gone, or fm's own child (see `scan`)
+            if info.get("create_time") is None:
+                continue
+            if parent and info.get("ppid") == parent and str(info.get("name")).startswith("tmux"):
+                continue  # fm's own tmux client (see `scan`)
             cmdline = info.get("cmdline") or []
             cwd = info.get("cwd") or None
             proc = Proc(

@@ -38,6 +38,7 @@ __all__ = [
     "list_panes",
     "list_panes_at",
     "list_panes_many",
+    "list_panes_started",
     "listening_sockets",
     "owned",
     "quit_keys",

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import field
 from enum import StrEnum
@@ -19,13 +18,13 @@ from functools import cached_property
 from pathlib import Path
 
 from fm_teardown.model.errors import ErrorCode, invalid, refused
+from fm_teardown.model.record_files import MAX_RECORD_BYTES, RecordDir, plain_file
 from fm_teardown.model.values import value
 
 __all__ = [
     "IDENTITY_KEYS",
     "KINDS",
     "MAX_EPOCH_DIGITS",
-    "MAX_RECORD_BYTES",
     "MODES",
     "STATE_DIR_HINTS",
     "TASK_ID_MAX",
@@ -87,8 +86,6 @@ KINDS = tuple(k.value for k in RecordKind)
 MODES = tuple(m.value for m in Mode)
 _KIND = {k.value: k for k in RecordKind}
 _MODE = {m.value: m for m in Mode}
-# A record is a handful of short lines; anything bigger is not one of ours.
-MAX_RECORD_BYTES = 64 * 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # `spawn_gen` is `s<epoch>.<pid>.<rand>`; the launch order reads its epoch (as the `\d`s a
 # reader of it matches). An epoch of more digits than a time of any machine has (an int64 of
@@ -552,7 +549,7 @@ def load_fleet(state_dir: Path, canon: Callable[[str], str] | None = None) -> Fl
     canon = canon or _realpath
     try:
         with os.scandir(state_dir) as it:
-            listed = sorted((e.name, _plain_file(e)) for e in it)
+            listed = sorted((e.name, plain_file(e)) for e in it)
     except FileNotFoundError:
         # A state dir that does not exist is a wrong setting, not an empty fleet (spec §7a).
         raise refused(
@@ -572,7 +569,7 @@ def load_fleet(state_dir: Path, canon: Callable[[str], str] | None = None) -> Fl
     base = str(state_dir)
     # The path `state_dir / name` spells (a Path is already normalised), without the join.
     prefix = "" if base == "." else base if base.endswith("/") else base + "/"
-    with _Dir(base) as reader:
+    with RecordDir(base) as reader:
         for name, plain in listed:
             if not name.endswith(".meta"):
                 continue
@@ -623,88 +620,6 @@ def load_fleet(state_dir: Path, canon: Callable[[str], str] | None = None) -> Fl
 
 def _realpath(path: str) -> str:
     return os.path.realpath(path)
-
-
-def _plain_file(entry: os.DirEntry[str]) -> bool:
-    """The listing says a regular file (no extra system call on Linux); anything else is
-    read by `read_meta`, which says what it is."""
-    try:
-        return entry.is_file(follow_symlinks=False)
-    except OSError:
-        return False
-
-
-class _Dir:
-    """The state dir, open: its records read by name, without a path join or an lstat each.
-
-    A record is read the cheap way only when it is plainly one (a regular file, within the
-    size limit, UTF-8 without NUL); anything else (None) goes to `read_meta`, which reads it
-    again and says what is wrong with it. Never follows a link, never blocks on a FIFO."""
-
-    _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-
-    def __init__(self, path: str) -> None:
-        self._path = path
-        self._fd = -1
-
-    def __enter__(self) -> _Dir:
-        try:
-            self._fd = os.open(self._path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        except OSError:
-            self._fd = -1  # every record then goes to read_meta
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-
-    def read(self, name: str) -> tuple[str, int] | None:
-        if self._fd < 0:
-            return None
-        where = f"{self._path}/{name}"
-        kept = _SETTLED.get(where)
-        if kept is not None:
-            try:
-                now = os.stat(name, dir_fd=self._fd, follow_symlinks=False)
-            except OSError:
-                now = None  # read below, which says what it is
-            if now is not None and _signature(now) == kept[0]:
-                return kept[1]
-        try:
-            fd = os.open(name, self._FLAGS, dir_fd=self._fd)
-        except OSError:
-            return None
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_RECORD_BYTES:
-                return None
-            data = os.read(fd, MAX_RECORD_BYTES + 1)
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
-        if len(data) > MAX_RECORD_BYTES or b"\0" in data:
-            return None
-        try:
-            got = data.decode("utf-8"), st.st_mtime_ns
-        except UnicodeDecodeError:
-            return None
-        if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _SETTLED_NS:
-            _SETTLED[where] = (_signature(st), got)
-        return got
-
-
-# A real run reads the fleet's records again right before each destructive call. A record
-# whose file is unchanged since this process read it (same inode, size, mode, modification and
-# change times) is not read again; only one that had settled when it was read is kept, as git
-# treats a "racily clean" index entry: a file written within the clock's granularity of the
-# read could be written again with the same times and size, and so is always read again.
-_SETTLED_NS = 2_000_000_000
-_SETTLED: dict[str, tuple[tuple[int, ...], tuple[str, int]]] = {}
-
-
-def _signature(st: os.stat_result) -> tuple[int, ...]:
-    return (st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _stray_slots(meta_path: str, canon: Callable[[str], str]) -> tuple[str, ...]:
