@@ -142,11 +142,14 @@ class _BeforeActing:
         self._settings, self._fleet = settings, fleet
         self._places: WorkPlaces | None = None
         self._journal: OwnFileBlocked | None = None
+        self._locks_inside = False
 
     def checked(self, d: Decision) -> Decision:
         if not acts(d):
             return d
         if self._places is None:
+            from fm_teardown.act.lock import lock_path
+            from fm_teardown.adapters.safefile import inside_work
             from fm_teardown.observe.own_places import work_places
             from fm_teardown.report import journal
 
@@ -155,7 +158,12 @@ class _BeforeActing:
             if problem is not None:
                 path = str(self._settings.data_dir / journal.JOURNAL)
                 self._journal = OwnFileBlocked(OwnFile.JOURNAL, path, problem)
-        d = lock_placed(self._settings, d, self._places)
+            # Every slot's lock is a file of the state dir: whether it would lie inside a
+            # task's work is one answer for all the rows (resolving the dir is not cheap).
+            any_lock = str(lock_path(self._settings.state_dir, "/"))
+            self._locks_inside = inside_work(any_lock, self._places) is not None
+        if self._locks_inside:
+            d = lock_placed(self._settings, d, self._places)
         if self._journal is not None and acts(d):
             d = own_file_blocked(d, self._journal)
         return d
