@@ -750,6 +750,7 @@ def test_a_record_read_again_is_its_text_now(
     changed since the last load reads as it is now, even rewritten in place with the same
     length and the same modification time; one unchanged reads the same. `settled`: the
     file is taken as written long before it was read (its stat is then what tells)."""
+    monkeypatch.setattr(record_files, "_KEEPING", [True])  # as in a real run
     if settled:
         monkeypatch.setattr(record_files, "_SETTLED_NS", -1)
     meta = write(tmp_path, "a", text_of(meta_lines(pr="11")))

@@ -13,7 +13,7 @@ import os
 import stat
 import time
 
-__all__ = ["MAX_RECORD_BYTES", "RecordDir", "plain_file"]
+__all__ = ["MAX_RECORD_BYTES", "RecordDir", "keep_reads", "keeping", "plain_file"]
 
 # A record is a handful of short lines; anything bigger is not one of ours.
 MAX_RECORD_BYTES = 64 * 1024
@@ -55,8 +55,9 @@ class RecordDir:
     def read(self, name: str) -> tuple[str, int] | None:
         if self._fd < 0:
             return None
-        where = f"{self._path}/{name}"
-        kept = _SETTLED.get(where)
+        keep = _KEEPING[0]
+        where = f"{self._path}/{name}" if keep else ""
+        kept = _SETTLED.get(where) if keep else None
         if kept is not None:
             try:
                 now = os.stat(name, dir_fd=self._fd, follow_symlinks=False)
@@ -83,7 +84,7 @@ class RecordDir:
             got = data.decode("utf-8"), st.st_mtime_ns
         except UnicodeDecodeError:
             return None
-        if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _SETTLED_NS:
+        if keep and time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _SETTLED_NS:
             _SETTLED[where] = (_signature(st), got)
         return got
 
@@ -94,7 +95,19 @@ class RecordDir:
 # treats a "racily clean" index entry: a file written within the clock's granularity of the
 # read could be written again with the same times and size, and so is always read again.
 _SETTLED_NS = 2_000_000_000
+# Whether this process keeps what it read (`keep_reads`): only a real run reads the fleet
+# more than once; a dry run or an audit reads it once and keeps nothing.
+_KEEPING = [False]
 _SETTLED: dict[str, tuple[tuple[int, ...], tuple[str, int]]] = {}
+
+
+def keep_reads() -> None:
+    """From now on, what is read is kept for the next look (a real run: `pipeline/stages`)."""
+    _KEEPING[0] = True
+
+
+def keeping() -> bool:
+    return _KEEPING[0]
 
 
 def _signature(st: os.stat_result) -> tuple[int, ...]:

@@ -18,7 +18,7 @@ from functools import cached_property
 from pathlib import Path
 
 from fm_teardown.model.errors import ErrorCode, invalid, refused
-from fm_teardown.model.record_files import MAX_RECORD_BYTES, RecordDir, plain_file
+from fm_teardown.model.record_files import MAX_RECORD_BYTES, RecordDir, keeping, plain_file
 from fm_teardown.model.values import value
 
 __all__ = [
@@ -537,7 +537,7 @@ def _list_task_ids(state_dir: Path) -> list[str]:
 # The records this process has read, by path, text and mtime: the same text read again (a real
 # run looks at the fleet again right before each destructive call) is the same record, so it
 # is not parsed again. Only what `quick_record` accepts is kept; the path and the time tell
-# two records of the same text apart.
+# two records of the same text apart. Kept only in a real run (`record_files.keep_reads`).
 _READ: dict[tuple[str, str, int], Record] = {}
 
 
@@ -569,6 +569,7 @@ def load_fleet(state_dir: Path, canon: Callable[[str], str] | None = None) -> Fl
     base = str(state_dir)
     # The path `state_dir / name` spells (a Path is already normalised), without the join.
     prefix = "" if base == "." else base if base.endswith("/") else base + "/"
+    keep = keeping()
     with RecordDir(base) as reader:
         for name, plain in listed:
             if not name.endswith(".meta"):
@@ -587,11 +588,13 @@ def load_fleet(state_dir: Path, canon: Callable[[str], str] | None = None) -> Fl
             got = reader.read(name) if plain else None
             if got is not None:
                 seen = (meta_path, *got)
-                record = _READ.get(seen)
+                record = _READ.get(seen) if keep else None
                 if record is None:
                     record = quick_record(task_id, meta_path, *got)
                 if record is not None:
-                    records[task_id] = _READ[seen] = record
+                    records[task_id] = record
+                    if keep:
+                        _READ[seen] = record
                     continue
             try:
                 text, mtime = got if got is not None else read_meta(meta_path)

@@ -113,6 +113,10 @@ def plan(
     A real run fetches the default branch first (`fetch` None means: unless it is a dry run).
     `known`: rule 5's facts as already gathered (a look again right before a destructive
     call: no git); then the plan token is not made either (nothing compares it)."""
+    if not flags.dry_run:
+        from fm_teardown.model.record_files import keep_reads
+
+        keep_reads()  # a real run looks at the fleet again: its records are not read twice
     canon = Canonicalizer()  # one per look at the world: loading and observing share it
     fleet = load(settings, task, canon)
     obs = observe(settings, fleet, remembered, deciding=(task,), canon=canon)
