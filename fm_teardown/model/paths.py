@@ -8,6 +8,7 @@ ancestor resolved with the rest appended. Never by string prefix: `/p/1` is not 
 from __future__ import annotations
 
 import os
+import stat
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -79,23 +80,26 @@ class Canonicalizer:
         self._cache: dict[str, str] = {"/": "/"}
 
     def __call__(self, path: str) -> str:
-        if path in self._cache:
-            return self._cache[path]
-        if not os.path.isabs(path):
+        cache = self._cache
+        found = cache.get(path)
+        if found is not None:
+            return found
+        if not path.startswith("/"):
             raise ValueError(f"not an absolute path: {path!r}")
         stripped = path.rstrip("/") or "/"
-        parts = stripped.split("/")
-        if any(p in ("", ".", "..") for p in parts[1:]):
-            # `..` must be applied after resolving what precedes it: leave that to realpath.
+        marked = stripped + "/"
+        if "//" in marked or "/./" in marked or "/../" in marked:
+            # An empty, `.` or `..` component: `..` must be applied after resolving what
+            # precedes it; leave that to realpath.
             result = os.path.realpath(path)
         else:
             parent, name = stripped.rsplit("/", 1)
             base = self(parent or "/")
-            candidate = os.path.join(base, name)
+            candidate = f"{base}/{name}" if base != "/" else f"/{name}"
             try:
-                is_link = os.path.islink(candidate)
+                is_link = stat.S_ISLNK(os.lstat(candidate).st_mode)
             except OSError:
                 is_link = False
             result = os.path.realpath(candidate) if is_link else candidate
-        self._cache[path] = result
+        cache[path] = result
         return result
