@@ -5,6 +5,7 @@ import glob
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -171,3 +172,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture
 def fleet(tmp_path: Path) -> Iterator[Fleet]:
     yield from fleet_fixture(tmp_path)
+
+
+@pytest.fixture
+def tmux_tmpdir() -> Iterator[Path]:
+    """A private TMUX_TMPDIR (short: a socket path must fit in 108 bytes): fm's default and
+    `-L NAME` sockets are the test's own. Every server started there is ended."""
+    path = Path(tempfile.mkdtemp(prefix="fmtt", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        for sock in sorted((path / f"tmux-{os.getuid()}").glob("*")):
+            subprocess.run(
+                ["tmux", "-S", str(sock), "kill-server"],
+                env={**os.environ, "TMUX_TMPDIR": str(path)},
+                capture_output=True,
+                check=False,
+            )
+        shutil.rmtree(path, ignore_errors=True)

@@ -722,3 +722,12 @@ def pane_shell(fleet: Fleet, server: Tmux, session: str, name: str, cwd: Path) -
 def agent_alone(fleet: Fleet, cwd: Path) -> subprocess.Popen[bytes]:
     """An agent stand-in in no pane and on no terminal (orphaned: its own session)."""
     return fleet.spawn([str(fleet.bin / "claude"), "100000"], cwd, new_session=True)
+
+
+def private_env(fleet: Fleet, tmpdir: Path, **extra: str) -> dict[str, str]:
+    """The fleet's environment with a private TMUX_TMPDIR and no socket variable of fm's
+    (fm then finds its server as an operator's shell would: `-L NAME` or the default)."""
+    env = fleet.env(TMUX_TMPDIR=str(tmpdir), **extra)
+    env.pop("FM_TMUX_SOCKET")
+    env.pop("TMUX", None)
+    return env

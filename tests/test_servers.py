@@ -16,7 +16,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,7 @@ from fm_teardown.model.world import (
     TmuxInventory,
 )
 from fm_teardown.observe.servers import named_server, vantage_problem
-from tests.fleet import Fleet, gone, other_tmux, pane_agent, tid, wait_for
+from tests.fleet import Fleet, gone, other_tmux, pane_agent, private_env, tid, wait_for
 
 OLD = {"spawn_gen": "s1000.1.a"}  # launched long ago (epoch 1000)
 
@@ -158,30 +157,6 @@ def test_an_agent_in_a_pane_of_a_foreground_server_is_in_that_pane(fleet: Fleet)
 
 
 # -- which server is the fleet's ----------------------------------------------------------------
-
-
-@pytest.fixture
-def tmux_tmpdir() -> Iterator[Path]:
-    """A private TMUX_TMPDIR: fm's default and `-L NAME` sockets are the test's own."""
-    path = Path(tempfile.mkdtemp(prefix="fmts", dir="/tmp"))
-    try:
-        yield path
-    finally:
-        for server in (["-L", "operator"], []):
-            subprocess.run(
-                ["tmux", *server, "kill-server"],
-                env={**os.environ, "TMUX_TMPDIR": str(path)},
-                capture_output=True,
-                check=False,
-            )
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def private_env(fleet: Fleet, tmpdir: Path, **extra: str) -> dict[str, str]:
-    env = fleet.env(TMUX_TMPDIR=str(tmpdir), **extra)
-    env.pop("FM_TMUX_SOCKET")
-    env.pop("TMUX", None)
-    return env
 
 
 def test_a_socket_name_naming_the_operators_own_server_is_refused_by_every_command(

@@ -11,37 +11,11 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.fleet import Fleet, gone, tid
-
-
-@pytest.fixture
-def tmux_tmpdir() -> Iterator[Path]:
-    # Short: a socket path must fit in 108 bytes.
-    path = Path(tempfile.mkdtemp(prefix="fmtt", dir="/tmp"))
-    try:
-        yield path
-    finally:
-        for server in (["-L", "fmgone"], []):
-            subprocess.run(
-                ["tmux", *server, "kill-server"],
-                env={**os.environ, "TMUX_TMPDIR": str(path)},
-                capture_output=True,
-                check=False,
-            )
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def private_env(fleet: Fleet, tmpdir: Path, **extra: str) -> dict[str, str]:
-    env = fleet.env(TMUX_TMPDIR=str(tmpdir), **extra)
-    env.pop("FM_TMUX_SOCKET")
-    env.pop("TMUX", None)
-    return env
+from tests.fleet import Fleet, gone, private_env, tid
 
 
 def test_a_socket_name_naming_no_socket_refuses_dry_and_real_run_alike(
