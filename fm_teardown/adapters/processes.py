@@ -191,17 +191,8 @@ def _scan_proc(parent: int | None) -> ProcessTable:
             tty, tpgid = tty_name(tty_nr), max(int(fields[5]), 0)
         else:
             tty, tpgid = None, 0
-        procs[pid] = made(
-            pid,
-            ppid,
-            name,
-            cmdline,
-            cwd,
-            float(fields[19]) / ticks + boot,
-            fields[0] == b"Z",
-            tty,
-            tpgid,
-        )
+        stated = (float(fields[19]) / ticks + boot, fields[0] == b"Z", tty, tpgid)
+        procs[pid] = made(pid, ppid, name, cmdline, cwd, stated)
         if ppid in children:
             children[ppid].append(pid)
         else:

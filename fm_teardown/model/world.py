@@ -203,14 +203,12 @@ class Proc:
         name: str,
         cmdline: Cmdline,
         cwd: str | None,
-        start_time: float,
-        zombie: bool,
-        tty: str | None,
-        tpgid: int,
+        stated: tuple[float, bool, str | None, int],
     ) -> Proc:
-        """`Proc(pid, ppid, name, cmdline, cwd, ProcStat(start_time, zombie, tty, tpgid))`
-        with `cmdline` a reader or an already parsed `(argv0, args, cut)`, made without the
-        `ProcStat` in between: the scan makes one per process of the machine, thousands."""
+        """`Proc(pid, ppid, name, cmdline, cwd, ProcStat(*stated))` (`stated`: start time,
+        zombie, terminal, its foreground group), with `cmdline` a reader or an already parsed
+        `(argv0, args, cut)`, made without the `ProcStat` in between: the scan makes one per
+        process of the machine, thousands."""
         proc = cls.__new__(cls)
         proc.pid, proc.ppid, proc.name, proc.cwd = pid, ppid, name, cwd
         if isinstance(cmdline, tuple):
@@ -219,7 +217,7 @@ class Proc:
         else:
             assert cmdline is None or callable(cmdline)
             proc._argv0, proc._args, proc._cut, proc._read_cmdline = None, (), False, cmdline
-        proc.start_time, proc.zombie, proc.tty, proc.tpgid = start_time, zombie, tty, tpgid
+        proc.start_time, proc.zombie, proc.tty, proc.tpgid = stated
         return proc
 
     def _load(self) -> str:
