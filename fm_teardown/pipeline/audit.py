@@ -25,6 +25,7 @@ from fm_teardown.decide.hints import inventory_hint
 from fm_teardown.decide.rules import decide_all
 from fm_teardown.model.causes import OwnFile, OwnFileBlocked
 from fm_teardown.model.errors import ErrorCode, refused
+from fm_teardown.model.paths import Canonicalizer
 from fm_teardown.model.records import Backend, Fleet, Record, load_fleet
 from fm_teardown.model.request import Flags, Options, RunMode
 from fm_teardown.model.settings import Settings
@@ -78,8 +79,9 @@ def audit(settings: Settings, opts: Options | None = None) -> Audit:
     """The audit's rows (what `--landed` selects from), its shared slots and loose ends."""
     opts = opts or Options()
     _refuse_a_gate_agent()
-    fleet = load_fleet(settings.state_dir)
-    obs = observe(settings, fleet)
+    canon = Canonicalizer()  # one for the audit's look: loading, observing, fm's own places
+    fleet = load_fleet(settings.state_dir, canon)
+    obs = observe(settings, fleet, canon=canon)
     refuse_unreadable_inventory(fleet, obs)
     flags = Flags(mode=RunMode.DRY_RUN)
     rows: dict[str, AuditRow] = {}
@@ -108,7 +110,7 @@ def audit(settings: Settings, opts: Options | None = None) -> Audit:
 
     decisions, facts = decide_all(usable, fleet, obs, flags, gather)
     now, me = time.time(), os.getpid()
-    before_acting = _BeforeActing(settings, fleet)
+    before_acting = _BeforeActing(settings, fleet, canon)
     for task, d in decisions.items():
         inode = meta_inode(fleet.records[task])
         d = before_acting.checked(d)
@@ -138,8 +140,8 @@ class _BeforeActing:
     alike, so that a row says what `fm teardown TASK --dry-run` says. Worked out once for the
     whole audit, and only when a row would act."""
 
-    def __init__(self, settings: Settings, fleet: Fleet) -> None:
-        self._settings, self._fleet = settings, fleet
+    def __init__(self, settings: Settings, fleet: Fleet, canon: Canonicalizer) -> None:
+        self._settings, self._fleet, self._canon = settings, fleet, canon
         self._places: WorkPlaces | None = None
         self._journal: OwnFileBlocked | None = None
         self._locks_inside = False
@@ -153,7 +155,7 @@ class _BeforeActing:
             from fm_teardown.observe.own_places import work_places
             from fm_teardown.report import journal
 
-            self._places = work_places(self._settings, self._fleet)
+            self._places = work_places(self._settings, self._fleet, self._canon)
             problem = journal.write_problem(self._settings.data_dir, self._places)
             if problem is not None:
                 path = str(self._settings.data_dir / journal.JOURNAL)
