@@ -539,18 +539,24 @@ class Fleet:
 
     def fm_paused(self, boundary: str, *args: str) -> tuple[subprocess.Popen[str], Path]:
         """Start `fm teardown ... --json` paused at a step boundary (FM_TEST_FAULT): returns
-        the process and the pause file; remove the file to let the run go on."""
+        the process and the pause file; remove the file (`resumed`) to let the run go on."""
+        return self.run_paused(boundary, ["fm_teardown", "teardown", *args, "--json"])
+
+    def run_paused(self, boundary: str, argv: list[str]) -> tuple[subprocess.Popen[str], Path]:
+        """`python -m ARGV` (fm, or the drop-in `fm_teardown.commands.firstmate`) paused at a
+        step boundary, as `fm_paused`."""
         pause = self.root / f"pause-{boundary}"
         pause.touch()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "fm_teardown", "teardown", *args, "--json"],
+            [sys.executable, "-m", *argv],
             cwd=self.fm_home,
             env=self.env(FM_TEST_FAULT=f"pause:{boundary}:{pause}"),
+            stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        wait_for(lambda: Path(f"{pause}.reached").exists(), what=f"pause at {boundary}")
+        wait_for(lambda: Path(f"{pause}.reached").exists(), 60, f"pause at {boundary}")
         return proc, pause
 
     def treehouse_calls(self) -> list[dict[str, Any]]:
@@ -731,3 +737,24 @@ def private_env(fleet: Fleet, tmpdir: Path, **extra: str) -> dict[str, str]:
     env.pop("FM_TMUX_SOCKET")
     env.pop("TMUX", None)
     return env
+
+
+def resumed(proc: subprocess.Popen[str], pause: Path) -> tuple[int, str, str]:
+    """Let a paused run (`Fleet.run_paused`) go on to its end: exit code, stdout, stderr."""
+    pause.unlink()
+    try:
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, out, err
+
+
+def resumed_json(proc: subprocess.Popen[str], pause: Path) -> tuple[int, dict[str, Any]]:
+    """`resumed`, its stdout read as the one JSON object `--json` prints."""
+    code, out, err = resumed(proc, pause)
+    try:
+        return code, json.loads(out)
+    except ValueError as exc:
+        raise AssertionError(f"not one JSON object: {out!r} / {err!r}") from exc

@@ -13,8 +13,6 @@ the branch, the arrival's processes.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +26,10 @@ from tests.fleet import (
     gone,
     pane_agent,
     pane_shell,
+    resumed,
+    resumed_json,
     tid,
     tree_hash,
-    wait_for,
 )
 
 # Where a batch's first task is paused, and the step whose look stops it there.
@@ -43,37 +42,6 @@ PAUSES = {
     "before-branch": "branch",
 }
 STOPPED = "re-run to decide again"
-
-
-def _paused(fleet: Fleet, boundary: str, *args: str) -> tuple[subprocess.Popen[str], Path]:
-    """`fm teardown ARGS --json` paused at `boundary`; the pause file to remove."""
-    pause = fleet.root / f"pause-{boundary}"
-    pause.touch()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "fm_teardown", "teardown", *args, "--json"],
-        cwd=fleet.fm_home,
-        env=fleet.env(FM_TEST_FAULT=f"pause:{boundary}:{pause}"),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    wait_for(lambda: Path(f"{pause}.reached").exists(), timeout=60, what=f"pause at {boundary}")
-    return proc, pause
-
-
-def _resume(proc: subprocess.Popen[str], pause: Path) -> tuple[int, dict[str, Any]]:
-    pause.unlink()
-    try:
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    try:
-        return proc.returncode, json.loads(out)
-    except ValueError as exc:
-        raise AssertionError(f"not one JSON object: {out!r} / {err!r}") from exc
 
 
 def _steps(doc: dict[str, Any]) -> dict[str, tuple[str, str]]:
@@ -118,11 +86,11 @@ def test_landed_an_arrival_after_selection_stops_that_task_and_the_batch_goes_on
 ) -> None:
     first = _finished(fleet, f"arr-a-{kind[0]}", 1)
     second = _finished(fleet, f"arr-b-{kind[0]}", 2)
-    proc, pause = _paused(fleet, boundary, "--landed", "--min-age", "0")
+    proc, pause = fleet.fm_paused(boundary, "--landed", "--min-age", "0")
     tree = tree_hash(first.slot)
     leased = _leased(fleet, first)  # returned already when paused before the branch delete
     pids = _arrive(fleet, kind, first.slot)
-    code, doc = _resume(proc, pause)
+    code, doc = resumed_json(proc, pause)
     results = {r["task"]: r for r in doc["results"]}
     assert list(results) == [first.id, second.id], doc
     stopped = results[first.id]
@@ -147,10 +115,10 @@ def test_an_agent_in_an_operators_pane_after_the_recheck_is_not_signalled(fleet:
     first signal, signals nothing, and the run stops."""
     t = _finished(fleet, "arr-pane", 1)
     worker = fleet.spawn(["sleep", "100000"], t.slot)  # TASK's own leftover, to be ended
-    proc, pause = _paused(fleet, "before-processes", t.id)
+    proc, pause = fleet.fm_paused("before-processes", t.id)
     before = fleet.snapshot(t.slot)
     _, agent = pane_agent(fleet, fleet.tmux, "ops", "agent", t.slot)
-    code, doc = _resume(proc, pause)
+    code, doc = resumed_json(proc, pause)
     assert (code, doc["verdict"]) == (1, "failed"), doc
     outcome, detail = _steps(doc)["processes"]
     assert outcome == "failed" and STOPPED in detail, detail
@@ -169,14 +137,14 @@ def test_an_arrival_after_the_processes_step_keeps_the_tree(fleet: Fleet, arriva
     step, right before the return: the tree is not reset, the lease and record are kept."""
     t = _finished(fleet, f"arr-ret-{arrival[0]}", 1)
     (t.slot / "build.cache").write_text("ignored, kept by any reset\n")
-    proc, pause = _paused(fleet, "before-pool", t.id)
+    proc, pause = fleet.fm_paused("before-pool", t.id)
     before = fleet.snapshot(t.slot)
     pids: list[int] = []
     if arrival == "agent":
         pids = [agent_alone(fleet, t.slot).pid]
     else:
         git(fleet.project, "worktree", "lock", "--reason", "agent session 42", str(t.slot))
-    code, doc = _resume(proc, pause)
+    code, doc = resumed_json(proc, pause)
     if arrival == "agent":
         assert (code, doc["verdict"]) == (1, "failed"), doc
         outcome, detail = _steps(doc)["pool"]
@@ -224,45 +192,16 @@ def test_a_lock_on_a_worktree_nested_in_the_slot_claims_it(fleet: Fleet) -> None
 # -- late work in the tree: preserved without --force, saved then discarded with it ---------
 
 
-def _paused_argv(
-    fleet: Fleet, boundary: str, argv: list[str]
-) -> tuple[subprocess.Popen[str], Path]:
-    pause = fleet.root / f"pause-{boundary}"
-    pause.touch()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", *argv],
-        cwd=fleet.fm_home,
-        env=fleet.env(FM_TEST_FAULT=f"pause:{boundary}:{pause}"),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    wait_for(lambda: Path(f"{pause}.reached").exists(), timeout=60, what=f"pause at {boundary}")
-    return proc, pause
-
-
-def _finish(proc: subprocess.Popen[str], pause: Path) -> tuple[int, str, str]:
-    pause.unlink()
-    try:
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return proc.returncode, out, err
-
-
 def test_late_work_without_force_is_preserved_not_reset(fleet: Fleet) -> None:
     """Work written into the tree after the decision (its processes ended, nothing left
     running: an editor's save from outside the slot, say): the pool's return is unforced, the
     pool declines the tree that holds it, and fm says so: exit 1, the work preserved, the
     lease and the record kept. The same command then refuses it as unlanded (3)."""
     t = _finished(fleet, "arr-late", 1)
-    proc, pause = _paused(fleet, "after-processes", t.id)
+    proc, pause = fleet.fm_paused("after-processes", t.id)
     (t.slot / "late.txt").write_text("written after the decision\n")
     before = fleet.snapshot(t.slot)
-    code, doc = _resume(proc, pause)
+    code, doc = resumed_json(proc, pause)
     assert (code, doc["verdict"]) == (1, "failed"), doc
     outcome, detail = _steps(doc)["pool"]
     assert outcome == "failed", detail
@@ -281,9 +220,9 @@ def test_late_work_without_force_is_preserved_not_reset(fleet: Fleet) -> None:
 def test_late_work_in_the_drop_in_is_a_declined_return(fleet: Fleet) -> None:
     """firstmate's drop-in says it in the script's words: exit 1, `declined to return`."""
     t = _finished(fleet, "arr-late-fm", 1)
-    proc, pause = _paused_argv(fleet, "after-processes", ["fm_teardown.commands.firstmate", t.id])
+    proc, pause = fleet.run_paused("after-processes", ["fm_teardown.commands.firstmate", t.id])
     (t.slot / "late.txt").write_text("late\n")
-    code, _, err = _finish(proc, pause)
+    code, _, err = resumed(proc, pause)
     assert code == 1, err
     assert err.startswith("error: ") and "declined to return" in err, err
     assert (t.slot / "late.txt").exists() and t.meta.exists()
@@ -294,9 +233,9 @@ def test_late_work_with_force_is_saved_then_discarded(fleet: Fleet) -> None:
     work written after it are both in the save, and the slot is returned."""
     t = _finished(fleet, "arr-late-f", 1)
     (t.slot / "wip.txt").write_text("unlanded when deciding\n")
-    proc, pause = _paused(fleet, "after-processes", t.id, "--force")
+    proc, pause = fleet.fm_paused("after-processes", t.id, "--force")
     (t.slot / "late.txt").write_text("written after the decision\n")
-    code, doc = _resume(proc, pause)
+    code, doc = resumed_json(proc, pause)
     assert (code, doc["verdict"]) == (0, "proceed"), doc
     steps = _steps(doc)
     assert steps["save-discarded"][0] == "done" and steps["pool"][0] == "done", steps
@@ -316,10 +255,10 @@ def test_another_tasks_endpoint_arriving_before_the_recheck_stops_the_run(fleet:
     lock: the look under the lock sees it came, and the run stops (exit 1) naming it and what
     the decision is now; its agent keeps running."""
     t = _finished(fleet, "arr-ep", 1)
-    proc, pause = _paused(fleet, "before-recheck", t.id)
+    proc, pause = fleet.fm_paused("before-recheck", t.id)
     before = fleet.snapshot(t.slot)
     other = fleet.task(tid("arr-ep-other"), t.slot, "alive")
-    code, doc = _resume(proc, pause)
+    code, doc = resumed_json(proc, pause)
     assert (code, doc["verdict"]) == (1, "failed"), doc
     outcome, detail = _steps(doc)["processes"]
     assert outcome == "failed" and STOPPED in detail, detail

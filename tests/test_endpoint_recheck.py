@@ -9,29 +9,13 @@ the fleet's real tmux server, and lets it go on.
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from tests.fleet import SESSION, Fleet, Task, gone, wait_for
+from tests.fleet import SESSION, Fleet, Task, gone, resumed_json, wait_for
 from tests.test_graceful_quit import agent_pid, agent_task, endpoint_step, standin
-
-
-def _resume(proc: subprocess.Popen[str], pause: Path) -> tuple[int, dict[str, Any]]:
-    pause.unlink()
-    try:
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    try:
-        return proc.returncode, json.loads(out)
-    except ValueError as exc:
-        raise AssertionError(f"not one JSON object: {out!r} / {err!r}") from exc
 
 
 def _pane(fleet: Fleet, target: str) -> str:
@@ -72,7 +56,7 @@ def test_a_pane_respawned_with_a_new_agent_gets_nothing(fleet: Fleet) -> None:
     fleet.tmux.run("respawn-pane", "-k", "-t", pane, "-c", str(t.slot), command)
     wait_for(lambda: Path(f"{marker}.ready").exists(), what="the respawned agent ready")
     new = _track(fleet, pane)
-    code, doc = _resume(proc, pause)
+    code, doc = resumed_json(proc, pause)
     assert code != 0, doc
     _nothing_sent_nothing_killed(fleet, t, doc, marker)
     assert f"pane {pane} was respawned since deciding" in endpoint_step(doc)
@@ -93,7 +77,7 @@ def test_a_restarted_server_on_the_same_socket_is_not_the_decided_one(fleet: Fle
     assert fleet.tmux.new_window(SESSION, f"fm-{t.id}", t.slot, command) == wid
     wait_for(lambda: Path(f"{marker}.ready").exists(), what="the new server's agent ready")
     new = _track(fleet, wid)
-    code, doc = _resume(proc, pause)
+    code, doc = resumed_json(proc, pause)
     assert code != 0, doc
     _nothing_sent_nothing_killed(fleet, t, doc, marker)
     assert "the tmux server is not the one seen when deciding" in endpoint_step(doc)
@@ -110,7 +94,7 @@ def test_a_pane_joined_into_the_window_stops_the_run(fleet: Fleet) -> None:
     joined = _pane(fleet, scratch)
     shell = _track(fleet, scratch)
     fleet.tmux.run("join-pane", "-d", "-s", joined, "-t", wid)
-    code, doc = _resume(proc, pause)
+    code, doc = resumed_json(proc, pause)
     assert code != 0, doc
     _nothing_sent_nothing_killed(fleet, t, doc, marker)
     assert f"pane {joined}" in endpoint_step(doc) and "joined the window" in endpoint_step(doc)
