@@ -176,15 +176,7 @@ class Proc:
         self.pid = pid
         self.ppid = ppid
         self.name = name
-        # argv[0] given, and the arguments with it (none unless given); or left out, and both
-        # read together on first use.
-        if cmdline is None or callable(cmdline):
-            self._argv0, self._args, self._cut, self._read_cmdline = None, (), False, cmdline
-        elif isinstance(cmdline, str):
-            self._argv0, self._args, self._cut, self._read_cmdline = cmdline, (), False, None
-        else:
-            self._argv0, self._args, self._cut = cmdline
-            self._read_cmdline = None
+        self._given(cmdline)
         self.cwd = cwd
         self.start_time = stat.start_time
         self.zombie = stat.zombie
@@ -206,19 +198,24 @@ class Proc:
         stated: tuple[float, bool, str | None, int],
     ) -> Proc:
         """`Proc(pid, ppid, name, cmdline, cwd, ProcStat(*stated))` (`stated`: start time,
-        zombie, terminal, its foreground group), with `cmdline` a reader or an already parsed
-        `(argv0, args, cut)`, made without the `ProcStat` in between: the scan makes one per
-        process of the machine, thousands."""
+        zombie, terminal, its foreground group), made without the `ProcStat` in between: the
+        scan makes one per process of the machine, thousands."""
         proc = cls.__new__(cls)
         proc.pid, proc.ppid, proc.name, proc.cwd = pid, ppid, name, cwd
-        if isinstance(cmdline, tuple):
-            proc._argv0, proc._args, proc._cut = cmdline
-            proc._read_cmdline = None
-        else:
-            assert cmdline is None or callable(cmdline)
-            proc._argv0, proc._args, proc._cut, proc._read_cmdline = None, (), False, cmdline
+        proc._given(cmdline)
         proc.start_time, proc.zombie, proc.tty, proc.tpgid = stated
         return proc
+
+    def _given(self, cmdline: Cmdline) -> None:
+        # argv[0] given, and the arguments with it (none unless given); or left out, and both
+        # read together on first use.
+        if cmdline is None or callable(cmdline):
+            self._argv0, self._args, self._cut, self._read_cmdline = None, (), False, cmdline
+        elif isinstance(cmdline, str):
+            self._argv0, self._args, self._cut, self._read_cmdline = cmdline, (), False, None
+        else:
+            self._argv0, self._args, self._cut = cmdline
+            self._read_cmdline = None
 
     def _load(self) -> str:
         read = self._read_cmdline
