@@ -26,8 +26,9 @@ def alpha(fleet: Fleet) -> Task:
     return fleet.task(ID_ALPHA, fleet.slot(1, holder=ID_ALPHA), "alive")
 
 
-def fm_in(fleet: Fleet, cwd: Path, env: dict[str, str], *args: str) -> tuple[int, str]:
-    r = subprocess.run(
+def _fm(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`fm teardown ARGS` run from `cwd` with `env`."""
+    return subprocess.run(
         [sys.executable, "-m", "fm_teardown", "teardown", *args],
         capture_output=True,
         text=True,
@@ -37,6 +38,10 @@ def fm_in(fleet: Fleet, cwd: Path, env: dict[str, str], *args: str) -> tuple[int
         stdin=subprocess.DEVNULL,
         check=False,
     )
+
+
+def fm_in(fleet: Fleet, cwd: Path, env: dict[str, str], *args: str) -> tuple[int, str]:
+    r = _fm(cwd, env, *args)
     return r.returncode, r.stderr
 
 
@@ -61,16 +66,7 @@ def both_refuse(fleet: Fleet, t: Task, env: dict[str, str], said: str, cwd: Path
 
 
 def audit_in(cwd: Path, env: dict[str, str]) -> tuple[int, str, str]:
-    r = subprocess.run(
-        [sys.executable, "-m", "fm_teardown", "teardown", "--dry-run", "--json"],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    r = _fm(cwd, env, "--dry-run", "--json")
     return r.returncode, r.stdout, r.stderr
 
 
