@@ -53,16 +53,8 @@ _PEAK = (
 def peak_rss(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> float:
     """The peak resident set size of one run of `argv` (MiB; with the children it waited
     for), started from a small process (see `_PEAK`)."""
-    done = subprocess.run(
-        [sys.executable, "-S", "-c", _PEAK, *argv],
-        env=dict(env),
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return int(done.stdout.split()[-1]) / 1024
+    _, out, _ = _run([sys.executable, "-S", "-c", _PEAK, *argv], env, cwd)
+    return int(out.split()[-1]) / 1024
 
 
 def time_once(

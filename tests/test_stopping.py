@@ -24,7 +24,7 @@ from typing import Any
 import psutil
 
 from fm_teardown.adapters import interrupts, processes
-from tests.fleet import SESSION, Fleet, Task, gone, tid, wait_for
+from tests.fleet import SESSION, Fleet, Task, gone, resumed_json, tid, wait_for
 
 AGENT = """\
 #!{python}
@@ -215,15 +215,8 @@ def test_a_pane_joined_after_the_last_check_is_not_killed(fleet: Fleet) -> None:
     [cat] = fleet.tmux.pane_pids(scratch)
     fleet.tracked.add(cat)
     fleet.tmux.run("join-pane", "-d", "-s", joined, "-t", wid)
-    pause.unlink()
-    try:
-        out, _err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    doc = json.loads(out)
-    assert proc.returncode != 0, doc
+    code, doc = resumed_json(proc, pause)
+    assert code != 0, doc
     assert not gone(cat), "the joined pane was killed"
     panes = fleet.tmux.run("list-panes", "-t", wid, "-F", "#{pane_id}").stdout.split()
     assert panes == [joined]
@@ -280,9 +273,7 @@ def test_an_interrupt_during_the_look_before_the_return_stops_the_run_before_it(
     proc, pause = fleet.fm_paused("before-return", t)
     worker = fleet.spawn(["sleep", "100000"], slot)  # came after the processes step
     proc.send_signal(signal.SIGINT)
-    pause.unlink()
-    out, _ = proc.communicate(timeout=60)
-    doc = json.loads(out)
-    assert (proc.returncode, doc["exit_code"]) == (130, 130), doc
+    code, doc = resumed_json(proc, pause)
+    assert (code, doc["exit_code"]) == (130, 130), doc
     assert [c for c in fleet.treehouse_calls() if c["argv"][:1] == ["return"]] == []
     assert task.meta.exists() and not gone(worker.pid)
