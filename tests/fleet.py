@@ -556,7 +556,13 @@ class Fleet:
             stderr=subprocess.PIPE,
             text=True,
         )
-        wait_for(lambda: Path(f"{pause}.reached").exists(), 60, f"pause at {boundary}")
+        reached = Path(f"{pause}.reached")
+        wait_for(lambda: reached.exists() or proc.poll() is not None, 60, f"pause at {boundary}")
+        if not reached.exists():  # it ended before the boundary: say how
+            out, err = proc.communicate()
+            raise AssertionError(
+                f"ended (exit {proc.returncode}) before {boundary}: {out!r} {err!r}"
+            )
         return proc, pause
 
     def treehouse_calls(self) -> list[dict[str, Any]]:
