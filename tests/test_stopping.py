@@ -62,6 +62,12 @@ while True:
     elif mode == "detach":
         subprocess.Popen(hook, start_new_session=True)
         time.sleep(0.3)
+    elif mode == "late-exec":  # the hook runs under its parent's name for half a second
+        if os.fork() == 0:
+            os.setsid()
+            time.sleep(0.5)
+            os.execvp(hook[0], hook)
+        time.sleep(0.3)
     with open(marker, "w") as f:
         f.write("saved on request")
     sys.exit(0)
@@ -173,6 +179,19 @@ def test_the_hook_grace_bounds_the_wait(fleet: Fleet) -> None:
     assert code == 0, doc
     assert "still running when the wait ended: sh (" in endpoint_detail(doc)
     assert not Path(f"{marker}.hook").exists()  # the fleet reaps the hook (its argv)
+
+
+def test_a_hook_is_named_as_it_runs_when_the_wait_ends(fleet: Fleet) -> None:
+    """A hook fm first saw between its fork and its exec (under its agent's name) is named
+    by what it runs when the wait ends, and not also said to have finished."""
+    t, _marker, _pid = agent_task(fleet, "st-late", "late-exec", 60)
+    env = fleet.env(FM_QUIT_GRACE_SECS="0.3", FM_QUIT_HOOK_GRACE_SECS="1.5")
+    code, doc = fleet.fm_json("teardown", t.id, env=env)
+    assert code == 0, doc
+    detail = endpoint_detail(doc)
+    stayed = detail.split("still running when the wait ended: ", 1)[1].split(";", 1)[0]
+    assert stayed.startswith("sh (") and "claude" not in stayed, detail
+    assert "finished: " not in detail, detail
 
 
 def _tmux_logging(fleet: Fleet) -> tuple[dict[str, str], Path]:

@@ -192,14 +192,15 @@ def _wait(
             break
         time.sleep(0.02)
     left = tuple(p for p in waiting if p not in stayed)
+    now = {p.pid: _named_now(p) for p in running}
     return Farewell(
         asked,
         left,
         tuple(stayed),
         time.monotonic() - start,
         synchronized,
-        tuple(hooks.values()),
-        tuple(running),
+        tuple(now.get(p.pid, p) for p in hooks.values()),
+        tuple(now.values()),
     )
 
 
@@ -216,6 +217,15 @@ def _note_children(proc: Proc, seen: dict[int, Proc]) -> None:
             name = processes.stat_name(pid) or "?"
             seen[pid] = Proc(pid, proc.pid, name, processes.read_cmdline, None, ProcStat(ident[0]))
             todo.append(pid)
+
+
+def _named_now(proc: Proc) -> Proc:
+    """`proc` under the name it runs as now: a hook seen between its fork and its exec was
+    noted under its parent's name (`claude`), and "still running" names what is running."""
+    name = processes.stat_name(proc.pid)
+    if not name or name == proc.name or not processes.same_process(proc.pid, proc.start_time):
+        return proc
+    return Proc(proc.pid, proc.ppid, name, processes.read_cmdline, None, ProcStat(proc.start_time))
 
 
 # Descendants followed at most (a fork bomb of hooks must not make the wait unbounded in memory).
