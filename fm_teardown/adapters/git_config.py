@@ -342,6 +342,9 @@ def _config(path: str) -> _Parsed | None:
             fmt = val.decode("latin-1").lower()
         elif section == "extensions" and sub is None and key == "partialclone":
             keys.add(("extensions", "", "partialclone"))
+        elif section == "core" and sub is None and key == "worktree":
+            # Kept with its value (as the subsection's place): checked by `_RepoScan.repo`.
+            keys.add((_WORKTREE, os.fsdecode(val or b""), "worktree"))
     parsed: _Parsed = (frozenset(keys), tuple(includes), fmt)
     _kept(_configs, path, (sig, parsed))
     return parsed
@@ -630,6 +633,8 @@ def scan(start: str, env: Mapping[str, str], *, submodules: bool = False) -> Sca
         # The user's or the admin's file, unreadable: git says so itself; nothing of a repo's.
         with contextlib.suppress(_Unreadable):
             _walk(path, env, keys)
+    # git takes `core.worktree` from a repository's own config only.
+    keys = {k for k in keys if k[0] != _WORKTREE}
     found = find_repo(start)
     if found is None:
         return Scan(frozenset(keys))
@@ -638,6 +643,29 @@ def scan(start: str, env: Mapping[str, str], *, submodules: bool = False) -> Sca
     except _Unreadable as exc:
         return Scan(frozenset(keys), str(exc))
     return Scan(frozenset(keys))
+
+
+# `core.worktree`'s entries in a scan's keys: (_WORKTREE, its value, "worktree").
+_WORKTREE = "core.worktree"
+
+
+def _same_tree(values: list[str], gitdir: str, worktree: str) -> None:
+    """Raise unless every `core.worktree` value names `worktree` itself: git would read the
+    tree it names, so a status there would say nothing of this one (an agent's line in the
+    config could make a slot with unsaved work read as clean). A relative value is resolved
+    from the git dir and from the common dir alike (either may be git's), and must name the
+    tree both ways; a submodule's own (`../../../sub`) does."""
+    if not values or not worktree:
+        return
+    want = os.path.realpath(worktree)
+    common = common_of(gitdir)
+    for val in values:
+        named = {os.path.join(base, val) for base in (gitdir, common)} if val else {""}
+        if not all(n and os.path.realpath(n) == want for n in named):
+            raise _Unreadable(
+                f"the repository's config sets core.worktree to {val!r}, not this tree "
+                f"({worktree}): git would read that tree instead"
+            )
 
 
 class _RepoScan:
@@ -658,8 +686,11 @@ class _RepoScan:
             if len(seen) > _MAX_REPOS:
                 raise _Unreadable(f"more than {_MAX_REPOS} submodules")
         fmt = None
+        found: set[tuple[str, str, str]] = set()
         for path in _repo_files(gitdir):
-            fmt = _walk(path, env, keys) or fmt
+            fmt = _walk(path, env, found) or fmt
+        _same_tree(sorted(sub for sec, sub, _ in found if sec == _WORKTREE), gitdir, worktree)
+        keys |= {k for k in found if k[0] != _WORKTREE}
         if not submodules or not worktree:
             return
         oid_len = 32 if fmt == "sha256" else 20
