@@ -417,3 +417,55 @@ def test_only_the_runner_starts_processes_so_every_git_goes_through_the_door() -
         "adapters/runner.py": {"subprocess", "os.posix_spawn"},
         "commands/demo.py": {"subprocess"},
     }, starters
+
+
+# -- configured hooks (git 2.54 and later) -------------------------------------------------
+
+
+def _git_saying(tmp_path: Path, version: str) -> str:
+    """A PATH whose `git` says it is `version` and otherwise is the real git."""
+    shim = tmp_path / f"git-{version}"
+    shim.mkdir()
+    real = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True)
+    (shim / "git").write_text(
+        '#!/bin/sh\nif [ "$1" = --version ]; then echo "git version ' + version + '"; exit 0; fi\n'
+        f'exec {real.stdout.strip()} "$@"\n'
+    )
+    (shim / "git").chmod(0o755)
+    return f"{shim}{os.pathsep}{os.environ['PATH']}"
+
+
+@pytest.mark.parametrize("version", ["2.54.0", "3.1", "unknown"])
+def test_a_configured_hook_means_no_git_runs_where_git_would_run_it(
+    tmp_path: Path, marks: Marks, monkeypatch: pytest.MonkeyPatch, version: str
+) -> None:
+    """`[hook "x"] command = ...` in the repository's config (or its worktree's): with a git
+    that runs configured hooks (or that does not say its version) fm runs no git there;
+    git 2.39 ignores them, and a hook the user configured is the user's."""
+    r = repo(tmp_path)
+    plant(r, ("hook.evil.command", marks.program("configured")), ("hook.evil.event", "pre-commit"))
+    monkeypatch.setenv("PATH", _git_saying(tmp_path, version))
+    got = runner.git(str(r), "status", "--porcelain")
+    assert got.rc is None and "fm did not run git" in got.err, got
+    assert "configures a hook (hook.evil.command)" in got.err, got.err
+    assert marks.ran() == []
+
+
+def test_a_configured_hook_is_no_obstacle_where_git_ignores_it(
+    tmp_path: Path, marks: Marks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    r = repo(tmp_path)
+    plant(
+        r,
+        ("hook.evil.command", marks.program("configured")),
+        ("hook.evil.event", "pre-commit"),
+        where="config.worktree",
+    )
+    monkeypatch.setenv("PATH", _git_saying(tmp_path, "2.39.5"))
+    assert runner.git(str(r), "status", "--porcelain").ok
+    # The user's own configured hook, with a git that runs them: the user's, git runs.
+    user_config(tmp_path, monkeypatch, '[hook "mine"]\n\tcommand = true\n')
+    plain = repo(tmp_path, "plain")
+    monkeypatch.setenv("PATH", _git_saying(tmp_path, "2.54.0"))
+    assert runner.git(str(plain), "status", "--porcelain").ok
+    assert not runner.git(str(r), "status", "--porcelain").ok

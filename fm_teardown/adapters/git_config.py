@@ -31,7 +31,7 @@ import os
 import pwd
 import re
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TypeVar
 
 from fm_teardown.model.values import value
@@ -45,6 +45,8 @@ _DRIVER_KEYS = {
     "diff": frozenset({"command", "textconv"}),
     "merge": frozenset({"driver"}),
     "remote": frozenset({"uploadpack", "receivepack", "vcs", "promisor"}),
+    # A configured hook (git 2.54 and later): `[hook "<name>"] command = ...`.
+    "hook": frozenset({"command"}),
 }
 
 # git's own limit (config.c, MAX_INCLUDE_DEPTH): deeper includes make git die.
@@ -624,25 +626,46 @@ def _repo_files(gitdir: str) -> Iterator[str]:
     yield os.path.join(gitdir, "config.worktree")
 
 
-def scan(start: str, env: Mapping[str, str], *, submodules: bool = False) -> Scan:
+def scan(
+    start: str,
+    env: Mapping[str, str],
+    *,
+    submodules: bool = False,
+    hooks_run: Callable[[], bool] | None = None,
+) -> Scan:
     """The driver keys of every config git could read for a command run in `start` with the
     environment `env` (see the module doc); with `submodules`, those of the submodules the
-    command would recurse into too."""
+    command would recurse into too. `hooks_run`: whether the git that runs reads configured
+    hooks (asked only when the repository configures one; not given: it does)."""
     keys: set[tuple[str, str, str]] = set()
     for path in _user_and_system(env):
         # The user's or the admin's file, unreadable: git says so itself; nothing of a repo's.
         with contextlib.suppress(_Unreadable):
             _walk(path, env, keys)
-    # git takes `core.worktree` from a repository's own config only.
-    keys = {k for k in keys if k[0] != _WORKTREE}
+    # git takes `core.worktree` from a repository's own config only; a hook the user or the
+    # admin configured is theirs, not a repository's.
+    keys = {k for k in keys if k[0] not in (_WORKTREE, "hook")}
     found = find_repo(start)
     if found is None:
         return Scan(frozenset(keys))
     try:
-        _RepoScan(env, keys, submodules).repo(found[0], found[1], 0)
+        _RepoScan(env, keys, submodules, hooks_run or (lambda: True)).repo(found[0], found[1], 0)
     except _Unreadable as exc:
         return Scan(frozenset(keys), str(exc))
     return Scan(frozenset(keys))
+
+
+def _no_configured_hook(names: list[str], hooks_run: Callable[[], bool]) -> None:
+    """Raise when the repository's config configures a hook (`hook.<name>.command`) and the
+    git that would run reads such hooks (`hooks_run`: 2.54 and later, or a version that
+    cannot be read): no override is known to stop every such hook in every version
+    (`core.hooksPath` stops only the hooks directory's), so fm runs no git there. An older git
+    ignores them."""
+    if names and hooks_run():
+        raise _Unreadable(
+            f"the repository's config configures a hook (hook.{names[0]}.command), a program "
+            "the git on PATH would run"
+        )
 
 
 # `core.worktree`'s entries in a scan's keys: (_WORKTREE, its value, "worktree").
@@ -674,9 +697,13 @@ class _RepoScan:
     so far (`keys`, added to), and the repositories seen (each once, at most `_MAX_REPOS`)."""
 
     def __init__(
-        self, env: Mapping[str, str], keys: set[tuple[str, str, str]], submodules: bool
+        self,
+        env: Mapping[str, str],
+        keys: set[tuple[str, str, str]],
+        submodules: bool,
+        hooks_run: Callable[[], bool],
     ) -> None:
-        self.env, self.keys, self.submodules = env, keys, submodules
+        self.env, self.keys, self.submodules, self.hooks_run = env, keys, submodules, hooks_run
         self.seen: set[str] = set()
 
     def repo(self, gitdir: str, worktree: str, depth: int) -> None:
@@ -690,7 +717,8 @@ class _RepoScan:
         for path in _repo_files(gitdir):
             fmt = _walk(path, env, found) or fmt
         _same_tree(sorted(sub for sec, sub, _ in found if sec == _WORKTREE), gitdir, worktree)
-        keys |= {k for k in found if k[0] != _WORKTREE}
+        _no_configured_hook(sorted(sub for sec, sub, _ in found if sec == "hook"), self.hooks_run)
+        keys |= {k for k in found if k[0] not in (_WORKTREE, "hook")}
         if not submodules or not worktree:
             return
         oid_len = 32 if fmt == "sha256" else 20

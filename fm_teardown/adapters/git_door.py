@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from fm_teardown.adapters import git_config
 
@@ -282,11 +282,13 @@ def call(
     *,
     user: Sequence[tuple[str, str]] = (),
     scan_from: str | None = None,
+    hooks_run: Callable[[], bool] | None = None,
 ) -> Call:
     """The door's argv and environment for `git -C repo args...`, from the runner's policy
     environment `env`; `user`: the user's global credential helpers and ssh command (for a
     command that needs the network); `scan_from`: where git finds its repository, when not
-    `repo` (a private git dir)."""
+    `repo` (a private git dir); `hooks_run`: whether the git that runs reads configured
+    hooks (unknown: it does)."""
     args = list(args)
     at = subcommand(args)
     sub = args[at] if at is not None else None
@@ -294,7 +296,12 @@ def call(
     if at is not None and sub in _DIFFS:
         args[at + 1 : at + 1] = ["--no-ext-diff", "--no-textconv"]
     base = _policy_env(env, network=network)
-    scan = git_config.scan(scan_from or repo, base, submodules=sub in _RECURSING)
+    scan = git_config.scan(
+        scan_from or repo,
+        base,
+        submodules=sub in _RECURSING,
+        hooks_run=hooks_run,
+    )
     argv = ["git", "-C", repo, *args]
     if scan.problem is not None:
         return Call(argv, base, f"fm did not run git: {scan.problem}")

@@ -506,12 +506,43 @@ def _door(
     user: Sequence[tuple[str, str]] = ()
     if at is not None and git_door.needs_network(args[at:]):
         user = _user_network_config(repo, policy)
-    call = git_door.call(repo, args, policy, user=user, scan_from=scan_from)
+    call = git_door.call(
+        repo,
+        args,
+        policy,
+        user=user,
+        scan_from=scan_from,
+        hooks_run=lambda: _runs_configured_hooks(policy),
+    )
     if call.refused is not None:
         return Result(None, b"", call.refused)
     out = call.env
     out.update((k, v) for k, v in (env or {}).items() if not git_door.owned(k))
     return call.argv, out
+
+
+# Whether the git on each PATH reads configured hooks (`hook.<name>.command`, git 2.54 and
+# later), asked once per PATH and only when a repository configures one.
+_hooks_run_by: dict[str, bool] = {}
+
+
+def _runs_configured_hooks(policy: Mapping[str, str]) -> bool:
+    """Whether the git on the policy's PATH is 2.54 or later, or does not say its version
+    (then it is taken to run them). `git --version` reads no repository and no config file,
+    so it runs here, outside the door, from `/`."""
+    path = policy.get("PATH") or os.defpath
+    known = _hooks_run_by.get(path)
+    if known is None:
+        r = _run(["git", "--version"], "/", {"PATH": path, "LC_ALL": "C"}, LOCAL_GIT_TIMEOUT)
+        try:
+            major, minor = (int(x) for x in r.text.split()[2].split(".")[:2])
+            known = r.rc != 0 or (major, minor) >= (2, 54)
+        except (ValueError, IndexError):
+            known = True
+        if len(_hooks_run_by) >= 64:
+            _hooks_run_by.clear()
+        _hooks_run_by[path] = known
+    return known
 
 
 # The user's global credential helpers and ssh command, per repository (its conditional
