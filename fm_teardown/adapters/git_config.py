@@ -32,8 +32,12 @@ import pwd
 import re
 import stat
 from collections.abc import Callable, Iterator, Mapping
-from typing import TypeVar
 
+from fm_teardown.adapters.git_files import Unreadable as _Unreadable
+from fm_teardown.adapters.git_files import kept as _kept
+from fm_teardown.adapters.git_files import read as _read
+from fm_teardown.adapters.git_files import signature as _signature
+from fm_teardown.adapters.git_repo_rules import WORKTREE, configured_hook, other_tree
 from fm_teardown.model.values import value
 
 __all__ = ["Scan", "common_of", "file_bytes", "find_repo", "parse", "scan"]
@@ -257,60 +261,12 @@ def parse(data: bytes) -> list[Entry] | None:
 # -- reading files -----------------------------------------------------------------------
 
 
-class _Unreadable(Exception):
-    """A file git would read exists but cannot be read (or parsed): the scan fails closed."""
-
-
-def _signature(st: os.stat_result) -> tuple[int, ...]:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-def _read(path: str, limit: int, what: str = "file") -> tuple[bytes, tuple[int, ...]] | None:
-    """A regular file's bytes and stat signature (followed through links, as git does);
-    None when it does not exist; _Unreadable when it exists but is not a regular file git
-    could read (a FIFO must not hang fm), is too large, or cannot be read."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        raise _Unreadable(f"cannot read the {what} ({exc.strerror}): {path}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise _Unreadable(f"the {what} is not a regular file: {path}")
-        if st.st_size > limit:
-            raise _Unreadable(f"the {what} is larger than {limit >> 20} MiB: {path}")
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-            if sum(map(len, chunks)) > limit:
-                raise _Unreadable(f"the {what} is larger than {limit >> 20} MiB: {path}")
-        return b"".join(chunks), _signature(st)
-    except OSError as exc:
-        raise _Unreadable(f"cannot read the {what} ({exc.strerror}): {path}") from None
-    finally:
-        os.close(fd)
-
-
 # One parsed config file: its driver keys, its includes (value as written), its object format.
 _Parsed = tuple[frozenset[tuple[str, str, str]], tuple[bytes | None, ...], str | None]
 _configs: dict[str, tuple[tuple[int, ...], _Parsed]] = {}
 _indexes: dict[str, tuple[tuple[int, ...], tuple[tuple[bytes, ...], bool]]] = {}
 _gitfiles: dict[str, tuple[tuple[int, ...], str | None]] = {}
 _commons: dict[str, tuple[tuple[int, ...] | None, str]] = {}
-# Entries each of these caches keeps (a fleet's repositories): each is checked against its
-# file's stat, and past the bound it starts afresh, so a long-lived process does not grow.
-_CACHED = 4096
-_K = TypeVar("_K")
-_V = TypeVar("_V")
-
-
-def _kept(cache: dict[_K, _V], key: _K, val: _V) -> _V:
-    if len(cache) >= _CACHED:
-        cache.clear()
-    cache[key] = val
-    return val
 
 
 def _config(path: str) -> _Parsed | None:
@@ -346,7 +302,7 @@ def _config(path: str) -> _Parsed | None:
             keys.add(("extensions", "", "partialclone"))
         elif section == "core" and sub is None and key == "worktree":
             # Kept with its value (as the subsection's place): checked by `_RepoScan.repo`.
-            keys.add((_WORKTREE, os.fsdecode(val or b""), "worktree"))
+            keys.add((WORKTREE, os.fsdecode(val or b""), "worktree"))
     parsed: _Parsed = (frozenset(keys), tuple(includes), fmt)
     _kept(_configs, path, (sig, parsed))
     return parsed
@@ -644,7 +600,7 @@ def scan(
             _walk(path, env, keys)
     # git takes `core.worktree` from a repository's own config only; a hook the user or the
     # admin configured is theirs, not a repository's.
-    keys = {k for k in keys if k[0] not in (_WORKTREE, "hook")}
+    keys = {k for k in keys if k[0] not in (WORKTREE, "hook")}
     found = find_repo(start)
     if found is None:
         return Scan(frozenset(keys))
@@ -653,42 +609,6 @@ def scan(
     except _Unreadable as exc:
         return Scan(frozenset(keys), str(exc))
     return Scan(frozenset(keys))
-
-
-def _no_configured_hook(names: list[str], hooks_run: Callable[[], bool]) -> None:
-    """Raise when the repository's config configures a hook (`hook.<name>.command`) and the
-    git that would run reads such hooks (`hooks_run`: 2.54 and later, or a version that
-    cannot be read): no override is known to stop every such hook in every version
-    (`core.hooksPath` stops only the hooks directory's), so fm runs no git there. An older git
-    ignores them."""
-    if names and hooks_run():
-        raise _Unreadable(
-            f"the repository's config configures a hook (hook.{names[0]}.command), a program "
-            "the git on PATH would run"
-        )
-
-
-# `core.worktree`'s entries in a scan's keys: (_WORKTREE, its value, "worktree").
-_WORKTREE = "core.worktree"
-
-
-def _same_tree(values: list[str], gitdir: str, worktree: str) -> None:
-    """Raise unless every `core.worktree` value names `worktree` itself: git would read the
-    tree it names, so a status there would say nothing of this one (an agent's line in the
-    config could make a slot with unsaved work read as clean). A relative value is resolved
-    from the git dir and from the common dir alike (either may be git's), and must name the
-    tree both ways; a submodule's own (`../../../sub`) does."""
-    if not values or not worktree:
-        return
-    want = os.path.realpath(worktree)
-    common = common_of(gitdir)
-    for val in values:
-        named = {os.path.join(base, val) for base in (gitdir, common)} if val else {""}
-        if not all(n and os.path.realpath(n) == want for n in named):
-            raise _Unreadable(
-                f"the repository's config sets core.worktree to {val!r}, not this tree "
-                f"({worktree}): git would read that tree instead"
-            )
 
 
 class _RepoScan:
@@ -716,9 +636,14 @@ class _RepoScan:
         found: set[tuple[str, str, str]] = set()
         for path in _repo_files(gitdir):
             fmt = _walk(path, env, found) or fmt
-        _same_tree(sorted(sub for sec, sub, _ in found if sec == _WORKTREE), gitdir, worktree)
-        _no_configured_hook(sorted(sub for sec, sub, _ in found if sec == "hook"), self.hooks_run)
-        keys |= {k for k in found if k[0] not in (_WORKTREE, "hook")}
+        trees = sorted(sub for sec, sub, _ in found if sec == WORKTREE)
+        hooks = sorted(sub for sec, sub, _ in found if sec == "hook")
+        problem = other_tree(trees, gitdir, common_of(gitdir), worktree) or configured_hook(
+            hooks, self.hooks_run
+        )
+        if problem is not None:
+            raise _Unreadable(problem)
+        keys |= {k for k in found if k[0] not in (WORKTREE, "hook")}
         if not submodules or not worktree:
             return
         oid_len = 32 if fmt == "sha256" else 20
