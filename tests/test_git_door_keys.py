@@ -11,6 +11,7 @@ import ast
 import http.server
 import itertools
 import os
+import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -426,10 +427,9 @@ def _git_saying(tmp_path: Path, version: str) -> str:
     """A PATH whose `git` says it is `version` and otherwise is the real git."""
     shim = tmp_path / f"git-{version}"
     shim.mkdir()
-    real = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True)
     (shim / "git").write_text(
         '#!/bin/sh\nif [ "$1" = --version ]; then echo "git version ' + version + '"; exit 0; fi\n'
-        f'exec {real.stdout.strip()} "$@"\n'
+        f'exec {shutil.which("git")} "$@"\n'
     )
     (shim / "git").chmod(0o755)
     return f"{shim}{os.pathsep}{os.environ['PATH']}"

@@ -575,9 +575,9 @@ def _gitlinks(gitdir: str, oid_len: int) -> tuple[bytes, ...]:
 # -- the scan ----------------------------------------------------------------------------
 
 
-def _repo_files(gitdir: str) -> Iterator[str]:
-    """The repository-level config files git may read for a command in this git dir."""
-    common = common_of(gitdir)
+def _repo_files(gitdir: str, common: str) -> Iterator[str]:
+    """The repository-level config files git may read for a command in this git dir (which
+    shares `common`)."""
     yield os.path.join(common, "config")
     yield os.path.join(gitdir, "config.worktree")
 
@@ -634,11 +634,12 @@ class _RepoScan:
                 raise _Unreadable(f"more than {_MAX_REPOS} submodules")
         fmt = None
         found: set[tuple[str, str, str]] = set()
-        for path in _repo_files(gitdir):
+        common = common_of(gitdir)
+        for path in _repo_files(gitdir, common):
             fmt = _walk(path, env, found) or fmt
         trees = sorted(sub for sec, sub, _ in found if sec == WORKTREE)
         hooks = sorted(sub for sec, sub, _ in found if sec == "hook")
-        problem = other_tree(trees, gitdir, common_of(gitdir), worktree) or configured_hook(
+        problem = other_tree(trees, gitdir, common, worktree) or configured_hook(
             hooks, self.hooks_run
         )
         if problem is not None:
