@@ -42,7 +42,7 @@ def scans(
         listed = listings[min(calls[0], len(listings)) - 1][0]
         return lambda: listed
 
-    def scan(*, without_children: bool = False) -> ProcessTable:
+    def scan(*, without_children: bool = False, lazy: bool = False) -> ProcessTable:
         return listings[min(calls[0], len(listings)) - 1][1]
 
     monkeypatch.setattr(tmux, "list_panes_started", list_panes)

@@ -12,6 +12,7 @@ import time
 from dataclasses import field
 
 from fm_teardown.adapters import interrupts
+from fm_teardown.model.lazy_procs import LazyChildren, LazyProcs
 from fm_teardown.model.values import value
 from fm_teardown.model.world import Cmdline, Proc, ProcessTable, ProcStat, parse_cmdline
 
@@ -36,9 +37,14 @@ __all__ = [
 ]
 
 
-def scan(*, without_children: bool = False) -> ProcessTable:
+def scan(*, without_children: bool = False, lazy: bool = False) -> ProcessTable:
     """pid, ppid, name, command line (read on first use), cwd, start time, terminal and its
     foreground process group of every visible process, in one pass.
+
+    `lazy`: every pid and its cwd only, the rest of a process read the first time it is asked
+    for, and a process's children from the kernel's list of them (`model.lazy_procs`): for a
+    look that asks about the processes of a few slots and endpoints. Where the kernel keeps
+    no such list, the whole table is read as without it.
 
     On Linux /proc is read directly (three small reads per process, about four times faster
     than psutil's per-process objects, which matters for a fleet of a thousand panes); start
@@ -50,6 +56,8 @@ def scan(*, without_children: bool = False) -> ProcessTable:
     """
     if os.path.isdir("/proc/self") and _clock():
         try:
+            if lazy and _children_listed():
+                return _scan_lazy(os.getpid() if without_children else None)
             return _scan_proc(os.getpid() if without_children else None)
         except OSError as exc:
             return ProcessTable({}, error=f"the process table could not be read: {exc}")
@@ -198,6 +206,109 @@ def _scan_proc(parent: int | None) -> ProcessTable:
         else:
             children[ppid] = [pid]
     return ProcessTable(procs, None, {k: tuple(v) for k, v in children.items()})
+
+
+def _children_listed() -> bool:
+    """Does the kernel list each thread's children (`/proc/<pid>/task/<tid>/children`)?"""
+    if not _CHILDREN:
+        me = os.getpid()
+        _CHILDREN.append(os.path.exists(f"/proc/{me}/task/{me}/children"))
+    return _CHILDREN[0]
+
+
+_CHILDREN: list[bool] = []
+
+
+def _scan_lazy(parent: int | None) -> ProcessTable:
+    # One readlink per process of the machine (thousands); the rest of a process is read by
+    # `_proc` when the look asks for it.
+    cwds: dict[int, str | None] = {}
+    readlink = os.readlink
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        try:
+            cwd: str | None = readlink("/proc/" + entry + "/cwd") or None
+        except FileNotFoundError:
+            # Gone since the listing, or a zombie (it holds no directory): told by its stat.
+            if _stat_of(pid) is None:
+                continue
+            cwd = None
+        except OSError:
+            cwd = None  # not ours to read: listed, without a directory
+        if cwd and cwd.endswith(" (deleted)") and not os.path.lexists(cwd):
+            cwd = cwd[: -len(" (deleted)")]  # as psutil reports it
+        cwds[pid] = cwd
+    if parent is not None:
+        for pid in _children_of(parent) or ():
+            proc = _proc(pid)
+            if proc is not None and proc.name.startswith("tmux"):
+                cwds.pop(pid, None)  # fm's own tmux client (see `scan`)
+    procs = LazyProcs(cwds, _proc)
+    return ProcessTable(procs, None, LazyChildren(procs, _children_of))
+
+
+def _stat_of(pid: int) -> bytes | None:
+    stat = _read(f"/proc/{pid}/stat")
+    return stat if stat and stat.rfind(b")") > 0 else None
+
+
+def _proc(pid: int) -> Proc | None:
+    """The process `pid` as the eager scan reads it (None: gone), its cwd read again with its
+    stat so that both are of the process that holds the pid now."""
+    stat = _stat_of(pid)
+    if stat is None:
+        return None
+    boot, ticks = _clock() or (0.0, 100)
+    rpar = stat.rfind(b")")
+    fields = stat[rpar + 2 :].split(None, 20)
+    comm = stat[stat.find(b"(") + 1 : rpar].decode("utf-8", "replace")
+    cwd: str | None = None
+    if not int(fields[6]) & _PF_KTHREAD:
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd") or None
+        except OSError:
+            cwd = None
+        if cwd and cwd.endswith(" (deleted)") and not os.path.lexists(cwd):
+            cwd = cwd[: -len(" (deleted)")]
+    name = comm
+    cmdline: Cmdline = read_cmdline
+    if len(comm) >= 15:
+        cmdline = parse_cmdline(read_cmdline(pid))
+        base = os.path.basename(cmdline[0])
+        if cmdline[0] and base.startswith(comm):
+            name = base
+    tty_nr = int(fields[4])
+    tty, tpgid = (tty_name(tty_nr), max(int(fields[5]), 0)) if tty_nr > 0 else (None, 0)
+    stated = (float(fields[19]) / ticks + boot, fields[0] == b"Z", tty, tpgid)
+    return Proc.scanned(pid, int(fields[1]), name, cmdline, cwd, stated)
+
+
+def _children_of(pid: int) -> tuple[int, ...] | None:
+    """The pids of `pid`'s children, from each of its threads' list (None: gone)."""
+    where = f"/proc/{pid}/task"
+    try:
+        threads = os.listdir(where)
+    except OSError:
+        return None
+    found: list[int] = []
+    for tid in threads:
+        try:
+            fd = os.open(f"{where}/{tid}/children", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue  # a thread that ended since
+        try:
+            # A tmux server's list holds thousands of pids: read to its end.
+            chunks = []
+            while chunk := os.read(fd, 65536):
+                chunks.append(chunk)
+        except OSError:
+            chunks = []
+        finally:
+            os.close(fd)
+        found.extend(int(c) for c in b"".join(chunks).split() if c.isdigit())
+    return tuple(found)
 
 
 def _scan_psutil(parent: int | None) -> ProcessTable:
@@ -407,16 +518,7 @@ def terminate(
 def children(pid: int) -> list[int]:
     """The pids of `pid`'s children now, from `/proc/<pid>/task/<tid>/children` (every
     thread's: a child belongs to the thread that forked it); [] when it cannot be read."""
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return []
-    out: list[int] = []
-    for tid in tids:
-        raw = _read(f"/proc/{pid}/task/{tid}/children")
-        if raw:
-            out += [int(x) for x in raw.split() if x.isdigit()]
-    return out
+    return list(_children_of(pid) or ())
 
 
 def identity(pid: int) -> tuple[float, bool] | None:

@@ -18,6 +18,7 @@ from enum import StrEnum
 from functools import cached_property
 from typing import Any, TypeVar, overload
 
+from fm_teardown.model.lazy_procs import LazyProcs
 from fm_teardown.model.values import value
 
 __all__ = [
@@ -275,6 +276,19 @@ class ProcessTable:
     procs: Mapping[int, Proc]
     error: str | None = None
     children: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+
+    def working(self) -> Iterator[tuple[int, str]]:
+        """(pid, directory) of every live process whose directory could be read, without
+        reading the rest of a process a lazy scan has not read yet (`lazy_procs`)."""
+        procs = self.procs
+        if isinstance(procs, LazyProcs):
+            return procs.working()
+        return ((p.pid, p.cwd) for p in procs.values() if p.cwd and not p.zombie)
+
+    def listed(self, pid: int) -> bool:
+        """Was `pid` seen by the scan (a lazy scan: listed, whether or not read since)?"""
+        procs = self.procs
+        return procs.listed(pid) if isinstance(procs, LazyProcs) else pid in procs
 
     def tree(self, root: int) -> list[Proc]:
         """`root` and all its descendants that were seen."""

@@ -54,6 +54,12 @@ def _mounts() -> list[tuple[str, str]]:
     return out
 
 
+def _working(proc: Proc | None) -> bool:
+    """A process still there, as read (a lazy scan reads it after its directory), with a
+    directory: not a zombie, not a kernel thread."""
+    return proc is not None and bool(proc.cwd) and not proc.zombie
+
+
 class Directories:
     """Where the processes of one scan work, by directory, worked out once each: which are
     of another mount namespace (one pass over the scan), the directories each walked
@@ -75,15 +81,14 @@ class Directories:
             if mine is not None:
                 # One readlink per process of the machine (thousands): inlined.
                 readlink = os.readlink
-                for proc in self._table.procs.values():
-                    if proc.zombie or not proc.cwd:
-                        continue
+                procs = self._table.procs
+                for pid, _ in self._table.working():
                     try:
-                        ns = readlink(f"/proc/{proc.pid}/ns/mnt")
+                        ns = readlink(f"/proc/{pid}/ns/mnt")
                     except OSError:
                         continue
-                    if ns != mine:
-                        found.add(proc.pid)
+                    if ns != mine and _working(procs.get(pid)):
+                        found.add(pid)
             self._foreign = frozenset(found)
         return self._foreign
 
@@ -104,12 +109,13 @@ class Directories:
         found = self._by_aliases.get(aliases)
         if found is None:
             foreign = self.foreign
+            procs = self._table.procs
             found = self._by_aliases[aliases] = [
                 p
-                for p in self._table.procs.values()
-                if not p.zombie
-                and p.cwd
-                and (p.pid in foreign or any(is_within(p.cwd, a) for a in aliases))
+                for pid, cwd in self._table.working()
+                if (pid in foreign or any(is_within(cwd, a) for a in aliases))
+                and (p := procs.get(pid)) is not None
+                and _working(p)
             ]
         return found
 

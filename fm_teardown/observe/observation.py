@@ -134,12 +134,19 @@ def observe(
     canon: Canonicalizer | None = None,
 ) -> Observation:
     """One pass over the world, with what deciding each task of `deciding` reads worked out
-    (`ready`). `canon`: the run's canonicaliser, when loading the fleet already used one."""
-    inventory, table = settled_scans(settings)
+    (`ready`). `canon`: the run's canonicaliser, when loading the fleet already used one.
+
+    Deciding a few tasks reads the processes of a few slots and endpoints: the process scan
+    reads every process's directory and the rest of a process only when asked
+    (`processes.scan`'s lazy form). Without `deciding` (the audit, a batch's selection) every
+    endpoint is asked for, and every process is read at once."""
+    deciding = tuple(deciding)
+    lazy = bool(deciding)
+    inventory, table = settled_scans(settings, lazy=lazy)
     if vantage_problem(inventory, table) is not None:
         # Taken again once: a server that exited between the listing and the scan (its last
         # window just killed) is gone, not seen from elsewhere.
-        inventory, table = settled_scans(settings)
+        inventory, table = settled_scans(settings, lazy=lazy)
     windows = {r.window_name for r in fleet.records.values() if r.backend == Backend.TMUX}
     servers = Servers(settings, inventory, table)
     slots = {r.worktree for r in fleet.records.values()}
@@ -209,7 +216,7 @@ SETTLE_SECS = 0.5
 SETTLE_POLL_SECS = 0.02
 
 
-def settled_scans(settings: Settings) -> tuple[TmuxInventory, ProcessTable]:
+def settled_scans(settings: Settings, *, lazy: bool = False) -> tuple[TmuxInventory, ProcessTable]:
     """The tmux listing and the process scan, taken again while they catch a window mid-kill.
 
     tmux lists a pane until it has reaped the pane's process and closed the window; caught in
@@ -225,7 +232,7 @@ def settled_scans(settings: Settings) -> tuple[TmuxInventory, ProcessTable]:
         # a process scanned whose pane was not yet listed is in no pane, which fails closed,
         # as when a window is made between the two one after the other.
         listing = tmux.list_panes_started(settings)
-        table = processes.scan(without_children=True)
+        table = processes.scan(without_children=True, lazy=lazy)
         inventory = listing()
         if not _mid_kill(inventory, table) or time.monotonic() >= deadline:
             return inventory, table
@@ -236,7 +243,7 @@ def _mid_kill(inventory: TmuxInventory, table: ProcessTable) -> bool:
     if inventory.status != InventoryStatus.OK or table.error:
         return False
     live = [p for p in inventory.panes if not p.dead]
-    missing = sum(1 for p in live if p.pane_pid not in table.procs)
+    missing = sum(1 for p in live if not table.listed(p.pane_pid))
     return 0 < missing < len(live)
 
 
@@ -570,10 +577,13 @@ class SlotProcs:
             found = tuple(self._all.get(slot, ()))
         else:
             under = slot.rstrip("/") + "/"
+            procs = self._table.procs
             found = tuple(
                 p
-                for p in self._table.procs.values()
-                if p.cwd and not p.zombie and (p.cwd == slot or p.cwd.startswith(under))
+                for pid, cwd in self._table.working()
+                if (cwd == slot or cwd.startswith(under))
+                and (p := procs.get(pid)) is not None
+                and _in(p, slot, under)
             )
         found = self._by_directory(slot, found)
         self._done[slot] = found
@@ -589,6 +599,15 @@ class SlotProcs:
         kept = [p for p in by_path if p.pid not in dirs.foreign]
         seen = {p.pid for p in kept}
         return (*kept, *(p for p in inside if p.pid not in seen))
+
+
+def _in(proc: Proc, slot: str, under: str) -> bool:
+    """Does `proc`, as read (a lazy scan reads it after listing its directory), work in
+    `slot` (`under`: the slot with a trailing slash)?"""
+    cwd = proc.cwd
+    if not cwd or proc.zombie:
+        return False
+    return cwd == slot or cwd.startswith(under)
 
 
 def _link_loop(path: str) -> bool:
@@ -610,11 +629,14 @@ def procs_by_slot(slots: set[str], table: ProcessTable) -> dict[str, list[Proc]]
         return out  # a cwd is always absolute
     floor = os.path.commonpath(rooted)
     under = floor if floor == "/" else floor + "/"
-    for proc in table.procs.values():
-        cwd = proc.cwd
-        if not cwd or proc.zombie or not (cwd == floor or cwd.startswith(under)):
+    procs = table.procs
+    for pid, cwd in table.working():
+        if not (cwd == floor or cwd.startswith(under)):
             continue
-        path = cwd
+        proc = procs.get(pid)
+        if proc is None or not _in(proc, floor, under):
+            continue
+        path = proc.cwd or ""
         while True:
             if path in slots:
                 out.setdefault(path, []).append(proc)
