@@ -20,6 +20,7 @@ import pytest
 from fm_teardown.adapters import processes
 from fm_teardown.model.lazy_procs import LazyProcs
 from fm_teardown.model.world import ProcessTable
+from fm_teardown.observe.cwd_identity import Directories
 from fm_teardown.observe.observation import SlotProcs, procs_by_slot
 from tests.fleet import wait_for
 
@@ -131,3 +132,13 @@ def test_without_the_kernel_s_children_lists_the_whole_table_is_read(
     table = processes.scan(lazy=True)
     assert not isinstance(table.procs, LazyProcs)
     assert os.getpid() in table.procs
+
+
+def test_the_namespaces_read_with_the_directories_are_the_census_s() -> None:
+    """The lazy scan reads each process's mount namespace with its directory; the census
+    (`cwd_identity.Directories`) reads them itself from a whole scan: the same processes."""
+    lazy = processes.scan(lazy=True)
+    whole = processes.scan()
+    assert lazy.other_namespace is not None
+    assert whole.other_namespace is None
+    assert Directories(lazy).foreign == Directories(whole).foreign

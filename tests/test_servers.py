@@ -317,6 +317,10 @@ def test_an_agent_in_a_container_working_in_the_slot_keeps_the_task_unfinished(
     assert t not in [r["task"] for r in doc["results"]], doc
     why = {n["task"]: n["reason"] for n in doc["not_selected"]}[t]
     assert f"claude ({agent.pid})" in why, why
+    # The one-task look (which reads a process only when asked) finds it there too.
+    one = json.loads(fleet.fm("teardown", t, "--dry-run", "--json").stdout)
+    ends = {s["step"]: s["detail"] for s in one["steps"]}["processes"]
+    assert f"claude ({agent.pid}) [an agent in no pane" in ends, ends
 
 
 def test_the_processes_step_ends_by_directory_what_works_in_the_slot_from_a_container(

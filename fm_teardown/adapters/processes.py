@@ -223,13 +223,19 @@ def _scan_lazy(parent: int | None) -> ProcessTable:
     # One readlink per process of the machine (thousands); the rest of a process is read by
     # `_proc` when the look asks for it.
     cwds: dict[int, str | None] = {}
+    other: list[int] = []
     readlink = os.readlink
+    try:
+        mine: str | None = readlink("/proc/self/ns/mnt")
+    except OSError:
+        mine = None
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         pid = int(entry)
+        where = "/proc/" + entry
         try:
-            cwd: str | None = readlink("/proc/" + entry + "/cwd") or None
+            cwd: str | None = readlink(where + "/cwd") or None
         except FileNotFoundError:
             # Gone since the listing, or a zombie (it holds no directory): told by its stat.
             if _stat_of(pid) is None:
@@ -237,6 +243,14 @@ def _scan_lazy(parent: int | None) -> ProcessTable:
             cwd = None
         except OSError:
             cwd = None  # not ours to read: listed, without a directory
+        if cwd and mine is not None:
+            # Its mount namespace, read here (the census reads every one: where its path
+            # tells nothing, `cwd_identity`) rather than in a second pass over thousands.
+            try:
+                if readlink(where + "/ns/mnt") != mine:
+                    other.append(pid)
+            except OSError:
+                pass  # gone since (not read: as the census would say)
         if cwd and cwd.endswith(" (deleted)") and not os.path.lexists(cwd):
             cwd = cwd[: -len(" (deleted)")]  # as psutil reports it
         cwds[pid] = cwd
@@ -246,7 +260,12 @@ def _scan_lazy(parent: int | None) -> ProcessTable:
             if proc is not None and proc.name.startswith("tmux"):
                 cwds.pop(pid, None)  # fm's own tmux client (see `scan`)
     procs = LazyProcs(cwds, _proc)
-    return ProcessTable(procs, None, LazyChildren(procs, _children_of))
+    return ProcessTable(
+        procs,
+        None,
+        LazyChildren(procs, _children_of),
+        frozenset(other) if mine is not None else None,
+    )
 
 
 def _stat_of(pid: int) -> bytes | None:

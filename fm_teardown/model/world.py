@@ -276,6 +276,9 @@ class ProcessTable:
     procs: Mapping[int, Proc]
     error: str | None = None
     children: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    # The pids (with a directory) whose mount namespace the scan read as another than fm's,
+    # read with their directories; None when the scan did not read them (the census does).
+    other_namespace: frozenset[int] | None = None
 
     def working(self) -> Iterator[tuple[int, str]]:
         """(pid, directory) of every live process whose directory could be read, without

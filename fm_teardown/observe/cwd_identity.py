@@ -76,12 +76,15 @@ class Directories:
     def foreign(self) -> frozenset[int]:
         """The processes of another mount namespace than fm's: their paths tell nothing."""
         if self._foreign is None:
-            mine = _namespace("self")
+            procs = self._table.procs
+            told = self._table.other_namespace
+            mine = _namespace("self") if told is None else None
             found: set[int] = set()
-            if mine is not None:
+            if told is not None:
+                found = {pid for pid in told if _working(procs.get(pid))}
+            elif mine is not None:
                 # One readlink per process of the machine (thousands): inlined.
                 readlink = os.readlink
-                procs = self._table.procs
                 for pid, _ in self._table.working():
                     try:
                         ns = readlink(f"/proc/{pid}/ns/mnt")
