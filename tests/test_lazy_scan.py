@@ -135,10 +135,12 @@ def test_without_the_kernel_s_children_lists_the_whole_table_is_read(
 
 
 def test_the_namespaces_read_with_the_directories_are_the_census_s() -> None:
-    """The lazy scan reads each process's mount namespace with its directory; the census
-    (`cwd_identity.Directories`) reads them itself from a whole scan: the same processes."""
+    """Both scans read each process's mount namespace with its directory; the census
+    (`cwd_identity.Directories`) reads them itself from a table that holds none: the same
+    processes."""
     lazy = processes.scan(lazy=True)
     whole = processes.scan()
     assert lazy.other_namespace is not None
-    assert whole.other_namespace is None
-    assert Directories(lazy).foreign == Directories(whole).foreign
+    assert whole.other_namespace is not None
+    bare = ProcessTable(whole.procs, None, whole.children)
+    assert Directories(lazy).foreign == Directories(whole).foreign == Directories(bare).foreign

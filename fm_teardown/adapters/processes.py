@@ -152,6 +152,8 @@ def _scan_proc(parent: int | None) -> ProcessTable:
     flags = os.O_RDONLY | os.O_CLOEXEC
     open_, read, close, readlink = os.open, os.read, os.close, os.readlink
     made = Proc.scanned
+    mine = _mount_namespace()
+    other: list[int] = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -183,6 +185,8 @@ def _scan_proc(parent: int | None) -> ProcessTable:
                 cwd = readlink(where + "/cwd") or None
             except OSError:
                 cwd = None
+            if cwd and mine is not None:
+                other_namespace(where, mine, pid, other)
             if cwd and cwd.endswith(" (deleted)") and not os.path.lexists(cwd):
                 cwd = cwd[: -len(" (deleted)")]  # as psutil reports it
         name = comm
@@ -205,7 +209,32 @@ def _scan_proc(parent: int | None) -> ProcessTable:
             children[ppid].append(pid)
         else:
             children[ppid] = [pid]
-    return ProcessTable(procs, None, {k: tuple(v) for k, v in children.items()})
+    return ProcessTable(
+        procs,
+        None,
+        {k: tuple(v) for k, v in children.items()},
+        frozenset(other) if mine is not None else None,
+    )
+
+
+def _mount_namespace() -> str | None:
+    """fm's own mount namespace (None: it cannot be read)."""
+    try:
+        return os.readlink("/proc/self/ns/mnt")
+    except OSError:
+        return None
+
+
+def other_namespace(where: str, mine: str, pid: int, other: list[int]) -> None:
+    """`pid` (its /proc directory `where`) to `other` when its mount namespace is not `mine`:
+    read in the scan's own pass (the census reads every one: where a path tells nothing,
+    `cwd_identity`), not in a second pass over thousands. Gone since: not added, as the
+    census would not."""
+    try:
+        if os.readlink(where + "/ns/mnt") != mine:
+            other.append(pid)
+    except OSError:
+        pass
 
 
 def _children_listed() -> bool:
@@ -225,10 +254,7 @@ def _scan_lazy(parent: int | None) -> ProcessTable:
     cwds: dict[int, str | None] = {}
     other: list[int] = []
     readlink = os.readlink
-    try:
-        mine: str | None = readlink("/proc/self/ns/mnt")
-    except OSError:
-        mine = None
+    mine = _mount_namespace()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -244,13 +270,7 @@ def _scan_lazy(parent: int | None) -> ProcessTable:
         except OSError:
             cwd = None  # not ours to read: listed, without a directory
         if cwd and mine is not None:
-            # Its mount namespace, read here (the census reads every one: where its path
-            # tells nothing, `cwd_identity`) rather than in a second pass over thousands.
-            try:
-                if readlink(where + "/ns/mnt") != mine:
-                    other.append(pid)
-            except OSError:
-                pass  # gone since (not read: as the census would say)
+            other_namespace(where, mine, pid, other)
         if cwd and cwd.endswith(" (deleted)") and not os.path.lexists(cwd):
             cwd = cwd[: -len(" (deleted)")]  # as psutil reports it
         cwds[pid] = cwd
