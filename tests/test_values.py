@@ -7,6 +7,8 @@ field."""
 from __future__ import annotations
 
 import dataclasses
+import sys
+import threading
 from dataclasses import field, replace
 from typing import ClassVar
 
@@ -102,3 +104,64 @@ def test_a_post_init_runs_after_the_fields_are_set() -> None:
         Checked(11)
     with pytest.raises(ValueError):
         replace(Checked(3), low=12)  # replace builds through __init__, so it checks too
+
+
+def test_a_subclass_made_after_its_base_keeps_the_base_s_default_factories() -> None:
+    @value
+    class Base:
+        a: int
+        tags: list[str] = field(default_factory=list)
+
+    @value
+    class Made(Base):
+        b: str = "x"
+
+    assert Base(1) == Base(1, [])  # the base first: its factory is no class attribute since
+    assert Made(2) == Made(2, [], "x")
+
+
+def test_a_class_first_made_by_several_threads_at_once_is_made_once_for_all() -> None:
+    """The audit makes the first instances of some classes from several threads at once (its
+    landed facts): each thread gets a whole instance, none the bare `object.__init__` nor an
+    `__init__` made from a class half made."""
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads take turns as often as they can: the race shows
+    try:
+        _made_at_once()
+    finally:
+        sys.setswitchinterval(switch)
+
+
+def _made_at_once() -> None:
+    for _ in range(50):
+        _one_round()
+
+
+def _one_round() -> None:
+    @value
+    class Base:
+        a: int
+        tags: list[str] = field(default_factory=list)
+
+    @value
+    class Made(Base):
+        b: str = "x"
+
+    start = threading.Barrier(8)
+    made: list[Made] = []
+    errors: list[BaseException] = []
+
+    def make() -> None:
+        start.wait()
+        try:
+            made.append(Made(1, b="y"))
+        except BaseException as exc:  # what the test is after: any failure at all
+            errors.append(exc)
+
+    threads = [threading.Thread(target=make) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert made == [Made(1, [], "y")] * 8

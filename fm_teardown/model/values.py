@@ -18,6 +18,7 @@ was made.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import Any, TypeVar, dataclass_transform
 
 __all__ = ["value"]
@@ -66,12 +67,20 @@ def value(cls: type[T]) -> type[T]:
     return cls
 
 
+# Made under a lock: the first instances of a class may be made by several threads at once
+# (the audit gathers landed facts from a few), and making a class edits it (its `__init__`,
+# the class attributes of its fields). Without it one thread saw `object.__init__` while
+# another made the class ("BaseFacts() takes no arguments"); the class always has an
+# `__init__` now, its first one until the compiled one replaces it.
+_MAKING = threading.Lock()
+
+
 def _first_init(self: Any, *args: Any, **kwargs: Any) -> None:
     cls: Any = type(self)
-    for klass in reversed(cls.__mro__):  # bases first: a subclass's fields extend theirs
-        if klass.__dict__.get("__init__") is _first_init:
-            del klass.__init__
-            _made(klass)
+    with _MAKING:
+        for klass in reversed(cls.__mro__):  # bases first: a subclass's fields extend theirs
+            if klass.__dict__.get("__init__") is _first_init:
+                _made(klass)
     init: Any = cls.__init__
     init(self, *args, **kwargs)
 
@@ -97,6 +106,11 @@ def _compile_init(cls: type[Any], field_type: object) -> tuple[str, ...]:
         own = klass.__dict__
         if "__value__" not in own:
             continue  # only value classes hold fields (object, a Protocol hold none)
+        if klass is not cls and "__dataclass_fields__" in own:
+            # A base made already: its fields as made (a field with a default factory is no
+            # class attribute of it any more).
+            fields.update(own["__dataclass_fields__"])
+            continue
         for name, kind in own.get("__annotations__", {}).items():
             if str(kind).startswith(("ClassVar", "typing.ClassVar")):
                 continue
@@ -135,7 +149,7 @@ def _compile_init(cls: type[Any], field_type: object) -> tuple[str, ...]:
     init = where["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     out: Any = cls
-    if "__init__" not in cls.__dict__:  # a class's own __init__ stays, as in dataclasses
-        out.__init__ = init
+    if cls.__dict__.get("__init__", _first_init) is _first_init:
+        out.__init__ = init  # a class's own __init__ stays, as in dataclasses
     out.__dataclass_fields__ = fields
     return tuple(fields)
