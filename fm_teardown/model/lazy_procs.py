@@ -46,9 +46,9 @@ class LazyProcs(Mapping[int, "Proc"]):
         """Was `pid` in the listing (whether or not it is still there)?"""
         return pid in self._cwds
 
-    def working(self) -> Iterator[tuple[int, str]]:
+    def working(self) -> list[tuple[int, str]]:
         """(pid, directory) of every listed process whose directory could be read."""
-        return ((pid, cwd) for pid, cwd in self._cwds.items() if cwd)
+        return [(pid, cwd) for pid, cwd in self._cwds.items() if cwd]
 
     def _proc(self, pid: int) -> Proc | None:
         seen = self._seen

@@ -280,13 +280,18 @@ class ProcessTable:
     # read with their directories; None when the scan did not read them (the census does).
     other_namespace: frozenset[int] | None = None
 
-    def working(self) -> Iterator[tuple[int, str]]:
+    def working(self) -> list[tuple[int, str]]:
         """(pid, directory) of every live process whose directory could be read, without
-        reading the rest of a process a lazy scan has not read yet (`lazy_procs`)."""
+        reading the rest of a process a lazy scan has not read yet (`lazy_procs`). Made once
+        per table: the census passes over it for each of the first slots it asks about."""
+        return self._working
+
+    @cached_property
+    def _working(self) -> list[tuple[int, str]]:
         procs = self.procs
         if isinstance(procs, LazyProcs):
             return procs.working()
-        return ((p.pid, p.cwd) for p in procs.values() if p.cwd and not p.zombie)
+        return [(p.pid, p.cwd) for p in procs.values() if p.cwd and not p.zombie]
 
     def listed(self, pid: int) -> bool:
         """Was `pid` seen by the scan (a lazy scan: listed, whether or not read since)?"""
