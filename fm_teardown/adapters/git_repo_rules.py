@@ -19,8 +19,8 @@ def other_tree(values: list[str], gitdir: str, common: str, worktree: str) -> st
     config could make a slot with unsaved work read as clean). A relative value is resolved
     from the git dir and from the common dir alike (either may be git's), and must name the
     tree both ways; a submodule's own (`../../../sub`) does."""
-    if not worktree:
-        return None
+    if not worktree or not values:
+        return None  # (most repositories set none: no path resolved for them)
     want = os.path.realpath(worktree)
     for val in values:
         named = {os.path.join(base, val) for base in (gitdir, common)} if val else {""}
