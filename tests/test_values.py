@@ -165,3 +165,47 @@ def _one_round() -> None:
         t.join()
     assert errors == []
     assert made == [Made(1, [], "y")] * 8
+
+
+def test_the_generic_init_and_the_compiled_one_make_the_same_instances_and_errors() -> None:
+    """A class's first instances are made by a generic `__init__`; its `COMPILE_AFTER`th
+    compiles its own. Both bind arguments alike and refuse the same mistakes."""
+    from fm_teardown.model import values
+
+    @value
+    class Pair:
+        a: int
+        b: str = "b"
+        tags: list[str] = field(default_factory=list)
+
+        def __post_init__(self) -> None:
+            if self.a < 0:
+                raise ValueError("a < 0")
+
+    def made() -> list[object]:
+        return [Pair(1), Pair(1, "x"), Pair(a=2, tags=["t"]), Pair(3, b="y", tags=[])]
+
+    def refused() -> list[str]:
+        out = []
+        for args, kwargs in (((), {}), ((1, "x", [], 4), {}), ((1,), {"a": 2}), ((1,), {"c": 3})):
+            with pytest.raises(TypeError) as caught:
+                Pair(*args, **kwargs)
+            out.append(str(caught.value).split("() ", 1)[1])
+        with pytest.raises(ValueError, match="a < 0"):
+            Pair(-1)
+        return out
+
+    Pair(0)  # its first instance makes the class: the generic `__init__` in place
+    generic = Pair.__init__
+    first, first_refused = made(), refused()
+    assert Pair.__init__ is generic  # these were made by the generic one
+    assert first == [Pair(1, "b", []), Pair(1, "x", []), Pair(2, "b", ["t"]), Pair(3, "y", [])]
+    assert Pair(1).tags is not Pair(1).tags  # a factory's value per instance
+    while Pair.__init__ is generic:
+        Pair(0)
+    compiled_refused = refused()
+    assert made() == first
+    assert [w.split(" ")[0] for w in compiled_refused] == [
+        w.split(" ")[0] for w in first_refused
+    ]  # missing, takes, got, got
+    assert Pair.__init__ is not generic and values.COMPILE_AFTER > 10

@@ -146,12 +146,12 @@ def _scan_proc(parent: int | None) -> ProcessTable:
     # The loop runs once per process of the machine (thousands), three times per real run:
     # names looked up once, each process's two paths built from one prefix, its stat line
     # split only as far as the fields used, and its `Proc` made in one step.
-    boot, ticks = _clock() or (0.0, 100)
+    clock = _clock() or (0.0, 100)
     procs: dict[int, Proc] = {}
     children: dict[int, list[int]] = {}
     flags = os.O_RDONLY | os.O_CLOEXEC
     open_, read, close, readlink = os.open, os.read, os.close, os.readlink
-    made = Proc.scanned
+    made = _made
     mine = _mount_namespace()
     other: list[int] = []
     for entry in os.listdir("/proc"):
@@ -189,22 +189,7 @@ def _scan_proc(parent: int | None) -> ProcessTable:
                 other_namespace(where, mine, pid, other)
             if cwd and cwd.endswith(" (deleted)") and not os.path.lexists(cwd):
                 cwd = cwd[: -len(" (deleted)")]  # as psutil reports it
-        name = comm
-        cmdline: Cmdline = read_cmdline  # read on first use (world.Proc)
-        if len(comm) >= 15:
-            # The kernel truncates comm to 15 bytes; psutil extends it from argv[0].
-            cmdline = parse_cmdline(read_cmdline(pid))
-            argv0 = cmdline[0]
-            base = os.path.basename(argv0)
-            if argv0 and base.startswith(comm):
-                name = base
-        tty_nr = int(fields[4])
-        if tty_nr > 0:
-            tty, tpgid = tty_name(tty_nr), max(int(fields[5]), 0)
-        else:
-            tty, tpgid = None, 0
-        stated = (float(fields[19]) / ticks + boot, fields[0] == b"Z", tty, tpgid)
-        procs[pid] = made(pid, ppid, name, cmdline, cwd, stated)
+        procs[pid] = made(pid, ppid, comm, cwd, fields, clock)
         if ppid in children:
             children[ppid].append(pid)
         else:
@@ -294,15 +279,13 @@ def _stat_of(pid: int) -> bytes | None:
 
 
 def _proc(pid: int) -> Proc | None:
-    """The process `pid` as the eager scan reads it (None: gone), its cwd read again with its
+    """The process `pid` as the whole scan reads it (None: gone), its cwd read again with its
     stat so that both are of the process that holds the pid now."""
     stat = _stat_of(pid)
     if stat is None:
         return None
-    boot, ticks = _clock() or (0.0, 100)
     rpar = stat.rfind(b")")
     fields = stat[rpar + 2 :].split(None, 20)
-    comm = stat[stat.find(b"(") + 1 : rpar].decode("utf-8", "replace")
     cwd: str | None = None
     if not int(fields[6]) & _PF_KTHREAD:
         try:
@@ -311,17 +294,32 @@ def _proc(pid: int) -> Proc | None:
             cwd = None
         if cwd and cwd.endswith(" (deleted)") and not os.path.lexists(cwd):
             cwd = cwd[: -len(" (deleted)")]
+    comm = stat[stat.find(b"(") + 1 : rpar].decode("utf-8", "replace")
+    return _made(pid, int(fields[1]), comm, cwd, fields, _clock() or (0.0, 100))
+
+
+def _made(
+    pid: int,
+    ppid: int,
+    comm: str,
+    cwd: str | None,
+    fields: list[bytes],
+    clock: tuple[float, int],
+) -> Proc:
+    """A process's `Proc` from its stat line's fields after its name (state ppid pgrp session
+    tty_nr tpgid flags ... starttime, the 20th), as both scans make it."""
     name = comm
-    cmdline: Cmdline = read_cmdline
+    cmdline: Cmdline = read_cmdline  # read on first use (world.Proc)
     if len(comm) >= 15:
+        # The kernel truncates comm to 15 bytes; psutil extends it from argv[0].
         cmdline = parse_cmdline(read_cmdline(pid))
-        base = os.path.basename(cmdline[0])
-        if cmdline[0] and base.startswith(comm):
-            name = base
+        argv0 = cmdline[0]
+        if argv0 and os.path.basename(argv0).startswith(comm):
+            name = os.path.basename(argv0)
     tty_nr = int(fields[4])
     tty, tpgid = (tty_name(tty_nr), max(int(fields[5]), 0)) if tty_nr > 0 else (None, 0)
-    stated = (float(fields[19]) / ticks + boot, fields[0] == b"Z", tty, tpgid)
-    return Proc.scanned(pid, int(fields[1]), name, cmdline, cwd, stated)
+    stated = (float(fields[19]) / clock[1] + clock[0], fields[0] == b"Z", tty, tpgid)
+    return Proc.scanned(pid, ppid, name, cmdline, cwd, stated)
 
 
 def _children_of(pid: int) -> tuple[int, ...] | None:

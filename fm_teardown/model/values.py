@@ -8,9 +8,10 @@ per class, and a one-task dry run imports some forty of them: a tenth of its tim
 `__repr__` between all classes (the same semantics: by field values, in field order, same class
 only). Immutability is checked statically: `dataclass_transform(frozen_default=True)` makes
 mypy (strict, in CI) reject any assignment to a field, so the instances need no runtime guard,
-which also makes them four times cheaper to create. Even that `__init__` is compiled only when
-the class's first instance is made: a dry run imports some sixty of these classes and makes
-instances of about half. `dataclasses.replace` and `field(default_factory=...)` work as for any
+which also makes them four times cheaper to create. Even that `__init__` is compiled only once
+the class has made a few instances (`COMPILE_AFTER`; a generic one binds the arguments till
+then): a dry run imports some sixty of these classes, makes instances of about half, and
+many of those only a handful. `dataclasses.replace` and `field(default_factory=...)` work as for any
 dataclass, and so does a `__post_init__`; `dataclasses.fields` once an instance of the class
 was made.
 """
@@ -101,6 +102,8 @@ def _made(cls: type[Any]) -> None:
 
 
 def _compile_init(cls: type[Any], field_type: object) -> tuple[str, ...]:
+    """The class's fields, set as `__dataclass_fields__`, and its `__init__`: the generic one
+    (`_generic_init`) until the class has made `COMPILE_AFTER` instances, then its own."""
     fields: dict[str, dataclasses.Field[Any]] = {}
     for klass in reversed(cls.__mro__):
         own = klass.__dict__
@@ -127,6 +130,70 @@ def _compile_init(cls: type[Any], field_type: object) -> tuple[str, ...]:
             f.name, f.type = name, kind
             f._field_type = field_type  # type: ignore[attr-defined]
             fields[name] = f
+    out: Any = cls
+    out.__dataclass_fields__ = fields
+    if cls.__dict__.get("__init__", _first_init) is _first_init:
+        out.__init__ = _generic_init(cls, fields)  # a class's own __init__ stays
+    return tuple(fields)
+
+
+# How many instances a class makes through the generic `__init__` before its own is
+# compiled. Compiling one costs about 60 us (the source made and `exec`'d); most classes
+# make a handful of instances in a run (an audit compiled 64 classes, 4 ms, for few), and
+# the generic one costs a microsecond or two more per instance than a compiled one.
+COMPILE_AFTER = 16
+
+
+def _generic_init(cls: type[Any], fields: dict[str, dataclasses.Field[Any]]) -> Any:
+    """An `__init__` for the class's fields that binds its arguments as a compiled one would
+    (the same defaults, factories, `__post_init__` and errors), until the class's
+    `COMPILE_AFTER`th instance: that one compiles the class's own."""
+    names = tuple(fields)
+    count = len(names)
+    missing = dataclasses.MISSING
+    defaults: dict[str, tuple[bool, Any]] = {}
+    for name, f in fields.items():
+        if f.default_factory is not missing:
+            defaults[name] = (True, f.default_factory)
+        elif f.default is not missing:
+            defaults[name] = (False, f.default)
+    post_init = hasattr(cls, "__post_init__")
+    qualname = f"{cls.__qualname__}.__init__"
+    made = [0]
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        made[0] += 1
+        if made[0] >= COMPILE_AFTER:
+            _compiled(cls, fields, __init__)  # for the instances after this one
+        if len(args) > count:
+            raise TypeError(
+                f"{qualname}() takes {count + 1} positional arguments but {len(args) + 1} "
+                "were given"
+            )
+        for name, given in zip(names, args, strict=False):
+            if name in kwargs:
+                raise TypeError(f"{qualname}() got multiple values for argument '{name}'")
+            setattr(self, name, given)
+        for name in names[len(args) :]:
+            if name in kwargs:
+                setattr(self, name, kwargs.pop(name))  # (a dict of this call's own)
+                continue
+            default = defaults.get(name)
+            if default is None:
+                raise TypeError(f"{qualname}() missing 1 required argument: '{name}'")
+            setattr(self, name, default[1]() if default[0] else default[1])
+        if kwargs:
+            name = next(iter(kwargs))
+            raise TypeError(f"{qualname}() got an unexpected keyword argument '{name}'")
+        if post_init:
+            self.__post_init__()
+
+    __init__.__qualname__ = qualname
+    return __init__
+
+
+def _compiled(cls: type[Any], fields: dict[str, dataclasses.Field[Any]], generic: Any) -> None:
+    """The class's own `__init__`, compiled from its fields, in place of `generic`."""
     params: list[str] = []
     body: list[str] = []
     where: dict[str, Any] = {"MISSING": dataclasses.MISSING}
@@ -149,7 +216,6 @@ def _compile_init(cls: type[Any], field_type: object) -> tuple[str, ...]:
     init = where["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     out: Any = cls
-    if cls.__dict__.get("__init__", _first_init) is _first_init:
-        out.__init__ = init  # a class's own __init__ stays, as in dataclasses
-    out.__dataclass_fields__ = fields
-    return tuple(fields)
+    with _MAKING:
+        if cls.__dict__.get("__init__") is generic:
+            out.__init__ = init
