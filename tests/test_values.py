@@ -10,7 +10,7 @@ import dataclasses
 import sys
 import threading
 from dataclasses import field, replace
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 
@@ -187,7 +187,13 @@ def test_the_generic_init_and_the_compiled_one_make_the_same_instances_and_error
 
     def refused() -> list[str]:
         out = []
-        for args, kwargs in (((), {}), ((1, "x", [], 4), {}), ((1,), {"a": 2}), ((1,), {"c": 3})):
+        cases: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+            ((), {}),
+            ((1, "x", [], 4), {}),
+            ((1,), {"a": 2}),
+            ((1,), {"c": 3}),
+        ]
+        for args, kwargs in cases:
             with pytest.raises(TypeError) as caught:
                 Pair(*args, **kwargs)
             out.append(str(caught.value).split("() ", 1)[1])
