@@ -186,7 +186,7 @@ def _scan_proc(parent: int | None) -> ProcessTable:
             except OSError:
                 cwd = None
             if cwd and mine is not None:
-                other_namespace(where, mine, pid, other)
+                _other_namespace(where, mine, pid, other)
             if cwd and cwd.endswith(" (deleted)") and not os.path.lexists(cwd):
                 cwd = cwd[: -len(" (deleted)")]  # as psutil reports it
         procs[pid] = made(pid, ppid, comm, cwd, fields, clock)
@@ -210,7 +210,7 @@ def _mount_namespace() -> str | None:
         return None
 
 
-def other_namespace(where: str, mine: str, pid: int, other: list[int]) -> None:
+def _other_namespace(where: str, mine: str, pid: int, other: list[int]) -> None:
     """`pid` (its /proc directory `where`) to `other` when its mount namespace is not `mine`:
     read in the scan's own pass (the census reads every one: where a path tells nothing,
     `cwd_identity`), not in a second pass over thousands. Gone since: not added, as the
@@ -255,7 +255,7 @@ def _scan_lazy(parent: int | None) -> ProcessTable:
         except OSError:
             cwd = None  # not ours to read: listed, without a directory
         if cwd and mine is not None:
-            other_namespace(where, mine, pid, other)
+            _other_namespace(where, mine, pid, other)
         if cwd and cwd.endswith(" (deleted)") and not os.path.lexists(cwd):
             cwd = cwd[: -len(" (deleted)")]  # as psutil reports it
         cwds[pid] = cwd
