@@ -106,7 +106,10 @@ def test_a_post_init_runs_after_the_fields_are_set() -> None:
         replace(Checked(3), low=12)  # replace builds through __init__, so it checks too
 
 
-def test_a_subclass_made_after_its_base_keeps_the_base_s_default_factories() -> None:
+def _base_and_made() -> tuple[type[Any], type[Any]]:
+    """A value class with a default factory and a value subclass of it, new each call (a
+    class is made on its first instance)."""
+
     @value
     class Base:
         a: int
@@ -116,6 +119,11 @@ def test_a_subclass_made_after_its_base_keeps_the_base_s_default_factories() -> 
     class Made(Base):
         b: str = "x"
 
+    return Base, Made
+
+
+def test_a_subclass_made_after_its_base_keeps_the_base_s_default_factories() -> None:
+    Base, Made = _base_and_made()
     assert Base(1) == Base(1, [])  # the base first: its factory is no class attribute since
     assert Made(2) == Made(2, [], "x")
 
@@ -138,17 +146,9 @@ def _made_at_once() -> None:
 
 
 def _one_round() -> None:
-    @value
-    class Base:
-        a: int
-        tags: list[str] = field(default_factory=list)
-
-    @value
-    class Made(Base):
-        b: str = "x"
-
+    _, Made = _base_and_made()
     start = threading.Barrier(8)
-    made: list[Made] = []
+    made: list[Any] = []
     errors: list[BaseException] = []
 
     def make() -> None:
