@@ -24,6 +24,7 @@ __all__ = [
     "group_gone",
     "identity",
     "leads_group",
+    "mount_namespace",
     "read_argv0",
     "read_cmdline",
     "same_process",
@@ -152,7 +153,7 @@ def _scan_proc(parent: int | None) -> ProcessTable:
     flags = os.O_RDONLY | os.O_CLOEXEC
     open_, read, close, readlink = os.open, os.read, os.close, os.readlink
     made = _made
-    mine = _mount_namespace()
+    mine = mount_namespace()
     other: list[int] = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -187,8 +188,8 @@ def _scan_proc(parent: int | None) -> ProcessTable:
                 cwd = None
             if cwd and mine is not None:
                 _other_namespace(where, mine, pid, other)
-            if cwd and cwd.endswith(" (deleted)") and not os.path.lexists(cwd):
-                cwd = cwd[: -len(" (deleted)")]  # as psutil reports it
+            if cwd and cwd.endswith(" (deleted)"):
+                cwd = _undeleted(cwd)
         procs[pid] = made(pid, ppid, comm, cwd, fields, clock)
         if ppid in children:
             children[ppid].append(pid)
@@ -202,10 +203,10 @@ def _scan_proc(parent: int | None) -> ProcessTable:
     )
 
 
-def _mount_namespace() -> str | None:
-    """fm's own mount namespace (None: it cannot be read)."""
+def mount_namespace(pid: int | str = "self") -> str | None:
+    """The mount namespace of `pid` (fm's own by default), None when it cannot be read."""
     try:
-        return os.readlink("/proc/self/ns/mnt")
+        return os.readlink(f"/proc/{pid}/ns/mnt")
     except OSError:
         return None
 
@@ -220,6 +221,12 @@ def _other_namespace(where: str, mine: str, pid: int, other: list[int]) -> None:
             other.append(pid)
     except OSError:
         pass
+
+
+def _undeleted(cwd: str) -> str:
+    """A cwd the kernel marks ` (deleted)`, as psutil reports it: without the mark, unless a
+    directory of that very name exists (then the mark is part of its name)."""
+    return cwd if os.path.lexists(cwd) else cwd[: -len(" (deleted)")]
 
 
 def _children_listed() -> bool:
@@ -239,7 +246,7 @@ def _scan_lazy(parent: int | None) -> ProcessTable:
     cwds: dict[int, str | None] = {}
     other: list[int] = []
     readlink = os.readlink
-    mine = _mount_namespace()
+    mine = mount_namespace()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -256,8 +263,8 @@ def _scan_lazy(parent: int | None) -> ProcessTable:
             cwd = None  # not ours to read: listed, without a directory
         if cwd and mine is not None:
             _other_namespace(where, mine, pid, other)
-        if cwd and cwd.endswith(" (deleted)") and not os.path.lexists(cwd):
-            cwd = cwd[: -len(" (deleted)")]  # as psutil reports it
+        if cwd and cwd.endswith(" (deleted)"):
+            cwd = _undeleted(cwd)
         cwds[pid] = cwd
     if parent is not None:
         for pid in _children_of(parent) or ():
@@ -292,8 +299,8 @@ def _proc(pid: int) -> Proc | None:
             cwd = os.readlink(f"/proc/{pid}/cwd") or None
         except OSError:
             cwd = None
-        if cwd and cwd.endswith(" (deleted)") and not os.path.lexists(cwd):
-            cwd = cwd[: -len(" (deleted)")]
+        if cwd and cwd.endswith(" (deleted)"):
+            cwd = _undeleted(cwd)
     comm = stat[stat.find(b"(") + 1 : rpar].decode("utf-8", "replace")
     return _made(pid, int(fields[1]), comm, cwd, fields, _clock() or (0.0, 100))
 

@@ -18,19 +18,13 @@ from __future__ import annotations
 
 import os
 
+from fm_teardown.adapters.processes import mount_namespace
 from fm_teardown.model.paths import is_within
 from fm_teardown.model.world import Proc, ProcessTable
 
 __all__ = ["MAX_DEPTH", "Directories"]
 
 MAX_DEPTH = 256
-
-
-def _namespace(pid: int | str) -> str | None:
-    try:
-        return os.readlink(f"/proc/{pid}/ns/mnt")
-    except OSError:
-        return None
 
 
 def _unescape(field: str) -> str:
@@ -78,7 +72,7 @@ class Directories:
         if self._foreign is None:
             procs = self._table.procs
             told = self._table.other_namespace
-            mine = _namespace("self") if told is None else None
+            mine = mount_namespace() if told is None else None
             found: set[int] = set()
             if told is not None:
                 found = {pid for pid in told if _working(procs.get(pid))}

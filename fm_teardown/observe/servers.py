@@ -30,6 +30,7 @@ import os
 from collections.abc import Callable, Iterable
 
 from fm_teardown.adapters import tmux
+from fm_teardown.adapters.processes import mount_namespace
 from fm_teardown.model.paths import is_within
 from fm_teardown.model.process_kind import is_tmux
 from fm_teardown.model.settings import Settings
@@ -285,17 +286,10 @@ def _reading(settings: Settings, inventory: TmuxInventory, socket: str) -> str:
 # -- vantage ----------------------------------------------------------------------------------
 
 
-def _mount_namespace(pid: int | str) -> str | None:
-    try:
-        return os.readlink(f"/proc/{pid}/ns/mnt")
-    except OSError:
-        return None
-
-
 def vantage_problem(
     inventory: TmuxInventory,
     table: ProcessTable,
-    namespace: Callable[[int | str], str | None] = _mount_namespace,
+    namespace: Callable[[int | str], str | None] = mount_namespace,
 ) -> str | None:
     """Why fm does not see the files the fleet's tmux server sees, or None: their mount
     namespaces differ (fm in a container and the fleet on the host, or the reverse), or the
