@@ -50,7 +50,7 @@ def _repr(self: Any) -> str:
 @dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field,))
 def value(cls: type[T]) -> type[T]:
     out: Any = cls
-    out.__value__ = True  # the classes whose annotations are fields (`_compile_init`)
+    out.__value__ = True  # the classes whose annotations are fields (`_fields_made`)
     if not cls.__doc__:
         cls.__doc__ = cls.__name__  # else dataclasses computes a signature for it
     own = cls.__dict__
@@ -72,7 +72,7 @@ def value(cls: type[T]) -> type[T]:
 # (the audit gathers landed facts from a few), and making a class edits it (its `__init__`,
 # the class attributes of its fields). Without it one thread saw `object.__init__` while
 # another made the class ("BaseFacts() takes no arguments"); the class always has an
-# `__init__` now, its first one until the compiled one replaces it.
+# `__init__` now: its first one, then the generic one, then its compiled one.
 _MAKING = threading.Lock()
 
 
@@ -87,8 +87,9 @@ def _first_init(self: Any, *args: Any, **kwargs: Any) -> None:
 
 
 def _made(cls: type[Any]) -> None:
-    """The class's `__init__`, compiled from its fields (eq, hash and repr are shared, frozen
-    is checked statically), and the `__dataclass_fields__` that `dataclasses.replace` and
+    """The class's `__init__` for its fields (generic, compiled once the class has made a few
+    instances; eq, hash and repr are shared, frozen is checked statically), and the
+    `__dataclass_fields__` that `dataclasses.replace` and
     `dataclasses.fields` read. What `dataclasses.dataclass` would make, without the
     introspection it spends most of its time on (a dry run makes some forty of these)."""
     field_type = getattr(dataclasses, "_FIELD", None)
@@ -96,12 +97,12 @@ def _made(cls: type[Any]) -> None:
         dataclasses.dataclass(cls, eq=False, repr=False)
         names = tuple(f.name for f in dataclasses.fields(cls))
     else:
-        names = _compile_init(cls, field_type)
+        names = _fields_made(cls, field_type)
     out: Any = cls
     out.__value_fields__ = names
 
 
-def _compile_init(cls: type[Any], field_type: object) -> tuple[str, ...]:
+def _fields_made(cls: type[Any], field_type: object) -> tuple[str, ...]:
     """The class's fields, set as `__dataclass_fields__`, and its `__init__`: the generic one
     (`_generic_init`) until the class has made `COMPILE_AFTER` instances, then its own."""
     fields: dict[str, dataclasses.Field[Any]] = {}
