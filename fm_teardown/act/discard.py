@@ -6,7 +6,7 @@ are touched, and the commit is kept under `refs/fm/discarded/<id>/<UTC time>` in
 repository: TASK's own work, or a discarded live owner's under that owner's id (spec §7a).
 
 The files are read as they are (spec §15.1): through a private git dir of fm's own over the
-repository's objects (`runner.private_repo`), in which no filter, end-of-line conversion,
+repository's objects (`private_git.private_repo`), in which no filter, end-of-line conversion,
 `ident` or `working-tree-encoding` applies, so the save holds the very bytes the slot held and
 `fm restore` gives them back; no program the repository names runs.
 """
@@ -19,7 +19,7 @@ import shutil
 import tempfile
 from datetime import UTC, datetime
 
-from fm_teardown.adapters import runner
+from fm_teardown.adapters import private_git, runner
 from fm_teardown.model.errors import FmError, Verdict
 from fm_teardown.model.paths import canonical
 from fm_teardown.model.records import Record, RecordKind
@@ -181,20 +181,20 @@ def _snapshot(
     wt = record.worktree
     tmp = tempfile.mkdtemp(prefix="fm-discard-")
     try:
-        private = runner.private_repo(wt, wt, tmp)
+        private = private_git.private_repo(wt, wt, tmp)
         if isinstance(private, runner.Result):
             raise _failed(f"cannot read the slot's repository: {private.why()}")
-        r = runner.git_private(private, "read-tree", head)
+        r = private_git.git_private(private, "read-tree", head)
         if not r.ok:
             raise _failed(f"git read-tree HEAD failed: {r.why()}")
-        r = runner.git_private(private, "add", "-A")
+        r = private_git.git_private(private, "add", "-A")
         if not r.ok:
             raise _failed(f"git add -A failed: {r.why()}")
         _add_force_added(private, tmp)
         _refuse_nested(private, head)
         if records:
             _add_paths(private, tmp, [os.fsencode(p) for p in records], "task records")
-        r = runner.git_private(private, "write-tree")
+        r = private_git.git_private(private, "write-tree")
         tree = r.text
         if not r.ok or not _HEX_OID.fullmatch(tree):
             raise _failed(f"git write-tree failed: {r.why()}")
@@ -216,7 +216,7 @@ def _snapshot(
         )
         if records:
             message += "task records saved with the home: " + ", ".join(records) + "\n"
-        r = runner.git_private(
+        r = private_git.git_private(
             private, "commit-tree", "--no-gpg-sign", tree, "-p", head, "-m", message, env=ident
         )
         commit = r.text
@@ -227,7 +227,7 @@ def _snapshot(
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _add_force_added(private: runner.PrivateRepo, tmp: str) -> None:
+def _add_force_added(private: private_git.PrivateRepo, tmp: str) -> None:
     """Also keep files the slot's own index tracks although they match an ignore rule.
 
     `git add -A` on a fresh index skips ignored files, but a file someone `git add -f`-ed is
@@ -235,7 +235,7 @@ def _add_force_added(private: runner.PrivateRepo, tmp: str) -> None:
     """
     wt = private.worktree
     real = _git(wt, "ls-files", "-z", "--cached")
-    ours = runner.git_private(private, "ls-files", "-z", "--cached")
+    ours = private_git.git_private(private, "ls-files", "-z", "--cached")
     if not real.ok or not ours.ok:
         raise _failed(f"git ls-files failed: {(real if not real.ok else ours).why()}")
     have = set(ours.out.split(b"\0"))
@@ -248,12 +248,12 @@ def _add_force_added(private: runner.PrivateRepo, tmp: str) -> None:
         _add_paths(private, tmp, extra, "force-added files")
 
 
-def _refuse_nested(private: runner.PrivateRepo, head: str) -> None:
+def _refuse_nested(private: private_git.PrivateRepo, head: str) -> None:
     """A repository nested in the slot would be saved as a bare commit id (a gitlink), and
     nothing restores it from that: the save fails, and nothing is discarded. (The decision
     refuses `--force` while one is there; this catches one made since.)"""
     added = ("diff-index", "--cached", "-z", "--no-renames", "--diff-filter=AT", head)
-    r = runner.git_private(private, *added)
+    r = private_git.git_private(private, *added)
     if not r.ok:
         raise _failed(f"git diff-index failed: {r.why()}")
     fields = r.out.split(b"\0")
@@ -269,12 +269,12 @@ def _refuse_nested(private: runner.PrivateRepo, head: str) -> None:
         )
 
 
-def _add_paths(private: runner.PrivateRepo, tmp: str, paths: list[bytes], what: str) -> None:
+def _add_paths(private: private_git.PrivateRepo, tmp: str, paths: list[bytes], what: str) -> None:
     """`git add -f` these paths of the slot to the temporary index, ignore rules or not."""
     spec = os.path.join(tmp, "pathspec")
     with open(spec, "wb") as fh:
         fh.write(b"\0".join(paths) + b"\0")
-    r = runner.git_private(
+    r = private_git.git_private(
         private,
         "--literal-pathspecs",
         "add",

@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fm_teardown.adapters import interrupts, runner
+from fm_teardown.adapters import interrupts, private_git, runner
 from fm_teardown.adapters.interrupts import Interrupted
 from fm_teardown.decide.restore_target import NEVER, other_dir
 from fm_teardown.model.errors import FmError, Verdict, invalid
@@ -97,11 +97,11 @@ def _steps(project: Project, save: Save, made: Made, tmp: str) -> None:
 def _write_files(project: str, dest: str, save: Save, tmp: str) -> runner.Result:
     """The files of the save, written into `dest` byte for byte through a private git dir
     (its own index: the new worktree's is made by the reset after)."""
-    private = runner.private_repo(project, dest, tmp)
+    private = private_git.private_repo(project, dest, tmp)
     if isinstance(private, runner.Result):
         return private
-    r = runner.git_private(private, "read-tree", save.commit)
-    return r if not r.ok else runner.git_private(private, "checkout-index", "--all")
+    r = private_git.git_private(private, "read-tree", save.commit)
+    return r if not r.ok else private_git.git_private(private, "checkout-index", "--all")
 
 
 @dataclass

@@ -5,7 +5,7 @@ Agents write to their slots and may write to the project's git config. Whatever 
 no git command fm runs (in a slot, a secondmate's home, the project checkout; dry run or real
 run, save or restore) runs a program that repository-level or worktree-level config, an
 included file, `.gitattributes` or `info/attributes` names. Every git call of the package goes
-through `runner.git` (and `git_many`, `rev`, `git_private`), which asks this module for:
+through `runner.git` (and `git_many`, `rev`, `private_git.git_private`), which asks this module for:
 
 - config overrides, given to git in the environment (`GIT_CONFIG_COUNT`, the command line's
   own scope, which beats every file): hooks go nowhere (`core.hooksPath=/dev/null`: no hook

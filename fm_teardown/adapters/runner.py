@@ -1,8 +1,8 @@
 """The one door for subprocesses: every git, gh and treehouse call of the package goes here.
 
-Every git command goes through `git` (or `git_many`, `rev`, `git_private`; a `run` of a git
-argv is sent there too), which runs it under the git door's policy (`git_door.py`): no
-program a repository names runs (spec §15.1).
+Every git command goes through `git` (or `git_many`, `rev`; a `run` of a git argv is sent
+there too; `private_git.py`'s commands through `git`), which runs it under the git door's
+policy (`git_door.py`): no program a repository names runs (spec §15.1).
 
 Each command runs with stdin closed, in a session of its own (no controlling terminal, so ssh
 or a credential helper that would ask for a passphrase fails instead of waiting for a human
@@ -32,13 +32,10 @@ from fm_teardown.model.values import value
 __all__ = [
     "HEX_OID",
     "LOCAL_GIT_TIMEOUT",
-    "PrivateRepo",
     "Result",
     "environment",
     "git",
     "git_many",
-    "git_private",
-    "private_repo",
     "rev",
     "run",
     "run_many",
@@ -464,12 +461,14 @@ def git(
     env: Mapping[str, str] | None = None,
     stdin: str | bytes | None = None,
     base: Mapping[str, str] | None = None,
+    scan_from: str | None = None,
 ) -> Result:
     """`git -C repo args...` through the git door (`git_door.py`): `env` adds to the
     environment (never to what the door sets), `base` replaces the one the policy starts from,
-    `stdin` is written to its standard input. A command the door will not run (a config it
-    cannot read, a remote helper) is not started: its Result says why (rc None)."""
-    door = _door(repo, args, env, base)
+    `stdin` is written to its standard input; `scan_from`: where git finds its repository,
+    when not `repo` (a private git dir, `private_git.py`). A command the door will not run (a
+    config it cannot read, a remote helper) is not started: its Result says why (rc None)."""
+    door = _door(repo, args, env, base, scan_from)
     if isinstance(door, Result):
         return door
     return _run(door[0], None, door[1], timeout, stdin)
@@ -600,84 +599,3 @@ def rev(repo: str, spec: str) -> str | None:
     """The commit `spec` names in `repo`, or None when it does not name one."""
     r = git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{spec}^{{commit}}")
     return r.text if r.ok and HEX_OID.fullmatch(r.text) else None
-
-
-@value
-class PrivateRepo:
-    """A git dir of fm's own, for moving a tree's bytes as they are (spec §15.1): it shares a
-    repository's objects, but none of its config, attributes or hooks. Its `info/attributes`
-    turns every conversion off for every path (no filter, no end-of-line conversion, no
-    `ident`, no `working-tree-encoding`: they outrank every `.gitattributes`), and it keeps
-    only the repository's settings that say what a path is (file modes, links, case, ignore
-    files, shared permissions) and its ignore rules (`info/exclude`). `index`: the index it
-    uses (the repository's own is never touched)."""
-
-    gitdir: str
-    worktree: str
-    index: str
-    objects: str
-    settings: tuple[tuple[str, str], ...]
-
-
-_SETTINGS = (
-    r"^(core\.(filemode|symlinks|ignorecase|precomposeunicode|protectntfs|protecthfs"
-    r"|excludesfile|sharedrepository)|extensions\.objectformat)$"
-)
-_NO_CONVERSION = b"* -text -eol -crlf -ident -filter -working-tree-encoding -diff -merge\n"
-
-
-def private_repo(repo: str, worktree: str, tmp: str) -> PrivateRepo | Result:
-    """A private git dir in the directory `tmp` (fm's own, empty) for the worktree
-    `worktree` over the objects of the repository at `repo`; the Result of what failed."""
-    from fm_teardown.adapters import git_config, git_door
-
-    common = git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
-    if not common.ok or not os.path.isabs(common.text):
-        return common if not common.ok else Result(None, b"", "git names no common dir")
-    got = git(repo, "config", "-z", "--get-regexp", _SETTINGS)
-    if got.rc not in (0, 1):
-        return got
-    pairs = git_door.config_pairs(got.out)
-    fmt = next((v.lower() for k, v in reversed(pairs) if k == "extensions.objectformat"), "sha1")
-    exclude, why = git_config.file_bytes(os.path.join(common.text, "info", "exclude"))
-    if why is not None:
-        return Result(None, b"", why)
-    gitdir = os.path.join(tmp, "git")
-    for sub in ("refs/heads", "objects", "info"):
-        os.makedirs(os.path.join(gitdir, sub))
-    config = b"[core]\n\trepositoryformatversion = 0\n\tbare = false\n"
-    if fmt != "sha1":
-        config = b"[core]\n\trepositoryformatversion = 1\n\tbare = false\n"
-        config += b"[extensions]\n\tobjectformat = " + fmt.encode() + b"\n"
-    for name, data in (
-        ("HEAD", b"ref: refs/heads/fm-private\n"),
-        ("config", config),
-        ("info/attributes", _NO_CONVERSION),
-        ("info/exclude", exclude or b""),
-    ):
-        with open(os.path.join(gitdir, name), "xb") as fh:
-            fh.write(data)
-    return PrivateRepo(
-        gitdir,
-        worktree,
-        os.path.join(tmp, "index"),
-        os.path.join(common.text, "objects"),
-        tuple((k, v) for k, v in pairs if k != "extensions.objectformat"),
-    )
-
-
-def git_private(
-    p: PrivateRepo,
-    *args: str,
-    timeout: float = LOCAL_GIT_TIMEOUT,
-    env: Mapping[str, str] | None = None,
-) -> Result:
-    """`git args...` in the private git dir `p` on its worktree, through the git door."""
-    from fm_teardown.adapters import git_door
-
-    extra = {**git_door.gitdir_env(p.gitdir, p.worktree, p.index, p.objects), **(env or {})}
-    settings = [a for k, v in p.settings for a in ("-c", f"{k}={v}")]
-    door = _door(p.worktree, [*settings, *args], extra, None, scan_from=p.gitdir)
-    if isinstance(door, Result):
-        return door
-    return _run(door[0], None, door[1], timeout)
