@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,105 @@ def test_spawned_commands_see_what_popen_would_give_them(monkeypatch: pytest.Mon
         sid, pid = results[3].out.split()
         assert sid == pid  # a session of its own, led by the command
         assert results[4].out == b"closed\n"
+
+
+# -- the caller's own work while git runs (`git_many`'s `while_waiting`: the audit's rows) ----
+
+
+def _repos(tmp_path: Path, n: int) -> list[str]:
+    repos = []
+    for i in range(n):
+        repo = tmp_path / f"repo{i}"
+        repo.mkdir()
+        (repo / f"file{i}").write_text("work\n")
+        assert runner.git(str(repo), "init", "-q").ok
+        repos.append(str(repo))
+    return repos
+
+
+def _held_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A `git` first on PATH that marks when it starts and when the real one is done, and
+    while a `hold` file is in the marks' folder does not run until a `go` file is there too
+    (at most 20 s): a step that sees a git started and not done ran while git did."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    real = runner._on_path("git", os.environ)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "git"
+    wrapper.write_text(
+        f'#!/bin/sh\ncd "{marks}"\ntouch "start.$$"\ni=0\n'
+        'while [ -e hold ] && [ ! -e go ] && [ "$i" -lt 2000 ]; do sleep 0.01; i=$((i+1)); done\n'
+        f'cd - >/dev/null\n"{real}" "$@"\nrc=$?\ntouch "{marks}/done.$$"\nexit $rc\n'
+    )
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    return marks
+
+
+def _counts(marks: Path) -> tuple[int, int]:
+    names = [p.name for p in marks.iterdir()]
+    return sum(n.startswith("start.") for n in names), sum(n.startswith("done.") for n in names)
+
+
+def test_the_callers_work_is_done_while_git_runs_and_the_results_stay_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repos = _repos(tmp_path, 3)
+    marks = _held_git(tmp_path, monkeypatch)
+    (marks / "hold").touch()
+    seen: list[tuple[int, int]] = []
+
+    def work() -> Iterator[None]:
+        while True:  # a step at a time, till it has seen a git running
+            seen.append(_counts(marks))
+            if seen[-1][0] > seen[-1][1]:
+                (marks / "go").touch()
+                return
+            yield
+
+    args = ["status", "--porcelain"]
+    results = runner.git_many([(r, args) for r in repos], width=2, while_waiting=work())
+    assert [r.out for r in results] == [f"?? file{i}\n".encode() for i in range(3)]
+    assert (marks / "go").exists()  # a step ran while git did (else each waited 20 s)
+    assert _counts(marks) == (3, 3)
+
+
+def test_a_step_that_fails_is_raised_once_every_command_is_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repos = _repos(tmp_path, 3)
+    marks = _held_git(tmp_path, monkeypatch)
+
+    def work() -> Iterator[None]:
+        raise RuntimeError("the caller's step failed")
+        yield
+
+    with pytest.raises(RuntimeError, match="the caller's step failed"):
+        runner.git_many([(r, ["status"]) for r in repos], width=2, while_waiting=work())
+    assert _counts(marks) == (3, 3)  # no git left running, none left unrun
+
+
+def test_the_door_looks_at_a_repository_right_before_its_git_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The second repository's config becomes one git must not run under (a line git
+    # rejects) while the first command runs: the door, looking then, runs no git there.
+    first, second = _repos(tmp_path, 2)
+    marks = _held_git(tmp_path, monkeypatch)
+    (marks / "hold").touch()
+
+    def work() -> Iterator[None]:
+        with open(os.path.join(second, ".git", "config"), "a") as fh:
+            fh.write("[broken\n")
+        (marks / "go").touch()
+        yield
+
+    results = runner.git_many(
+        [(first, ["status", "--porcelain"]), (second, ["status", "--porcelain"])],
+        width=1,
+        while_waiting=work(),
+    )
+    assert results[0].ok and results[0].out == b"?? file0\n"
+    assert results[1].rc is None and "fm did not run git" in results[1].err
+    assert _counts(marks) == (1, 1)
