@@ -24,7 +24,7 @@ import selectors
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from fm_teardown.model.records import shown
 from fm_teardown.model.values import value
@@ -171,41 +171,21 @@ def run_many(argvs: Sequence[Sequence[str]], *, timeout: float, width: int) -> l
     return _many(calls, timeout, width)
 
 
-# A command for `_many`: its argv and environment, or the Result of one that is not to run.
-_Call = tuple[Sequence[str], Mapping[str, str]] | Result
-
-
 def _many(
-    calls: Sequence[_Call | Callable[[], _Call]],
-    timeout: float,
-    width: int,
-    while_waiting: Iterator[object] | None = None,
+    calls: Sequence[tuple[Sequence[str], Mapping[str, str]] | Result], timeout: float, width: int
 ) -> list[Result]:
-    """`run_many` of each (argv, environment), a Result standing for one not to run, or a
-    function making either, called right before the command would start.
-
-    `while_waiting`: work of the caller's own, done a step (one `next`) at a time whenever
-    every command that may run is running and none has anything to say: its Python work
-    then overlaps the commands' own instead of following it. What is left of it once the
-    commands are done is the caller's to finish. A step that raises stops that work; the
-    commands still finish, and then the exception is raised here."""
+    """`run_many` of each (argv, environment), a Result standing for one not to run."""
     found: dict[str, str] = {}
-    results: list[Result | None] = [None] * len(calls)
-    todo = list(enumerate(calls))
+    results: list[Result | None] = [c if isinstance(c, Result) else None for c in calls]
+    todo = [(i, c) for i, c in enumerate(calls) if not isinstance(c, Result)]
     todo.reverse()
     running: dict[int, _Running] = {}
-    failed: BaseException | None = None
     closing = _inherited_fds() if hasattr(os, "posix_spawn") else None
     # poll(2) where there is one, as `subprocess` itself uses: no system call per fd added.
     with getattr(selectors, "PollSelector", selectors.DefaultSelector)() as sel:
         while todo or running:
             while todo and len(running) < max(1, width):
-                i, made = todo.pop()
-                call = made() if callable(made) else made
-                if isinstance(call, Result):
-                    results[i] = call
-                    continue
-                argv, env = call
+                i, (argv, env) = todo.pop()
                 if argv and argv[0] not in found:
                     found[argv[0]] = _on_path(argv[0], env)
                 exe = found.get(argv[0])
@@ -226,15 +206,7 @@ def _many(
             wait = min(r.deadline for r in running.values()) - now
             if any(r.reaping for r in running.values()):
                 wait = min(wait, _REAP_POLL)  # an exit no pidfd will tell: look again soon
-            events = sel.select(0 if while_waiting is not None else max(0.0, wait))
-            if not events and while_waiting is not None:
-                try:
-                    next(while_waiting)
-                except StopIteration:
-                    while_waiting = None
-                except BaseException as exc:  # raised once the commands are done
-                    failed, while_waiting = exc, None
-            for key, _ in events:
+            for key, _ in sel.select(max(0.0, wait)):
                 key.data.event(key.fd)
             now = time.monotonic()
             for i in list(running):
@@ -244,8 +216,6 @@ def _many(
                 if done is not None:
                     results[i] = done
                     del running[i]
-    if failed is not None:
-        raise failed
     return [r for r in results if r is not None]
 
 
@@ -505,22 +475,14 @@ def git(
 
 
 def git_many(
-    calls: Sequence[tuple[str, Sequence[str]]],
-    *,
-    width: int,
-    timeout: float = LOCAL_GIT_TIMEOUT,
-    while_waiting: Iterator[object] | None = None,
+    calls: Sequence[tuple[str, Sequence[str]]], *, width: int, timeout: float = LOCAL_GIT_TIMEOUT
 ) -> list[Result]:
     """`git -C repo args...` for each (repo, args), `width` at a time (`run_many`), each
-    through the git door, whose look at a repository's config is taken right before its
-    command starts (while the ones before it run). `while_waiting`: the caller's own work,
-    a step at a time, done while the commands run (`_many`)."""
+    through the git door."""
     policy = environment()  # once for all: copying the environment costs more than the rest
-
-    def door(repo: str, args: Sequence[str]) -> Callable[[], _Call]:
-        return lambda: _door(repo, args, None, None, policy=policy)
-
-    return _many([door(repo, args) for repo, args in calls], timeout, width, while_waiting)
+    return _many(
+        [_door(repo, args, None, None, policy=policy) for repo, args in calls], timeout, width
+    )
 
 
 def _door(

@@ -65,7 +65,6 @@ from fm_teardown.model.world import EndpointState, InventoryStatus, Observation
 __all__ = [
     "RULES",
     "Unfinished",
-    "Walks",
     "decide",
     "decide_all",
     "decide_with_landed",
@@ -90,7 +89,6 @@ __all__ = [
     "unsupported_duty",
     "unsure_census",
     "unwritable_state_dir",
-    "walk_all",
 ]
 
 
@@ -182,29 +180,11 @@ def decide_all(
     `Unfinished`, gather the landed facts in one call (`gather`: the records that reached
     rule 5 -> their facts by task id) and decide them again. The decisions, and the facts
     gathered."""
-    walks = walk_all(tasks, fleet, obs, flags)
-    facts: Mapping[str, L] = gather(walks.pending) if walks.pending else {}
-    return walks.resumed(facts), facts
-
-
-class Walks:
-    """`decide_all`'s first pass, for a caller that has work of its own to do while the landed
-    facts are gathered (the audit builds the rows of the tasks decided already): `decided`,
-    the tasks decided without landed facts; `pending`, the records of those that reached rule
-    5; `resumed`, every decision once their facts are given."""
-
-    def __init__(self, first: dict[str, Decision | _Paused], fleet: Fleet) -> None:
-        self._first = first
-        self.decided = {t: d for t, d in first.items() if isinstance(d, Decision)}
-        self.pending = [fleet.records[t] for t, d in first.items() if isinstance(d, _Paused)]
-
-    def resumed(self, facts: Mapping[str, LandedLike]) -> dict[str, Decision]:
-        return {task: _resumed(d, facts) for task, d in self._first.items()}
-
-
-def walk_all(tasks: Iterable[str], fleet: Fleet, obs: Observation, flags: Flags) -> Walks:
-    """Every task walked through the rules until it is decided or reaches rule 5."""
-    return Walks({t: _walk(Case.of(t, fleet, obs, flags), 0, (), ()) for t in tasks}, fleet)
+    first = {task: _walk(Case.of(task, fleet, obs, flags), 0, (), ()) for task in tasks}
+    pending = [fleet.records[t] for t, d in first.items() if isinstance(d, _Paused)]
+    facts: Mapping[str, L] = gather(pending) if pending else {}
+    decisions = {task: _resumed(d, facts) for task, d in first.items()}
+    return decisions, facts
 
 
 def _resumed(d: Decision | _Paused, facts: Mapping[str, LandedLike]) -> Decision:

@@ -40,7 +40,7 @@ import os
 import re
 import shutil
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
@@ -149,11 +149,8 @@ def gather_many(
     fetch: bool,
     fetch_timeout: float,
     gh_bin: str | None = None,
-    while_waiting: Iterator[object] | None = None,
 ) -> dict[str, Gathered]:
-    """The facts for every record, by task id (what it costs: see the module doc).
-    `while_waiting`: the caller's own work, done a step at a time while the slots' `git
-    status` run (`runner.git_many`); what is left of it when they are done is the caller's."""
+    """The facts for every record, by task id (what it costs: see the module doc)."""
     out: dict[str, Gathered] = {}
     ships: list[Record] = []
     for record in records:
@@ -163,7 +160,7 @@ def gather_many(
             out[record.task_id] = _secondmate(record)
         else:
             ships.append(record)
-    statuses = slot_status.statuses([r.worktree for r in ships], while_waiting)
+    statuses = slot_status.statuses([r.worktree for r in ships])
     by_project: dict[str, list[tuple[Record, SlotStatus]]] = {}
     for record, st in zip(ships, statuses, strict=True):
         if isinstance(st, SlotProblem):

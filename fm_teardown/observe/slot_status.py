@@ -41,12 +41,9 @@ def _display(path: bytes) -> str:
     return path.decode("utf-8", "backslashreplace")
 
 
-def statuses(
-    wts: Sequence[str], while_waiting: Iterator[object] | None = None
-) -> list[SlotStatus | SlotProblem]:
+def statuses(wts: Sequence[str]) -> list[SlotStatus | SlotProblem]:
     """Each slot's status, one git call per slot, `WORKERS` at a time, or what keeps it from
-    being read (gone, unreadable). `while_waiting`: the caller's work done while git runs
-    (`runner.git_many`).
+    being read (gone, unreadable).
 
     `--untracked-files=all` on the command line beats a `status.showUntrackedFiles=no` in the
     repo's config, and lists every untracked file (not a folded directory), so a scaffold file
@@ -54,9 +51,7 @@ def statuses(
     """
     out: list[SlotStatus | SlotProblem | None] = [unreadable(wt) for wt in wts]
     readable = [i for i, found in enumerate(out) if found is None]
-    ran = runner.git_many(
-        [(wts[i], _STATUS_ARGS) for i in readable], width=WORKERS, while_waiting=while_waiting
-    )
+    ran = runner.git_many([(wts[i], _STATUS_ARGS) for i in readable], width=WORKERS)
     for i, r in zip(readable, ran, strict=True):
         out[i] = (
             parse_status(r.out)

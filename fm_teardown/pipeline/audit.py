@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from fm_teardown.decide.audit import Audit, AuditRow, RowReads, row, shared_slots, unusable
 from fm_teardown.decide.before_acting import acts, own_file_blocked
 from fm_teardown.decide.hints import inventory_hint
-from fm_teardown.decide.rules import walk_all
+from fm_teardown.decide.rules import decide_all
 from fm_teardown.model.causes import OwnFile, OwnFileBlocked
 from fm_teardown.model.errors import ErrorCode, refused
 from fm_teardown.model.paths import Canonicalizer
@@ -93,58 +93,35 @@ def audit(settings: Settings, opts: Options | None = None) -> Audit:
         else:
             usable.append(task)
     ready(obs, fleet, usable)
-    walks = walk_all(usable, fleet, obs, flags)
+
+    def gather(records: Sequence[Record]) -> Mapping[str, LandedFacts]:
+        from fm_teardown.decide.landed import judge
+        from fm_teardown.observe.home import with_homes
+        from fm_teardown.observe.landed import gather_many
+
+        found = gather_many(
+            list(records),
+            settings.data_dir,
+            fetch=False,
+            fetch_timeout=settings.fetch_timeout,
+            gh_bin=settings.gh_bin,
+        )
+        return with_homes(records, {task: judge(facts) for task, facts in found.items()})
+
+    decisions, facts = decide_all(usable, fleet, obs, flags, gather)
     now, me = time.time(), os.getpid()
     before_acting = _BeforeActing(settings, fleet, canon)
-    loose: list[tuple[Orphan, ...]] = []
-
-    def row_of(task: str, d: Decision, facts: LandedFacts | None) -> None:
-        d = before_acting.checked(d)
+    for task, d in decisions.items():
         inode = meta_inode(fleet.records[task])
-        rows[task] = row(d, fleet, obs, facts, opts, RowReads(now, inode, me))
-
-    def meanwhile() -> Iterator[None]:
-        # What needs no landed facts, done while rule 5's `git status` run (the audit waits
-        # on them otherwise): the rows of the tasks decided already, and the loose ends.
-        for task, d in walks.decided.items():
-            row_of(task, d, None)
-            yield
-        loose.append(orphans(fleet, obs))
-
-    work = meanwhile()
-    facts = _landed(settings, walks.pending, work) if walks.pending else {}
-    for _ in work:  # what git's commands left undone
-        pass
-    for task, d in walks.resumed(facts).items():
-        if task not in walks.decided:
-            row_of(task, d, facts.get(task))
+        d = before_acting.checked(d)
+        rows[task] = row(d, fleet, obs, facts.get(task), opts, RowReads(now, inode, me))
     return Audit(
         settings.state_dir,
         tuple(rows[t] for t in fleet.task_ids),
         shared_slots(obs),
-        loose[0],
+        orphans(fleet, obs),
         tuple(sorted({e.canonical.rsplit("/", 2)[0] for e in obs.pool_entries})),
     )
-
-
-def _landed(
-    settings: Settings, records: Sequence[Record], while_waiting: Iterator[None]
-) -> Mapping[str, LandedFacts]:
-    """Rule 5's facts of the records that reached it, judged, secondmates' homes included;
-    `while_waiting`: the audit's own work, done while their `git status` run."""
-    from fm_teardown.decide.landed import judge
-    from fm_teardown.observe.home import with_homes
-    from fm_teardown.observe.landed import gather_many
-
-    found = gather_many(
-        list(records),
-        settings.data_dir,
-        fetch=False,
-        fetch_timeout=settings.fetch_timeout,
-        gh_bin=settings.gh_bin,
-        while_waiting=while_waiting,
-    )
-    return with_homes(records, {task: judge(facts) for task, facts in found.items()})
 
 
 def _refuse_a_gate_agent() -> None:
