@@ -100,3 +100,45 @@ def test_spawned_commands_see_what_popen_would_give_them(monkeypatch: pytest.Mon
         sid, pid = results[3].out.split()
         assert sid == pid  # a session of its own, led by the command
         assert results[4].out == b"closed\n"
+
+
+# -- a batch's git door -----------------------------------------------------------------------
+
+
+def _repos(tmp_path: Path, n: int) -> list[str]:
+    repos = []
+    for i in range(n):
+        repo = tmp_path / f"repo{i}"
+        repo.mkdir()
+        (repo / f"file{i}").write_text("work\n")
+        assert runner.git(str(repo), "init", "-q").ok
+        repos.append(str(repo))
+    return repos
+
+
+def test_a_batch_empties_the_drivers_the_users_config_names_as_each_command_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The user's config (read once for the batch) and each repository's own (read for its
+    # command) both name a filter: git, asked, sees each program emptied, in every repository.
+    user = tmp_path / "user.gitconfig"
+    user.write_text('[filter "users"]\n\tclean = touch /tmp/fm-never-run-users\n')
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(user))
+    repos = _repos(tmp_path, 3)
+    with open(os.path.join(repos[1], ".git", "config"), "a") as fh:
+        fh.write('[filter "repos"]\n\tclean = touch /tmp/fm-never-run-repos\n')
+    calls = [
+        (r, ["config", "--get", f"filter.{name}.clean"])
+        for r in repos
+        for name in ("users", "repos")
+    ]
+    results = runner.git_many(calls, width=2)
+    said = [(r.rc, r.out) for r in results]
+    assert said == [
+        (0, b"\n"),  # the user's filter, emptied
+        (1, b""),  # no such key in this repository
+        (0, b"\n"),
+        (0, b"\n"),  # the repository's own, emptied
+        (0, b"\n"),
+        (1, b""),
+    ]

@@ -40,7 +40,7 @@ from fm_teardown.adapters.git_files import signature as _signature
 from fm_teardown.adapters.git_repo_rules import WORKTREE, configured_hook, other_tree
 from fm_teardown.model.values import value
 
-__all__ = ["Scan", "common_of", "file_bytes", "find_repo", "parse", "scan"]
+__all__ = ["Scan", "common_of", "file_bytes", "find_repo", "outside_keys", "parse", "scan"]
 
 # The sections whose subsections name drivers or remotes, and the keys of each that name a
 # program (or, for a remote, a program's name or a remote helper).
@@ -431,9 +431,10 @@ def _gitfile(dotgit: str, st: os.stat_result | None = None) -> str | None:
 
 
 def _is_gitdir(path: str) -> bool:
+    # `commondir` first: the git dirs looked at most are a pool's worktrees' (no `objects`).
     return os.path.lexists(os.path.join(path, "HEAD")) and (
-        os.path.isdir(os.path.join(path, "objects"))
-        or os.path.lexists(os.path.join(path, "commondir"))
+        os.path.lexists(os.path.join(path, "commondir"))
+        or os.path.isdir(os.path.join(path, "objects"))
     )
 
 
@@ -582,17 +583,9 @@ def _repo_files(gitdir: str, common: str) -> Iterator[str]:
     yield os.path.join(gitdir, "config.worktree")
 
 
-def scan(
-    start: str,
-    env: Mapping[str, str],
-    *,
-    submodules: bool = False,
-    hooks_run: Callable[[], bool] | None = None,
-) -> Scan:
-    """The driver keys of every config git could read for a command run in `start` with the
-    environment `env` (see the module doc); with `submodules`, those of the submodules the
-    command would recurse into too. `hooks_run`: whether the git that runs reads configured
-    hooks (asked only when the repository configures one; not given: it does)."""
+def outside_keys(env: Mapping[str, str]) -> frozenset[tuple[str, str, str]]:
+    """The driver keys of the config files git reads outside any repository (the user's and
+    the system's) for a command run with the environment `env`."""
     keys: set[tuple[str, str, str]] = set()
     for path in _user_and_system(env):
         # The user's or the admin's file, unreadable: git says so itself; nothing of a repo's.
@@ -600,7 +593,24 @@ def scan(
             _walk(path, env, keys)
     # git takes `core.worktree` from a repository's own config only; a hook the user or the
     # admin configured is theirs, not a repository's.
-    keys = {k for k in keys if k[0] not in (WORKTREE, "hook")}
+    return frozenset(k for k in keys if k[0] not in (WORKTREE, "hook"))
+
+
+def scan(
+    start: str,
+    env: Mapping[str, str],
+    *,
+    submodules: bool = False,
+    hooks_run: Callable[[], bool] | None = None,
+    outside: frozenset[tuple[str, str, str]] | None = None,
+) -> Scan:
+    """The driver keys of every config git could read for a command run in `start` with the
+    environment `env` (see the module doc); with `submodules`, those of the submodules the
+    command would recurse into too. `hooks_run`: whether the git that runs reads configured
+    hooks (asked only when the repository configures one; not given: it does). `outside`:
+    `outside_keys(env)`, when read already for a batch of commands (each repository's own
+    files are still read for each command)."""
+    keys = set(outside_keys(env) if outside is None else outside)
     found = find_repo(start)
     if found is None:
         return Scan(frozenset(keys))

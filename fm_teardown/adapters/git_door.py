@@ -60,6 +60,7 @@ __all__ = [
     "config_pairs",
     "gitdir_env",
     "needs_network",
+    "outside_keys",
     "overrides_env",
     "owned",
     "subcommand",
@@ -275,6 +276,12 @@ def _ssh_command(env: Mapping[str, str], user: Sequence[tuple[str, str]]) -> str
     return shlex.quote(env["GIT_SSH"]) if env.get("GIT_SSH") else "ssh"
 
 
+def outside_keys(env: Mapping[str, str]) -> frozenset[tuple[str, str, str]]:
+    """The driver keys of the user's and the system's config files, as `call` reads them for
+    a command run from the runner's policy environment `env` (`git_config.outside_keys`)."""
+    return git_config.outside_keys(_policy_env(env, network=False))
+
+
 def call(
     repo: str,
     args: Sequence[str],
@@ -283,12 +290,14 @@ def call(
     user: Sequence[tuple[str, str]] = (),
     scan_from: str | None = None,
     hooks_run: Callable[[], bool] | None = None,
+    outside: frozenset[tuple[str, str, str]] | None = None,
 ) -> Call:
     """The door's argv and environment for `git -C repo args...`, from the runner's policy
     environment `env`; `user`: the user's global credential helpers and ssh command (for a
     command that needs the network); `scan_from`: where git finds its repository, when not
     `repo` (a private git dir); `hooks_run`: whether the git that runs reads configured
-    hooks (unknown: it does)."""
+    hooks (unknown: it does); `outside`: the user's and the system's driver keys, read once
+    for a batch of commands (`git_config.outside_keys`)."""
     args = list(args)
     at = subcommand(args)
     sub = args[at] if at is not None else None
@@ -301,6 +310,7 @@ def call(
         base,
         submodules=sub in _RECURSING,
         hooks_run=hooks_run,
+        outside=outside,
     )
     argv = ["git", "-C", repo, *args]
     if scan.problem is not None:

@@ -479,10 +479,14 @@ def git_many(
 ) -> list[Result]:
     """`git -C repo args...` for each (repo, args), `width` at a time (`run_many`), each
     through the git door."""
+    from fm_teardown.adapters import git_door
+
     policy = environment()  # once for all: copying the environment costs more than the rest
-    return _many(
-        [_door(repo, args, None, None, policy=policy) for repo, args in calls], timeout, width
-    )
+    # The user's and the system's config files, read once for the batch: each command's
+    # look reads only its repository's own (a fleet's slots share all the rest).
+    outside = git_door.outside_keys(policy)
+    doors = [_door(repo, args, None, None, policy=policy, outside=outside) for repo, args in calls]
+    return _many(doors, timeout, width)
 
 
 def _door(
@@ -492,11 +496,13 @@ def _door(
     base: Mapping[str, str] | None,
     scan_from: str | None = None,
     policy: Mapping[str, str] | None = None,
+    outside: frozenset[tuple[str, str, str]] | None = None,
 ) -> tuple[list[str], dict[str, str]] | Result:
     """The argv and environment the door gives `git -C repo args...`, or the Result of a
     command it will not run. `env` is added after the door's own settings, which it may not
     change (only the repository and index variables a private git dir sets); `policy`: the
-    runner's environment for `base`, when made already."""
+    runner's environment for `base`, when made already; `outside`: the user's and the
+    system's driver keys, when read already for a batch."""
     from fm_teardown.adapters import git_door
 
     if policy is None:
@@ -512,6 +518,7 @@ def _door(
         user=user,
         scan_from=scan_from,
         hooks_run=lambda: _runs_configured_hooks(policy),
+        outside=outside,
     )
     if call.refused is not None:
         return Result(None, b"", call.refused)
