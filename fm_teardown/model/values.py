@@ -171,18 +171,21 @@ def _generic_init(cls: type[Any], fields: dict[str, dataclasses.Field[Any]]) -> 
                 f"{qualname}() takes {count + 1} positional arguments but {len(args) + 1} "
                 "were given"
             )
+        # Written to the instance's dict, as `self.x = x` would (no field is a descriptor and
+        # no value class sets attributes its own way): a third of the cost of setattr.
+        into = self.__dict__
         for name, given in zip(names, args, strict=False):
             if name in kwargs:
                 raise TypeError(f"{qualname}() got multiple values for argument '{name}'")
-            setattr(self, name, given)
+            into[name] = given
         for name in names[len(args) :]:
             if name in kwargs:
-                setattr(self, name, kwargs.pop(name))  # (a dict of this call's own)
+                into[name] = kwargs.pop(name)  # (a dict of this call's own)
                 continue
             default = defaults.get(name)
             if default is None:
                 raise TypeError(f"{qualname}() missing 1 required argument: '{name}'")
-            setattr(self, name, default[1]() if default[0] else default[1])
+            into[name] = default[1]() if default[0] else default[1]
         if kwargs:
             name = next(iter(kwargs))
             raise TypeError(f"{qualname}() got an unexpected keyword argument '{name}'")

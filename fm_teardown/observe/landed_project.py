@@ -13,7 +13,6 @@ run counts every remote-tracking ref as it is.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from fm_teardown.adapters import runner
 from fm_teardown.model.landing import SlotStatus
@@ -44,32 +43,34 @@ def fetch_ref(repo: str, refspec: str, timeout: float) -> runner.Result:
     )
 
 
-@dataclass
 class ProjectFacts:
-    """What the slots of one project share, read once for all of them."""
+    """What the slots of one project share, read once for all of them: filled in as they are
+    read (`project_facts`), and by what a slot asks of them later (a fetch, a tree). A plain
+    class: a `@dataclass` would cost its import half a millisecond, for an `__init__` alone."""
 
-    project: str
-    fetch_timeout: float
-    refs: dict[str, str] = field(default_factory=dict)  # refname -> commit
-    refs_error: str | None = None  # `for-each-ref` failed: no ref of the project is known
-    default: str | None = None  # the default branch's name
-    unpushed: frozenset[str] = frozenset()  # slot HEADs that no remote-tracking ref has
-    unpushed_error: str | None = None  # whether the HEADs are pushed cannot be told
-    # Slot HEADs that origin's default branch has (None: not told); of those neither in it nor
-    # on a remote, whether the local default branch has them.
-    in_origin: frozenset[str] | None = None
-    in_local: dict[str, bool] = field(default_factory=dict)
-    # Pushed slot HEADs beyond origin's default branch whose content is in it all the same
-    # (merging them changes nothing), told for all of them at once.
-    squashed: frozenset[str] = frozenset()
-    _origin: bool | None = None
-    _fetched: tuple[bool, str] | None = None  # (fetched, why not)
-    _trees: dict[str, str | None] = field(default_factory=dict)
-    # A real run's fetches (with prune): only the remote-tracking refs they write count, and
-    # what could not be fetched is said (None: a dry run, every remote-tracking ref counts).
-    confirmed: Confirmed | None = None
-    # The tip of each task's branch `fm/<id>`, by task id, when the branch exists.
-    tips: dict[str, str] = field(default_factory=dict)
+    def __init__(self, project: str, fetch_timeout: float) -> None:
+        self.project = project
+        self.fetch_timeout = fetch_timeout
+        self.refs: dict[str, str] = {}  # refname -> commit
+        self.refs_error: str | None = None  # `for-each-ref` failed: no ref of it is known
+        self.default: str | None = None  # the default branch's name
+        self.unpushed: frozenset[str] = frozenset()  # slot HEADs no remote-tracking ref has
+        self.unpushed_error: str | None = None  # whether they are pushed cannot be told
+        # Slot HEADs that origin's default branch has (None: not told); of those neither in
+        # it nor on a remote, whether the local default branch has them.
+        self.in_origin: frozenset[str] | None = None
+        self.in_local: dict[str, bool] = {}
+        # Pushed slot HEADs beyond origin's default branch whose content is in it all the
+        # same (merging them changes nothing), told for all of them at once.
+        self.squashed: frozenset[str] = frozenset()
+        self._origin: bool | None = None
+        self._fetched: tuple[bool, str] | None = None  # (fetched, why not)
+        self._trees: dict[str, str | None] = {}
+        # A real run's fetches (with prune): only the remote-tracking refs they write count,
+        # and what could not be fetched is said (None: a dry run, every one counts).
+        self.confirmed: Confirmed | None = None
+        # The tip of each task's branch `fm/<id>`, by task id, when the branch exists.
+        self.tips: dict[str, str] = {}
 
     def counted(self) -> list[str] | None:
         """The remote-tracking refs that count (None: all of them, as they are)."""
