@@ -465,11 +465,10 @@ def main(argv: list[str] | None = None) -> None:
             see = f"see `{_help_of(args)}`"
             err = invalid(usage, see)
             if "--json" in args:
-                from fm_teardown.report import render as report
+                from fm_teardown.report import render
+                from fm_teardown.report.json_out import emit_json
 
-                report.emit_json(
-                    report.usage_error_json(_task_in(args), err, dry_run="--dry-run" in args)
-                )
+                emit_json(render.usage_error_json(_task_in(args), err, dry_run="--dry-run" in args))
             else:
                 console.usage_error(usage, see)
             code = 2

@@ -41,7 +41,6 @@ from fm_teardown.model.results import (
     AuthLeftWhy,
     AuthResult,
     BranchResult,
-    BranchUse,
     BranchWhat,
     ClaimResult,
     ClaimWhat,
@@ -67,7 +66,6 @@ from fm_teardown.model.results import (
     SaveResult,
     SaveWhat,
     StepResult,
-    Terminal,
     Unlinked,
     UnlinkWhat,
 )
@@ -88,6 +86,7 @@ from fm_teardown.model.step_warnings import (
     StaleLockRemoved,
     StepWarning,
 )
+from fm_teardown.model.world import BranchUse, Terminal
 from fm_teardown.report import messages, step_words
 
 D, A, S, F = StepOutcome.DONE, StepOutcome.ABSENT, StepOutcome.SKIPPED, StepOutcome.FAILED

@@ -34,7 +34,6 @@ from fm_teardown.model.results import (
     AuthLeftWhy,
     AuthResult,
     BranchResult,
-    BranchUse,
     BranchWhat,
     ClaimResult,
     ClaimWhat,
@@ -45,6 +44,7 @@ from fm_teardown.model.results import (
     UnlinkWhat,
 )
 from fm_teardown.model.scaffold import SCAFFOLD_PATHS
+from fm_teardown.model.world import BranchUse
 
 __all__ = [
     "ATTRIBUTION",

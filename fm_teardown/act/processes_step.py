@@ -26,10 +26,9 @@ from fm_teardown.model.results import (
     RecheckAt,
     SaveResult,
     SaveWhat,
-    Terminal,
 )
 from fm_teardown.model.step_actions import EndProcesses, SaveWork
-from fm_teardown.model.world import InventoryStatus, Observation, Placement, Proc, Spared
+from fm_teardown.model.world import InventoryStatus, Observation, Placement, Proc, Spared, Terminal
 
 __all__ = ["LATER_PASSES", "act", "act_save", "step_processes", "step_save"]
 

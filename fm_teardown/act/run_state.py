@@ -19,23 +19,23 @@ from fm_teardown.model.reasons import NotSelectedReason
 from fm_teardown.model.records import Fleet, Record
 from fm_teardown.model.request import Flags
 from fm_teardown.model.results import (
-    BranchUse,
     Drift,
     ProcRef,
     RecheckAt,
     Signal,
     StepResult,
-    Terminal,
 )
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.step_warnings import RunWarning
 from fm_teardown.model.values import value
 from fm_teardown.model.world import (
+    BranchUse,
     Endpoint,
     Observation,
     Proc,
     ProcessTable,
     TaskTmp,
+    Terminal,
     TmuxInventory,
 )
 

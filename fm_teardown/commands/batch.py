@@ -17,6 +17,7 @@ from fm_teardown.model.settings import Settings
 from fm_teardown.pipeline import batch
 from fm_teardown.report import batch_view, console
 from fm_teardown.report import render as report
+from fm_teardown.report.json_out import emit_json
 
 __all__ = ["run"]
 
@@ -68,4 +69,4 @@ class _Shown:
             doc["not_selected"] = batch_view.not_selected_json(
                 [(n.task, n.verdict, n.finished) for n in b.not_selected]
             )
-        report.emit_json(doc)
+        emit_json(doc)

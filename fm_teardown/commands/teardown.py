@@ -11,7 +11,6 @@ from __future__ import annotations
 from fm_teardown.decide import fingerprint
 from fm_teardown.model import settings
 from fm_teardown.model.errors import ExitCode, FmError, invalid
-from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.records import shown
 from fm_teardown.model.request import (
     DEFAULT_MIN_AGE,
@@ -21,10 +20,7 @@ from fm_teardown.model.request import (
     Options,
     Request,
 )
-from fm_teardown.pipeline.one_task import teardown_task
-from fm_teardown.pipeline.stages import TaskRun
-from fm_teardown.report import human
-from fm_teardown.report import render as report
+from fm_teardown.report import json_out
 
 __all__ = ["USAGE", "BadRequest", "parse", "teardown"]
 
@@ -51,11 +47,18 @@ def teardown(line: CommandLine) -> int:
         s, request = parse(line)
     except BadRequest as bad:
         if bad.audit:
-            return _audit_error(bad.err, json_out=line.json, dry_run=line.dry_run)
+            return _audit_error(bad.err, as_json=line.json, dry_run=line.dry_run)
         return _usage(line.tasks[0] if len(line.tasks) == 1 else None, bad.err, line)
     if request.asked == Asked.AUDIT:
         return _audit(s, request)
+    # A run's pipeline and words, imported for a run only: an audit needs neither (it is
+    # fm's most frequent look at the whole fleet).
+    from fm_teardown.report import render as report
+
     if request.asked == Asked.ONE:
+        from fm_teardown.pipeline.one_task import teardown_task
+        from fm_teardown.pipeline.stages import TaskRun
+
         task = request.tasks[0]
         outcome = teardown_task(TaskRun(s, task, request.flags_for(task)))
         report.render(outcome, json_out=request.json)
@@ -187,6 +190,9 @@ def _expected_plans(line: CommandLine) -> dict[str, str] | None:
 
 
 def _usage(task: str | None, err: FmError, line: CommandLine) -> int:
+    from fm_teardown.model.outcome import Outcome
+    from fm_teardown.report import render as report
+
     outcome = Outcome.of_error(task, err, dry_run=line.dry_run)
     report.render(outcome, json_out=line.json)
     return outcome.exit_code
@@ -198,20 +204,30 @@ def _audit(s: settings.Settings, request: Request) -> int:
     try:
         result = fleet_audit(s, request.select)
     except FmError as err:
-        return _audit_error(err, json_out=request.json, dry_run=True)
+        return _audit_error(err, as_json=request.json, dry_run=True)
     if request.json:
-        report.emit_json(report.audit_json(result))
+        from fm_teardown.report.audit_view import audit_json
+
+        json_out.emit_json(audit_json(result))
     else:
+        from fm_teardown.report import human
+
         human.render_audit(result)
     return int(ExitCode.OK)
 
 
-def _audit_error(err: FmError, *, json_out: bool, dry_run: bool) -> int:
+def _audit_error(err: FmError, *, as_json: bool, dry_run: bool) -> int:
     """The audit could not run, or was asked without what it needs."""
-    if json_out and dry_run:
-        report.emit_json(report.audit_error_json(err))
-    elif json_out:
-        report.emit_json(report.usage_error_json(None, err, dry_run=dry_run))
+    if as_json and dry_run:
+        from fm_teardown.report.audit_view import audit_error_json
+
+        json_out.emit_json(audit_error_json(err))
+    elif as_json:
+        from fm_teardown.report import render
+
+        json_out.emit_json(render.usage_error_json(None, err, dry_run=dry_run))
     else:
-        human.render_error(err, runbook=report.error_runbook(err))
+        from fm_teardown.report import human
+
+        human.render_error(err, runbook=json_out.error_runbook(err))
     return int(err.exit_code)

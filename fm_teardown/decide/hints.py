@@ -16,8 +16,7 @@ from fm_teardown.model.causes import LISTED
 from fm_teardown.model.leases import holder_tasks
 from fm_teardown.model.plan import LandedLike, Owner, OwnerKind
 from fm_teardown.model.records import RecordKind
-from fm_teardown.model.results import Terminal
-from fm_teardown.model.world import InventoryStatus, Spared
+from fm_teardown.model.world import InventoryStatus, Spared, Terminal
 
 __all__ = [
     "NOT_SAVED",

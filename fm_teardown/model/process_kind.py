@@ -21,9 +21,8 @@ from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from functools import lru_cache
 
-from fm_teardown.model.results import Terminal
 from fm_teardown.model.values import value
-from fm_teardown.model.world import Proc, TmuxInventory
+from fm_teardown.model.world import Proc, Terminal, TmuxInventory
 
 __all__ = [
     "AGENT_NAMES",
@@ -101,7 +100,10 @@ INTERPRETERS = frozenset(
         "pypy",
     }
 )
-_VERSIONED = re.compile(r"(?:python|pypy)\d+(?:\.\d+)*[a-z]?")
+# The patterns below are matched through `re`'s own cache of compiled patterns: compiled
+# when first used (an interpreter met, an `FM_AGENT_NAMES` entry checked), not when every
+# command imports this module (a third of a millisecond).
+_VERSIONED = r"(?:python|pypy)\d+(?:\.\d+)*[a-z]?"
 
 # The packages (npm, PyPI) and Python modules agents are run from, and whose they are.
 AGENT_PACKAGES: Mapping[str, str] = {
@@ -138,13 +140,13 @@ class AgentList:
 
 # The entries `FM_AGENT_NAMES` adds (`configure`): each is a name and a package at once.
 _EXTRA: list[frozenset[str]] = [frozenset()]
-_ENTRY = re.compile(r"(?:@[A-Za-z0-9][A-Za-z0-9._-]*/)?[A-Za-z0-9][A-Za-z0-9._+-]*")
+_ENTRY = r"(?:@[A-Za-z0-9][A-Za-z0-9._-]*/)?[A-Za-z0-9][A-Za-z0-9._+-]*"
 
 
 def bad_agent_name(entry: str) -> bool:
     """Whether an `FM_AGENT_NAMES` entry is no name: a name is letters, digits and `._+-`
     (a scoped npm package `@scope/name` too), as a process or package is named."""
-    return _ENTRY.fullmatch(entry) is None
+    return re.fullmatch(_ENTRY, entry) is None
 
 
 def configure(extra: Iterable[str]) -> None:
@@ -245,7 +247,9 @@ def classify(name: str, argv0: str) -> ProcessClass:
 
 
 def _family(base: str) -> str | None:
-    if base.startswith(("python", "pypy")) and (base in INTERPRETERS or _VERSIONED.fullmatch(base)):
+    if base.startswith(("python", "pypy")) and (
+        base in INTERPRETERS or re.fullmatch(_VERSIONED, base)
+    ):
         return "python"
     if base in ("node", "nodejs", "bun", "deno"):
         return "js"
@@ -332,9 +336,9 @@ def _candidates(family: str, args: tuple[str, ...]) -> tuple[list[str], bool]:
     return found, False
 
 
-_VERSION = re.compile(r"(?<=.)@[^/@]*$|[=<>!~\[;].*$")
-_REGISTRY = re.compile(r"^(?:npm|jsr|pypi):")  # deno's `npm:@scope/name`
-_SCRIPT_EXT = re.compile(r"\.(?:c?js|mjs|ts|mts|cts|py|pyz)$")
+_VERSION = r"(?<=.)@[^/@]*$|[=<>!~\[;].*$"
+_REGISTRY = r"^(?:npm|jsr|pypi):"  # deno's `npm:@scope/name`
+_SCRIPT_EXT = r"\.(?:c?js|mjs|ts|mts|cts|py|pyz)$"
 
 
 def _package(path: str, marker: str) -> str | None:
@@ -347,7 +351,7 @@ def _package(path: str, marker: str) -> str | None:
     first = parts[at + 1]
     if first.startswith("@") and at + 2 < len(parts):
         return f"{first}/{parts[at + 2]}"
-    return _SCRIPT_EXT.sub("", first)
+    return re.sub(_SCRIPT_EXT, "", first)
 
 
 def _names_agent(arg: str) -> bool:
@@ -355,7 +359,7 @@ def _names_agent(arg: str) -> bool:
     if not arg:
         return False
     known = {*AGENT_PACKAGES, *_EXTRA[0]}
-    spec = _VERSION.sub("", _REGISTRY.sub("", arg))
+    spec = re.sub(_VERSION, "", re.sub(_REGISTRY, "", arg))
     if spec in known or spec.lower() in known:
         return True
     for marker in ("node_modules", "site-packages", "dist-packages"):
@@ -364,7 +368,7 @@ def _names_agent(arg: str) -> bool:
             return True
     if "/" in arg and _in_harness_dir(arg):
         return True
-    script = _SCRIPT_EXT.sub("", base_name(arg)) if not arg.startswith("@") else ""
+    script = re.sub(_SCRIPT_EXT, "", base_name(arg)) if not arg.startswith("@") else ""
     return bool(script) and _is_agent_name(script)
 
 

@@ -20,6 +20,7 @@ from fm_teardown.model.parked_run import ParkedRunResult
 from fm_teardown.model.plan import StepOutcome
 from fm_teardown.model.reasons import NotSelectedReason
 from fm_teardown.model.values import value
+from fm_teardown.model.world import BranchUse, Terminal
 
 __all__ = [
     "WINDOW_KILL_SIGNAL",
@@ -30,7 +31,6 @@ __all__ = [
     "AuthLeftWhy",
     "AuthResult",
     "BranchResult",
-    "BranchUse",
     "BranchWhat",
     "ClaimResult",
     "ClaimWhat",
@@ -57,7 +57,6 @@ __all__ = [
     "SaveWhat",
     "Signal",
     "StepResult",
-    "Terminal",
     "UnlinkWhat",
     "Unlinked",
     "arrived",
@@ -120,15 +119,6 @@ class RecordGone:
     @property
     def outcome(self) -> StepOutcome:
         return _S
-
-
-@value
-class Terminal:
-    """Where a shell that no task's endpoint holds runs: someone's terminal cd'd into the
-    slot, perhaps the operator's own. Either may be unknown."""
-
-    tty: str | None = None  # its controlling terminal, `/dev/pts/3`
-    pane: str | None = None  # the fleet's tmux pane it is, `ops:2 (%5)`
 
 
 @value
@@ -343,15 +333,6 @@ class BranchWhat(Enum):
     KEPT_IN_USE = auto()  # another worktree is rebasing or bisecting from it, or is on it
     KEPT_MOVED = auto()  # no longer at the commit seen when deciding, or gone
     DELETED = auto()
-
-
-class BranchUse(Enum):
-    """What another worktree is doing with the branch."""
-
-    REBASING = auto()
-    BISECTING = auto()
-    ON = auto()
-    UPDATE_REFS = auto()  # a `rebase --update-refs` will move it when it finishes
 
 
 _BRANCH_WARNS = (

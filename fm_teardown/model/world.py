@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import field
-from enum import StrEnum
+from enum import Enum, StrEnum, auto
 from functools import cached_property
 from typing import Any, TypeVar, overload
 
-from fm_teardown.model.lazy_procs import LazyProcs
 from fm_teardown.model.values import value
 
 __all__ = [
+    "BranchUse",
     "Cmdline",
     "Endpoint",
     "EndpointOwners",
@@ -44,6 +44,7 @@ __all__ = [
     "SlotFacts",
     "Spared",
     "TaskTmp",
+    "Terminal",
     "TmuxInventory",
     "Why",
     "parse_cmdline",
@@ -288,15 +289,18 @@ class ProcessTable:
 
     @cached_property
     def _working(self) -> list[tuple[int, str]]:
-        procs = self.procs
-        if isinstance(procs, LazyProcs):
-            return procs.working()
-        return [(p.pid, p.cwd) for p in procs.values() if p.cwd and not p.zombie]
+        # A lazy scan's table (`lazy_procs.LazyProcs`, told by what it can do: a whole scan,
+        # the audit's, does not import that module) lists them without reading the rest.
+        lazy = getattr(self.procs, "working", None)
+        if lazy is not None:
+            listed: list[tuple[int, str]] = lazy()
+            return listed
+        return [(p.pid, p.cwd) for p in self.procs.values() if p.cwd and not p.zombie]
 
     def listed(self, pid: int) -> bool:
         """Was `pid` seen by the scan (a lazy scan: listed, whether or not read since)?"""
-        procs = self.procs
-        return procs.listed(pid) if isinstance(procs, LazyProcs) else pid in procs
+        lazy = getattr(self.procs, "listed", None)
+        return bool(lazy(pid)) if lazy is not None else pid in self.procs
 
     def tree(self, root: int) -> list[Proc]:
         """`root` and all its descendants that were seen."""
@@ -626,3 +630,21 @@ class Orphan:
     id: str
     slot: str | None
     detail: str
+
+
+@value
+class Terminal:
+    """Where a shell that no task's endpoint holds runs: someone's terminal cd'd into the
+    slot, perhaps the operator's own. Either may be unknown."""
+
+    tty: str | None = None  # its controlling terminal, `/dev/pts/3`
+    pane: str | None = None  # the fleet's tmux pane it is, `ops:2 (%5)`
+
+
+class BranchUse(Enum):
+    """What another worktree is doing with the branch."""
+
+    REBASING = auto()
+    BISECTING = auto()
+    ON = auto()
+    UPDATE_REFS = auto()  # a `rebase --update-refs` will move it when it finishes

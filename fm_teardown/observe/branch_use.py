@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import stat
 
-from fm_teardown.model.results import BranchUse
+from fm_teardown.model.world import BranchUse
 from fm_teardown.observe.gitdir import read_small
 
 __all__ = ["ANY_BRANCH", "MAX_UPDATE_REFS_BYTES", "branches_in_use", "held_by"]

@@ -12,10 +12,13 @@ So every process is compared by pid and start time, and the server too.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from fm_teardown.adapters import processes
-from fm_teardown.model.results import Drift, DriftWhat
 from fm_teardown.model.world import Endpoint, Pane, PaneSeen, ProcessTable, TmuxInventory
+
+if TYPE_CHECKING:  # a look's `seen_of` (every run) does not need a real run's results
+    from fm_teardown.model.results import Drift
 
 __all__ = ["drift", "seen_of"]
 
@@ -88,6 +91,8 @@ def drift(
     from them neither. A pane's foreground back at the pane's own process (its agent left,
     the shell has the keyboard again) is none either: the endpoint step asks it to quit and
     so expects exactly that."""
+    from fm_teardown.model.results import Drift, DriftWhat
+
     now_seen, server = seen_of(decided.window_ids, inventory, table, foreground)
     if not now_seen:
         return ()

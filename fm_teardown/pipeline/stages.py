@@ -28,7 +28,6 @@ from fm_teardown.model.causes import (
     PlanTokens,
 )
 from fm_teardown.model.errors import FmError, Verdict, plan_changed_exit
-from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.own_files import NOWHERE, WorkPlaces
 from fm_teardown.model.paths import Canonicalizer
 from fm_teardown.model.plan import Decision, LandedLike, Planned
@@ -42,6 +41,10 @@ from fm_teardown.observe.observation import assemble, observe
 
 if TYPE_CHECKING:
     from fm_teardown.act.run_state import Seams
+
+    # Imported where a run makes one: the audit imports this module (`lock_placed`,
+    # `meta_inode`) and none of a run's results.
+    from fm_teardown.model.outcome import Outcome
 
 __all__ = [
     "Guard",
@@ -186,6 +189,8 @@ def _expected_plan_refusal(planned: Planned, expected: str, *, dry_run: bool) ->
     """`--expect-plan`: None when the first decision gives the approved token; else a refusal
     of its own (`plan-changed`, spec §14.5) naming each changed field as `before → now`, and
     nothing is done. It exits 4 only when the plan as it is now has a live owner, else 5."""
+    from fm_teardown.model.outcome import Outcome
+
     d = planned.decision
     now, words = planned.plan_id or "", planned.plan_inputs
     if words is not None and now == expected:
@@ -249,6 +254,8 @@ def decide_and_act(run: TaskRun, intent: Intent | None = None) -> Outcome:
     stop the task there: NotSelected. `intent(decision, planned)` journals the run's intent
     right before its first destructive step and returns why it could not (the run then
     refuses), or None. Every outcome after the plan carries the places it found."""
+    from fm_teardown.model.outcome import Outcome
+
     flags = run.flags
     try:
         planned = plan(run.settings, run.task, flags)

@@ -15,6 +15,7 @@ from fm_teardown.model.reasons import Finished
 from fm_teardown.report import human, messages
 from fm_teardown.report import render as report
 from fm_teardown.report.human import VERDICT_STYLE
+from fm_teardown.report.json_out import SCHEMA
 
 __all__ = ["batch_json", "not_selected_json", "render_selection", "render_summary"]
 
@@ -55,7 +56,7 @@ def _result_json(r: Result) -> dict[str, Any]:
 
 def batch_json(results: list[Result], *, dry_run: bool, code: int) -> dict[str, Any]:
     return {
-        "schema": report.SCHEMA,
+        "schema": SCHEMA,
         "batch": True,
         "dry_run": dry_run,
         "exit_code": code,

@@ -21,7 +21,6 @@ from fm_teardown.model.notes import Note
 from fm_teardown.model.plan import Step, StepOutcome
 from fm_teardown.model.reasons import Finished, FinishedWhy, NotSelectedReason, NotSelectedWhy
 from fm_teardown.report.cause_words import cause_text, not_landed_text
-from fm_teardown.report.step_words import detail
 
 if TYPE_CHECKING:
     from fm_teardown.model.outcome import Outcome, Skipped
@@ -118,6 +117,9 @@ def nothing_changed(reason: str) -> str:
 
 def _what_ran(steps: Iterable[Step]) -> str:
     """The steps of a run that changed something, e.g. `endpoint (killed window @3)`."""
+    # The words of a run's results, only for a run that has them: not the audit's reasons.
+    from fm_teardown.report.step_words import detail
+
     return ", ".join(f"{s.step} ({detail(s)})" for s in steps if s.outcome == StepOutcome.DONE)
 
 
@@ -156,6 +158,8 @@ def refused_reasons(reasons: tuple[Reason, ...], refused: bool) -> tuple[str, ..
 
 
 def interrupted_line(o: Outcome) -> str:
+    from fm_teardown.report.step_words import detail
+
     done = ", ".join(f"{s.step} ({detail(s)})" for s in o.steps if s.outcome == StepOutcome.DONE)
     left = [str(s.step) for s in o.steps if s.outcome in (StepOutcome.SKIPPED, StepOutcome.FAILED)]
     return (

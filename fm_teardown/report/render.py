@@ -1,6 +1,8 @@
 """Rendering, in one place: an Outcome or an Audit, for programs (JSON, spec §7) and,
 through `human`, for people. Which runbook a result points at is decided here, once, for
-both (`"runbook"` in the JSON, the last hint line for people).
+both (`"runbook"` in the JSON, the last hint line for people). The audit's JSON document is
+`audit_view.py`'s and what every document shares `json_out.py`'s: an audit with `--json`
+imports neither this module nor a run's words.
 
 Beside the words, the JSON gives each reason, headline, warning, owner and finished reason
 its stable code (`reason_codes`, `headline_code`, `warning_codes`, `code`; null for a
@@ -10,40 +12,26 @@ says what each means.
 
 from __future__ import annotations
 
-import json
 import sys
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
-from fm_teardown.model.causes import code_of
 from fm_teardown.model.errors import ExitCode, FmError, Verdict
-from fm_teardown.model.landing import ProofLine, Reason
-from fm_teardown.model.notes import Note
 from fm_teardown.model.outcome import Outcome
 from fm_teardown.model.plan import Step, StepOutcome
 from fm_teardown.model.results import PoolResult, PoolWhat
 from fm_teardown.model.step_warnings import warning_code
 from fm_teardown.report import messages, step_words
 from fm_teardown.report.human import DropIn, Printer, render_error, render_outcome
-
-if TYPE_CHECKING:  # the audit's module only when an audit is rendered
-    from fm_teardown.decide.audit import Audit
+from fm_teardown.report.json_out import SCHEMA, emit_json, reason_code
 
 __all__ = [
-    "SCHEMA",
-    "audit_error_json",
-    "audit_json",
-    "emit_json",
-    "error_runbook",
     "outcome_json",
-    "reason_code",
     "render",
     "render_firstmate",
     "runbook_for",
     "step_json",
     "usage_error_json",
 ]
-
-SCHEMA = "fm-teardown/1"
 
 
 def runbook_for(o: Outcome) -> str | None:
@@ -65,19 +53,6 @@ def runbook_for(o: Outcome) -> str | None:
         Verdict.FAILED: "failed",
         Verdict.PLAN_CHANGED: "plan-changed",
     }.get(o.verdict)
-
-
-def error_runbook(err: FmError) -> str:
-    """The runbook of a run that ended before deciding (the audit's included)."""
-    return "unsafe" if err.verdict == Verdict.UNSAFE else "invalid"
-
-
-def reason_code(r: Reason) -> str | None:
-    """A reason's or headline's stable code; None for the decide stage's own words and a
-    proof of landing (a proceeding decision's, no refusal)."""
-    if isinstance(r, str | ProofLine):
-        return None
-    return str(r.code) if isinstance(r, Note) else code_of(r)
 
 
 def step_json(step: Step) -> dict[str, str]:
@@ -136,67 +111,8 @@ def outcome_json(o: Outcome) -> dict[str, Any]:
     return doc
 
 
-def audit_error_json(err: FmError) -> dict[str, Any]:
-    """The audit's own shape when it cannot run (spec §8)."""
-    return {
-        "schema": SCHEMA,
-        "audit": True,
-        "exit_code": int(err.exit_code),
-        "verdict": str(err.verdict),
-        "reasons": [messages.error_reason(err)],
-        "reason_codes": [str(err.code)],
-        "hints": list(err.hints),
-        "runbook": error_runbook(err),
-        "tasks": [],
-        "shared_slots": [],
-        "orphans": [],
-    }
-
-
 def usage_error_json(task: str | None, err: FmError, *, dry_run: bool) -> dict[str, Any]:
     return outcome_json(Outcome.of_error(task, err, dry_run=dry_run))
-
-
-def audit_json(a: Audit) -> dict[str, Any]:
-    return {
-        "schema": SCHEMA,
-        "audit": True,
-        "exit_code": 0,
-        "state_dir": str(a.state_dir),
-        "tasks": [
-            {
-                "task": r.task,
-                "slot": r.slot,
-                "endpoint": r.endpoint,
-                "verdict": str(r.verdict),
-                "exit_code": r.exit_code,
-                "reasons": list(messages.refused_reasons(r.reasons, r.refused)),
-                "reason_codes": [reason_code(x) for x in r.reasons],
-                "headline": messages.said_text(r.headline),
-                "headline_code": reason_code(r.headline),
-                "plan_id": r.plan_id,
-                "owners": list(r.owners),
-                "owner_codes": list(r.owner_codes),
-                "finished": {
-                    "finished": r.finished.finished,
-                    "reason": messages.finished_reason(r.finished),
-                    "code": r.finished.code,
-                    "opt_in": r.finished.opt_in,
-                },
-            }
-            for r in a.rows
-        ],
-        "shared_slots": [{"slot": s, "tasks": list(t)} for s, t in a.shared_slots],
-        "orphans": [
-            {"kind": o.kind, "id": o.id, "slot": o.slot, "detail": o.detail} for o in a.orphans
-        ],
-    }
-
-
-def emit_json(doc: dict[str, Any], out: TextIO | None = None) -> None:
-    out = out or sys.stdout
-    out.write(json.dumps(doc, ensure_ascii=False) + "\n")
-    out.flush()
 
 
 def render(

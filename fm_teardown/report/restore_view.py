@@ -15,7 +15,7 @@ from fm_teardown.model.records import shown
 from fm_teardown.model.saves import Found, Project, Restored, Save
 from fm_teardown.report import messages
 from fm_teardown.report.human import Printer, render_error
-from fm_teardown.report.render import SCHEMA, emit_json
+from fm_teardown.report.json_out import SCHEMA, emit_json
 
 __all__ = ["show_error", "show_restored", "show_saves"]
 

@@ -27,7 +27,6 @@ from fm_teardown.model.results import (
     AuthLeftWhy,
     AuthResult,
     BranchResult,
-    BranchUse,
     BranchWhat,
     ClaimResult,
     ClaimWhat,
@@ -72,6 +71,7 @@ from fm_teardown.model.step_warnings import (
     SavedForOther,
     StaleLockRemoved,
 )
+from fm_teardown.model.world import BranchUse
 from fm_teardown.report import leak_words, parked_run_words
 from fm_teardown.report.cause_words import not_landed_text
 
