@@ -18,18 +18,19 @@ start time under the same pid (a pid recycled since is read as the process it is
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, TypeVar, overload
+from typing import TYPE_CHECKING
+
+from fm_teardown.model.world import ByPid
 
 if TYPE_CHECKING:
     from fm_teardown.model.world import Proc
 
 __all__ = ["LazyChildren", "LazyProcs"]
 
-_D = TypeVar("_D")
 _GONE = None
 
 
-class LazyProcs(Mapping[int, "Proc"]):
+class LazyProcs(ByPid["Proc"]):
     """pid -> `Proc`, each read on first use by `read` (None: gone by then).
 
     Its keys are the pids listed (`__iter__`, `len`), but a key is `in` it, and `[pid]`
@@ -50,29 +51,12 @@ class LazyProcs(Mapping[int, "Proc"]):
         """(pid, directory) of every listed process whose directory could be read."""
         return [(pid, cwd) for pid, cwd in self._cwds.items() if cwd]
 
-    def _proc(self, pid: int) -> Proc | None:
+    def _look(self, pid: int) -> Proc | None:
         seen = self._seen
         if pid in seen:
             return seen[pid]
         proc = seen[pid] = self._read(pid) if pid in self._cwds else _GONE
         return proc
-
-    def __getitem__(self, pid: int) -> Proc:
-        proc = self._proc(pid) if isinstance(pid, int) else None
-        if proc is None:
-            raise KeyError(pid)
-        return proc
-
-    def __contains__(self, pid: object) -> bool:
-        return isinstance(pid, int) and self._proc(pid) is not None
-
-    @overload
-    def get(self, pid: int, /) -> Proc | None: ...
-    @overload
-    def get(self, pid: int, default: Proc | _D, /) -> Proc | _D: ...
-    def get(self, pid: int, default: object = None, /) -> object:
-        proc = self._proc(pid) if isinstance(pid, int) else None
-        return default if proc is None else proc
 
     def __iter__(self) -> Iterator[int]:
         return iter(self._cwds)
@@ -82,13 +66,13 @@ class LazyProcs(Mapping[int, "Proc"]):
 
     def values(self) -> Iterator[Proc]:  # type: ignore[override]
         """Every process listed that is still there (each read: the whole table's cost)."""
-        return (p for pid in self._cwds if (p := self._proc(pid)) is not None)
+        return (p for pid in self._cwds if (p := self._look(pid)) is not None)
 
     def items(self) -> Iterator[tuple[int, Proc]]:  # type: ignore[override]
         return ((p.pid, p) for p in self.values())
 
 
-class LazyChildren(Mapping[int, tuple[int, ...]]):
+class LazyChildren(ByPid[tuple[int, ...]]):
     """pid -> its children's pids, read on first use by `read` (the kernel's own list of
     each of its threads' children: a child a thread started is that thread's), kept to the
     processes of `procs` (a process started after the listing is not in the table)."""
@@ -98,32 +82,19 @@ class LazyChildren(Mapping[int, tuple[int, ...]]):
         self._read = read
         self._seen: dict[int, tuple[int, ...]] = {}
 
-    def _children(self, pid: int) -> tuple[int, ...]:
+    def _look(self, pid: int) -> tuple[int, ...] | None:
+        """Its children (None: it has none, as a parent absent from the whole table's)."""
         found = self._seen.get(pid)
         if found is None:
             listed = self._procs.listed
             read = self._read(pid) if listed(pid) else None
             found = self._seen[pid] = tuple(c for c in read or () if listed(c))
-        return found
-
-    def __getitem__(self, pid: int) -> tuple[int, ...]:
-        found = self._children(pid) if isinstance(pid, int) else ()
-        if not found:
-            raise KeyError(pid)
-        return found
-
-    @overload
-    def get(self, pid: int, /) -> tuple[int, ...] | None: ...
-    @overload
-    def get(self, pid: int, default: tuple[int, ...] | _D, /) -> tuple[int, ...] | _D: ...
-    def get(self, pid: int, default: object = None, /) -> object:
-        found = self._children(pid) if isinstance(pid, int) else ()
-        return found if found else default
+        return found or None
 
     def __iter__(self) -> Iterator[int]:
         # Every parent: each process read (the whole table's cost; nothing in a look asks).
         parents = {p.ppid for p in self._procs.values()}
-        return (pid for pid in sorted(parents) if self._children(pid))
+        return (pid for pid in sorted(parents) if self._look(pid))
 
     def __len__(self) -> int:
         return sum(1 for _ in self)

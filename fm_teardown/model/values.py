@@ -89,9 +89,9 @@ def _first_init(self: Any, *args: Any, **kwargs: Any) -> None:
 def _made(cls: type[Any]) -> None:
     """The class's `__init__` for its fields (generic, compiled once the class has made a few
     instances; eq, hash and repr are shared, frozen is checked statically), and the
-    `__dataclass_fields__` that `dataclasses.replace` and
-    `dataclasses.fields` read. What `dataclasses.dataclass` would make, without the
-    introspection it spends most of its time on (a dry run makes some forty of these)."""
+    `__dataclass_fields__` that `dataclasses.replace` and `dataclasses.fields` read. What
+    `dataclasses.dataclass` would make, without the introspection it spends most of its time
+    on (a dry run makes some forty of these)."""
     field_type = getattr(dataclasses, "_FIELD", None)
     if field_type is None:  # another dataclasses than CPython's 3.11-3.13: its own way
         dataclasses.dataclass(cls, eq=False, repr=False)

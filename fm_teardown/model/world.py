@@ -22,6 +22,7 @@ from fm_teardown.model.values import value
 
 __all__ = [
     "BranchUse",
+    "ByPid",
     "Cmdline",
     "Endpoint",
     "EndpointOwners",
@@ -484,9 +485,37 @@ class Why:
 
 
 _D = TypeVar("_D")
+_V = TypeVar("_V")
 
 
-class EndpointOwners(Mapping[int, str]):
+class ByPid(Mapping[int, _V]):
+    """A mapping by pid whose values are looked up one pid at a time (`_look`: None when the
+    pid has none), and whose `get` asks only that: not Mapping's, which raises and catches a
+    KeyError for every pid without one (an audit asks of thousands of processes, most of
+    them in no endpoint). Subclasses give `_look`, `__iter__` and `__len__`."""
+
+    def _look(self, pid: int) -> _V | None:
+        raise NotImplementedError
+
+    def __getitem__(self, pid: int) -> _V:
+        found = self._look(pid) if isinstance(pid, int) else None
+        if found is None:
+            raise KeyError(pid)
+        return found
+
+    def __contains__(self, pid: object) -> bool:
+        return isinstance(pid, int) and self._look(pid) is not None
+
+    @overload
+    def get(self, pid: int, /) -> _V | None: ...
+    @overload
+    def get(self, pid: int, default: _V | _D, /) -> _V | _D: ...
+    def get(self, pid: int, default: object = None, /) -> object:
+        found = self._look(pid) if isinstance(pid, int) else None
+        return default if found is None else found
+
+
+class EndpointOwners(ByPid[str]):
     """pid -> the task whose endpoint holds it: in the process tree of a live pane of the
     task's window (`roots`: pane pid -> task), or one of the task's own endpoint processes
     remembered from before its window was killed (`exact`). Looked up per pid by walking the
@@ -498,7 +527,7 @@ class EndpointOwners(Mapping[int, str]):
         self._procs = table.procs
         self._memo: dict[int, str | None] = {}
 
-    def _find(self, pid: int) -> str | None:
+    def _look(self, pid: int) -> str | None:
         if pid in self._memo:
             return self._memo[pid]
         found = self._exact.get(pid)
@@ -511,27 +540,8 @@ class EndpointOwners(Mapping[int, str]):
         self._memo[pid] = found
         return found
 
-    def __getitem__(self, pid: int) -> str:
-        found = self._find(pid) if isinstance(pid, int) else None
-        if found is None:
-            raise KeyError(pid)
-        return found
-
-    def __contains__(self, pid: object) -> bool:
-        return isinstance(pid, int) and self._find(pid) is not None
-
-    @overload
-    def get(self, pid: int, /) -> str | None: ...
-    @overload
-    def get(self, pid: int, default: str | _D, /) -> str | _D: ...
-    def get(self, pid: int, default: object = None, /) -> object:
-        # Not Mapping's, which raises and catches a KeyError for every pid of no endpoint:
-        # an audit asks this of thousands of processes, most of them in none.
-        found = self._find(pid) if isinstance(pid, int) else None
-        return default if found is None else found
-
     def __iter__(self) -> Iterator[int]:
-        return (pid for pid in [*self._procs, *self._exact] if self._find(pid) is not None)
+        return (pid for pid in [*self._procs, *self._exact] if self._look(pid) is not None)
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
