@@ -12,7 +12,6 @@ import time
 from dataclasses import field
 
 from fm_teardown.adapters import interrupts
-from fm_teardown.model.lazy_procs import LazyChildren, LazyProcs
 from fm_teardown.model.values import value
 from fm_teardown.model.world import Cmdline, Proc, ProcessTable, ProcStat, parse_cmdline
 
@@ -241,6 +240,8 @@ _CHILDREN: list[bool] = []
 
 
 def _scan_lazy(parent: int | None) -> ProcessTable:
+    from fm_teardown.model.lazy_procs import LazyChildren, LazyProcs  # a whole scan needs neither
+
     # One readlink per process of the machine (thousands); the rest of a process is read by
     # `_proc` when the look asks for it.
     cwds: dict[int, str | None] = {}

@@ -290,8 +290,9 @@ class ProcessTable:
 
     @cached_property
     def _working(self) -> list[tuple[int, str]]:
-        # A lazy scan's table (`lazy_procs.LazyProcs`, told by what it can do: a whole scan,
-        # the audit's, does not import that module) lists them without reading the rest.
+        # A lazy scan's table (`lazy_procs.LazyProcs`) lists them without reading the rest;
+        # told by what it can do: that module builds on this one (`ByPid`), and a whole scan
+        # (the audit's) does not import it.
         lazy = getattr(self.procs, "working", None)
         if lazy is not None:
             listed: list[tuple[int, str]] = lazy()
