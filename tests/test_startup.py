@@ -102,6 +102,13 @@ def test_one_task_dry_run_works_out_only_what_its_decision_reads(fleet: Fleet) -
     # The audit reads them all, of course.
     audit = probe(fleet, "teardown", "--dry-run")
     assert (audit["endpoints"], audit["git_checks"], audit["tasktmps"]) == (24, 12, 24), audit
+    # A dry run acts on nothing: the audit imports no module of `act` (where its rows' slot
+    # locks would lie is the model's to say), nor a run's results or their words.
+    acting = [
+        m for m in audit["own"] if m.startswith(("fm_teardown.act", "fm_teardown.report.render"))
+    ]
+    assert acting == [], acting
+    assert audit["made"] == [], audit["made"]
 
 
 def test_every_option_parses_without_pydantic() -> None:

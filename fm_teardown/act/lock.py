@@ -16,15 +16,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from fm_teardown.adapters import interrupts, safefile
-from fm_teardown.model.digest import sha256_hex
 from fm_teardown.model.errors import ErrorCode, FmError, Verdict
-from fm_teardown.model.own_files import NOWHERE, WorkPlaces
+from fm_teardown.model.own_files import NOWHERE, WorkPlaces, lock_path
 
 __all__ = ["lock_path", "slot_lock"]
-
-
-def lock_path(state_dir: Path, slot: str) -> Path:
-    return state_dir / f".slot-{sha256_hex(slot.encode())[:16]}.lock"
 
 
 @contextmanager

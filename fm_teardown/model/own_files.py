@@ -12,9 +12,12 @@ every writer of fm's own files; nothing keeps them between runs.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from fm_teardown.model.digest import sha256_hex
 from fm_teardown.model.values import value
 
-__all__ = ["NOWHERE", "WorkPlaces"]
+__all__ = ["NOWHERE", "WorkPlaces", "lock_path"]
 
 
 @value
@@ -28,3 +31,9 @@ class WorkPlaces:
 # No place is forbidden: what a writer is given when nothing of the fleet is known to it (a
 # caller that checked the directory itself, a test of the writer alone).
 NOWHERE = WorkPlaces()
+
+
+def lock_path(state_dir: Path, slot: str) -> Path:
+    """The slot's lock file in the state dir (`act/lock.py` takes it): named here, where a dry
+    run can ask where it would lie without importing what acts."""
+    return state_dir / f".slot-{sha256_hex(slot.encode())[:16]}.lock"

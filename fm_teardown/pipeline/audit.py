@@ -150,8 +150,8 @@ class _BeforeActing:
         if not acts(d):
             return d
         if self._places is None:
-            from fm_teardown.act.lock import lock_path
             from fm_teardown.adapters.safefile import inside_work
+            from fm_teardown.model.own_files import lock_path
             from fm_teardown.observe.own_places import work_places
             from fm_teardown.report import journal
 

@@ -155,8 +155,8 @@ def lock_placed(settings: Settings, d: Decision, places: WorkPlaces) -> Decision
     endpoint step, not after it."""
     if not acts(d):
         return d
-    from fm_teardown.act.lock import lock_path
     from fm_teardown.adapters import safefile
+    from fm_teardown.model.own_files import lock_path
 
     assert d.slot is not None
     path = lock_path(settings.state_dir, d.slot)
