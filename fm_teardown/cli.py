@@ -403,15 +403,30 @@ def _legacy_completion() -> None:
             completion_init()
 
 
-_VALUED = ("--discard-live-owner", "--state-dir", "--to", "--ref", "--project")
+def _valued(command: str) -> frozenset[str]:
+    """The options of `fm COMMAND` that take a value, read from the command itself (so that an
+    option added later is never taken for a TASK). Only a line that did not parse asks."""
+    import typer.main
+
+    group = typer.main.get_command(app)
+    sub = getattr(group, "commands", {}).get(command)
+    return frozenset(
+        opt
+        for param in (sub.params if sub is not None else ())
+        if param.param_type_name == "option" and not getattr(param, "is_flag", False)
+        for opt in param.opts
+    )
 
 
 def _task_in(args: list[str]) -> str | None:
     """The first TASK on a command line that did not parse (for its JSON error's `task`)."""
-    words = iter(args[1:] if args[:1] == ["teardown"] else [])
+    if args[:1] != ["teardown"]:
+        return None
+    valued = _valued("teardown")
+    words = iter(args[1:])
     for word in words:
-        if word in _VALUED:
-            next(words, None)
+        if word in valued:
+            next(words, None)  # its value, not a TASK (`--opt=value` is one word)
         elif not word.startswith("-"):
             return word
     return None

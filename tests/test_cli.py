@@ -165,6 +165,26 @@ def test_a_usage_error_hints_at_the_help_of_the_command_used(
     assert r.stderr.splitlines()[1] == f"hint: see `{see}`", r.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "task"),
+    [
+        (["--expect-plan", "plan1", "--bogus"], None),
+        (["--min-age", "5", "--bogus"], None),
+        (["--discard-live-owner", "other", "t1", "--bogus"], "t1"),
+        (["--state-dir", "somewhere", "--min-age=5", "t1", "--bogus"], "t1"),
+    ],
+)
+def test_a_json_usage_error_names_the_task_never_an_options_value(
+    tmp_path: Path, args: list[str], task: str | None
+) -> None:
+    import json
+
+    r = fm_in(tmp_path, "teardown", *args, "--json")
+    assert r.returncode == 2, r.stderr
+    doc = json.loads(r.stdout)
+    assert (doc["verdict"], doc["task"]) == ("invalid", task), doc
+
+
 def test_fm_teardown_help_prints_its_usage(tmp_path: Path) -> None:
     r = fm_in(tmp_path, "--help", script="fm_teardown.commands.firstmate")
     assert r.returncode == 0 and r.stderr == "", r.stderr
