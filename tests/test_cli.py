@@ -185,6 +185,18 @@ def test_a_json_usage_error_names_the_task_never_an_options_value(
     assert (doc["verdict"], doc["task"]) == ("invalid", task), doc
 
 
+@pytest.mark.parametrize("plan", ["abc", "t1=abc"])
+@pytest.mark.parametrize("mode", [[], ["--dry-run"]])
+def test_expect_plan_without_a_task_says_it_needs_one(
+    tmp_path: Path, plan: str, mode: list[str]
+) -> None:
+    (tmp_path / "state").mkdir()
+    r = fm_in(tmp_path, "teardown", "--expect-plan", plan, *mode)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.splitlines()[0] == "fm: --expect-plan needs a TASK", r.stderr
+    assert list((tmp_path / "state").iterdir()) == []
+
+
 def test_fm_teardown_help_prints_its_usage(tmp_path: Path) -> None:
     r = fm_in(tmp_path, "--help", script="fm_teardown.commands.firstmate")
     assert r.returncode == 0 and r.stderr == "", r.stderr

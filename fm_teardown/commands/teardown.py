@@ -91,20 +91,18 @@ def parse(line: CommandLine) -> tuple[settings.Settings, Request]:
         dry_run=line.dry_run,
         no_journal=line.no_journal,
     )
-    asked = _asked(line, plans)
+    asked = _asked(line)
     opts = Options(include_live=line.include_live, include_pushed=line.include_pushed, min_age=age)
     return s, Request(asked, line.tasks, flags, opts, plans, line.json, line.state_dir)
 
 
-def _asked(line: CommandLine, plans: dict[str, str] | None) -> Asked:
+def _asked(line: CommandLine) -> Asked:
     """What the line asks; the audit's and one task's own refusals."""
     if line.landed:
         return Asked.LANDED
     if len(line.tasks) > 1:
         return Asked.NAMED
-    if not line.tasks:
-        if plans is not None:
-            raise BadRequest(invalid("--expect-plan needs a TASK", USAGE))
+    if not line.tasks:  # (an --expect-plan without a TASK was refused with the plans)
         if not line.dry_run:
             raise BadRequest(
                 invalid("give a TASK to tear down, or --dry-run to audit the fleet", USAGE),
@@ -164,6 +162,8 @@ def _expected_plans(line: CommandLine) -> dict[str, str] | None:
     if not line.expect_plan:
         return None
     tasks, landed = line.tasks, line.landed
+    if not tasks and not landed:
+        raise invalid("--expect-plan needs a TASK", USAGE)
     out: dict[str, str] = {}
     for value in line.expect_plan:
         task, eq, token = value.rpartition("=")
