@@ -9,11 +9,14 @@ standard library. The pipeline (and with it psutil, libtmux and rich) is importe
 import contextlib
 import os
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from fm_teardown import cli_values
+
+if TYPE_CHECKING:
+    from fm_teardown.model.errors import FmError
 
 __all__ = ["ENVIRONMENT", "EXIT_CODES", "app", "demo", "main", "restore", "runbook", "teardown"]
 
@@ -432,6 +435,23 @@ def _task_in(args: list[str]) -> str | None:
     return None
 
 
+def _usage_error_json(args: list[str], err: "FmError") -> dict[str, object]:
+    """The JSON of a line that did not parse: the audit's shape for an audit's line (no TASK,
+    `--dry-run`, no `--landed`), as every other refusal of the audit is said."""
+    from fm_teardown.commands.teardown import audits
+
+    task, dry_run = _task_in(args), "--dry-run" in args
+    if args[:1] == ["teardown"] and audits(
+        [task] if task else [], dry_run=dry_run, landed="--landed" in args
+    ):
+        from fm_teardown.report.audit_view import audit_error_json
+
+        return audit_error_json(err)
+    from fm_teardown.report import render
+
+    return render.usage_error_json(task, err, dry_run=dry_run)
+
+
 def _help_of(args: list[str]) -> str:
     """`fm COMMAND --help` for the command the line named, `fm --help` when it named none."""
     names = {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}
@@ -480,10 +500,9 @@ def main(argv: list[str] | None = None) -> None:
             see = f"see `{_help_of(args)}`"
             err = invalid(usage, see)
             if "--json" in args:
-                from fm_teardown.report import render
                 from fm_teardown.report.json_out import emit_json
 
-                emit_json(render.usage_error_json(_task_in(args), err, dry_run="--dry-run" in args))
+                emit_json(_usage_error_json(args, err))
             else:
                 console.usage_error(usage, see)
             code = 2

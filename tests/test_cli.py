@@ -197,6 +197,34 @@ def test_expect_plan_without_a_task_says_it_needs_one(
     assert list((tmp_path / "state").iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--bogus"],  # a line typer cannot parse
+        ["--force"],
+        ["--min-age", "xyz"],
+        ["--expect-plan", "abc"],
+    ],
+)
+def test_every_refusal_of_an_audit_line_is_in_the_audits_shape(
+    tmp_path: Path, args: list[str]
+) -> None:
+    import json
+
+    (tmp_path / "state").mkdir()
+    r = fm_in(tmp_path, "teardown", "--dry-run", "--json", *args)
+    assert r.returncode == 2, r.stderr
+    doc = json.loads(r.stdout)
+    assert (doc["audit"], doc["exit_code"], doc["verdict"]) == (True, 2, "invalid"), doc
+    assert (doc["tasks"], doc["shared_slots"], doc["orphans"]) == ([], [], []), doc
+    assert "task" not in doc, doc
+    # Not an audit's line (a TASK, or --landed): one task's (or the batch's) shape.
+    for other in (["t1", "--dry-run"], ["--landed", "--dry-run"]):
+        r = fm_in(tmp_path, "teardown", *other, "--json", "--bogus")
+        assert r.returncode == 2, r.stderr
+        assert "audit" not in json.loads(r.stdout), r.stdout
+
+
 def test_fm_teardown_help_prints_its_usage(tmp_path: Path) -> None:
     r = fm_in(tmp_path, "--help", script="fm_teardown.commands.firstmate")
     assert r.returncode == 0 and r.stderr == "", r.stderr

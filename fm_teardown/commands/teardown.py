@@ -8,6 +8,8 @@ anything is looked at; what it builds is passed down whole (`model/request.py`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fm_teardown.decide import fingerprint
 from fm_teardown.model import settings
 from fm_teardown.model.errors import ExitCode, FmError, invalid
@@ -22,7 +24,7 @@ from fm_teardown.model.request import (
 )
 from fm_teardown.report import json_out
 
-__all__ = ["USAGE", "BadRequest", "parse", "teardown"]
+__all__ = ["USAGE", "BadRequest", "audits", "parse", "teardown"]
 
 USAGE = (
     "usage: fm teardown TASK [TASK ...] [--dry-run] [--force] [--json] "
@@ -41,12 +43,18 @@ class BadRequest(Exception):
         self.audit = audit
 
 
+def audits(tasks: Sequence[str], *, dry_run: bool, landed: bool) -> bool:
+    """Does the line ask for the audit (no TASK, `--dry-run`, no `--landed`)? Then whatever
+    refuses it is said in the audit's own shape, as the audit's answer would be."""
+    return not tasks and dry_run and not landed
+
+
 def teardown(line: CommandLine) -> int:
     """`fm teardown ...` as typed: its exit code."""
     try:
         s, request = parse(line)
     except BadRequest as bad:
-        if bad.audit:
+        if bad.audit or audits(line.tasks, dry_run=line.dry_run, landed=line.landed):
             return _audit_error(bad.err, as_json=line.json, dry_run=line.dry_run)
         return _usage(line.tasks[0] if len(line.tasks) == 1 else None, bad.err, line)
     if request.asked == Asked.AUDIT:
