@@ -375,7 +375,7 @@ def test_an_interrupt_while_waiting_for_the_slot_lock_stops_the_run(fleet: Fleet
     when the wait runs out."""
     import fcntl
 
-    from fm_teardown.act.lock import lock_path
+    from fm_teardown.model.own_files import lock_path
 
     slot = fleet.slot(1, holder=ID_T1)
     fleet.task(ID_T1, slot, "dead")

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from fm_teardown.act.lock import lock_path, slot_lock
+from fm_teardown.act.lock import slot_lock
 from fm_teardown.model.errors import FmError, Verdict
+from fm_teardown.model.own_files import lock_path
 
 SLOT = "/pool/1/project"
 

@@ -19,7 +19,7 @@ from fm_teardown.adapters import interrupts, safefile
 from fm_teardown.model.errors import ErrorCode, FmError, Verdict
 from fm_teardown.model.own_files import NOWHERE, WorkPlaces, lock_path
 
-__all__ = ["lock_path", "slot_lock"]
+__all__ = ["slot_lock"]
 
 
 @contextmanager

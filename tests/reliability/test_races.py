@@ -31,7 +31,8 @@ from typing import Any
 import psutil
 import pytest
 
-from fm_teardown.act.lock import lock_path, slot_lock
+from fm_teardown.act.lock import slot_lock
+from fm_teardown.model.own_files import lock_path
 from fm_teardown.model.paths import canonical
 from tests.fleet import SESSION, Fleet, Task, gone, tid, tree_hash, wait_for
 from tests.reliability.figures import count, soak
