@@ -135,6 +135,38 @@ def test_clean_slot_at_origin_main_is_landed(repos: Repos) -> None:
     assert facts.dirty == () and facts.unpushed == ()
 
 
+def test_a_dry_run_reads_the_projects_refs_beside_the_slots_status(
+    repos: Repos, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The refs need no status: a dry run reads them in the statuses' batch, not after it; a
+    # real run reads them after its fetch (which they must see).
+    from fm_teardown.adapters import runner
+    from fm_teardown.observe import landed_project
+
+    batches: list[list[str]] = []
+    alone: list[str] = []
+    real_many, real_git = runner.git_many, landed_project._git
+
+    def many(calls: list[tuple[str, list[str]]], **kw: float) -> list[runner.Result]:
+        batches.append([args[2] if args[0] == "-c" else args[0] for _, args in calls])
+        return real_many(calls, **kw)  # type: ignore[arg-type]
+
+    def one(repo: str, *args: str, **kw: object) -> runner.Result:
+        alone.append(args[0])
+        return real_git(repo, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runner, "git_many", many)
+    monkeypatch.setattr(landed_project, "_git", one)
+    assert repos.check().landed
+    assert batches == [["for-each-ref", "status"]], batches
+    assert "for-each-ref" not in alone, alone
+    batches.clear()
+    alone.clear()
+    assert repos.check(fetch=True).landed
+    assert ["status"] in batches and not any("for-each-ref" in b for b in batches), batches
+    assert "for-each-ref" in alone, alone
+
+
 def test_commit_pushed_to_a_branch_is_landed(repos: Repos) -> None:
     commit(repos.slot, {"feature.txt": "f\n"}, "feature")
     git(repos.slot, "push", "-q", "origin", "HEAD:refs/heads/fm/task-x1")
@@ -761,14 +793,24 @@ def test_a_failed_for_each_ref_is_reported_as_such(
 ) -> None:
     from fm_teardown.adapters import runner
 
-    real = runner.git
+    real, real_many = runner.git, runner.git_many
+    broken = runner.Result(128, b"", "fatal: bad object refs/heads/broken")
 
     def failing(repo: str, *args: str, **kw: object) -> runner.Result:
         if args[:1] == ("for-each-ref",):
-            return runner.Result(128, b"", "fatal: bad object refs/heads/broken")
+            return broken
         return real(repo, *args, **kw)  # type: ignore[arg-type]
 
+    def failing_many(calls: list[tuple[str, list[str]]], **kw: float) -> list[runner.Result]:
+        # A dry run reads the refs in the batch of the slots' statuses.
+        ran = real_many(calls, **kw)  # type: ignore[arg-type]
+        return [
+            broken if args[0] == "for-each-ref" else r
+            for (_, args), r in zip(calls, ran, strict=True)
+        ]
+
     monkeypatch.setattr("fm_teardown.observe.landed_project._git", failing)
+    monkeypatch.setattr(runner, "git_many", failing_many)
     commit(repos.slot, {"feature.txt": "x\n"}, "feature")
     facts = repos.check()
     assert not facts.landed

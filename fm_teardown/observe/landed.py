@@ -12,7 +12,8 @@ home; a ship task's, its slot:
   files aside), HEAD, branch, and the untracked directories that are repositories of their
   own; each of those is inspected like the slot (`observe/nested.py`);
 - for what the slots of one project share, at most 4 git calls: its refs (with the default
-  branches' trees) and default branch; one `rev-list` that tells, for every slot's HEAD (and
+  branches' trees; a dry run reads them in the batch of the slots' `git status`, a real run
+  after its fetch) and default branch; one `rev-list` that tells, for every slot's HEAD (and
   every task branch `fm/<id>`'s tip) at once, whether a remote-tracking ref has it; one
   whether origin's default branch has it; one whether the local default branch has it.
   `remote.origin.url` is asked only when no ref of origin is there
@@ -60,7 +61,7 @@ from fm_teardown.model.landing import LandedFacts as LandedFacts  # the verdict'
 from fm_teardown.model.records import Mode, Record, RecordKind, shown
 from fm_teardown.model.values import value
 from fm_teardown.observe import slot_status
-from fm_teardown.observe.landed_project import ProjectFacts, fetch_ref, project_facts
+from fm_teardown.observe.landed_project import REFS_ARGS, ProjectFacts, fetch_ref, project_facts
 from fm_teardown.observe.nested import inspect as inspect_nested
 from fm_teardown.observe.replay import Replay, replay
 from fm_teardown.observe.slot_status import MAX_LISTED
@@ -160,7 +161,13 @@ def gather_many(
             out[record.task_id] = _secondmate(record)
         else:
             ships.append(record)
-    statuses = slot_status.statuses([r.worktree for r in ships])
+    # A dry run's project refs need no status: read in the statuses' batch, not after it (a
+    # real run reads them after its fetch).
+    projects = [] if fetch else sorted({r.project for r in ships})
+    statuses, refs = slot_status.statuses(
+        [r.worktree for r in ships], also=[(p, REFS_ARGS) for p in projects]
+    )
+    read = dict(zip(projects, refs, strict=True))
     by_project: dict[str, list[tuple[Record, SlotStatus]]] = {}
     for record, st in zip(ships, statuses, strict=True):
         if isinstance(st, SlotProblem):
@@ -173,7 +180,12 @@ def gather_many(
         project, slots = group
         tasks = [r.task_id for r, _ in slots]
         return project_facts(
-            project, [st for _, st in slots], fetch_timeout, fetch=fetch, tasks=tasks
+            project,
+            [st for _, st in slots],
+            fetch_timeout,
+            fetch=fetch,
+            tasks=tasks,
+            refs=read.get(project),
         )
 
     shared = _pmap(shared_by, groups)

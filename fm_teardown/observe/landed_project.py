@@ -19,7 +19,7 @@ from fm_teardown.model.landing import SlotStatus
 from fm_teardown.observe.remote_refs import Confirmed, confirm
 from fm_teardown.observe.replay import merge_results
 
-__all__ = ["ProjectFacts", "fetch_ref", "project_facts"]
+__all__ = ["REFS_ARGS", "ProjectFacts", "fetch_ref", "project_facts"]
 
 _HEX_OID = runner.HEX_OID
 
@@ -137,6 +137,15 @@ def _heads_in(project: str, heads: list[str], commit: str) -> frozenset[str] | N
     return frozenset(h for h in heads if h not in beyond)
 
 
+# How a project's refs are read (`for-each-ref`: each ref's commit, symref target and tree).
+REFS_ARGS = (
+    "for-each-ref",
+    "--format=%(refname)%00%(objectname)%00%(symref)%00%(tree)",
+    "refs/remotes",
+    "refs/heads",
+)
+
+
 def project_facts(
     project: str,
     slots: list[SlotStatus],
@@ -144,16 +153,20 @@ def project_facts(
     *,
     fetch: bool = False,
     tasks: Sequence[str] = (),
+    refs: runner.Result | None = None,
 ) -> ProjectFacts:
     """What the slots of one project share: its refs and default branch, which slot HEADs
     (and tips of the `tasks`' branches) are on a remote, in origin's default branch, in the
     local one, or squashed into origin's; at most 4 git calls for all of them. `fetch` (a
-    real run): first fetch, with prune, origin and the remotes that have them."""
+    real run): first fetch, with prune, origin and the remotes that have them. `refs`: the
+    project's `REFS_ARGS` run already (a dry run's, beside the slots' statuses); never with
+    `fetch`, whose refs are read after it."""
+    assert refs is None or not fetch
     facts = ProjectFacts(project, timeout)
     if fetch:
         judged = [s.head for s in slots if s.head] + [f"refs/heads/fm/{t}" for t in tasks]
         facts.confirmed = confirm(project, judged, timeout)
-    symref = _read_refs(facts)
+    symref = _read_refs(facts, refs)
     if facts.refs_error is not None:
         return facts  # no ref is known: every slot's facts say why
     facts.default = _default_branch(facts.refs, symref)
@@ -172,16 +185,11 @@ def project_facts(
 _ORIGIN = "refs/remotes/origin/"
 
 
-def _read_refs(facts: ProjectFacts) -> str | None:
+def _read_refs(facts: ProjectFacts, given: runner.Result | None = None) -> str | None:
     """The project's refs (and the default branches' trees with them) into `facts`, or why
-    they cannot be read; what origin's HEAD points to (None: nothing)."""
-    refs = _git(
-        facts.project,
-        "for-each-ref",
-        "--format=%(refname)%00%(objectname)%00%(symref)%00%(tree)",
-        "refs/remotes",
-        "refs/heads",
-    )
+    they cannot be read (`given`: read already); what origin's HEAD points to (None:
+    nothing)."""
+    refs = given if given is not None else _git(facts.project, *REFS_ARGS)
     if not refs.ok:
         facts.refs_error = refs.why()
         return None

@@ -41,9 +41,13 @@ def _display(path: bytes) -> str:
     return path.decode("utf-8", "backslashreplace")
 
 
-def statuses(wts: Sequence[str]) -> list[SlotStatus | SlotProblem]:
+def statuses(
+    wts: Sequence[str], *, also: Sequence[tuple[str, Sequence[str]]] = ()
+) -> tuple[list[SlotStatus | SlotProblem], list[runner.Result]]:
     """Each slot's status, one git call per slot, `WORKERS` at a time, or what keeps it from
-    being read (gone, unreadable).
+    being read (gone, unreadable); and the results of `also`, git calls (repository, args) of
+    the caller's that need no status, run first in the same batch (a dry run's project refs:
+    read meanwhile rather than after).
 
     `--untracked-files=all` on the command line beats a `status.showUntrackedFiles=no` in the
     repo's config, and lists every untracked file (not a folded directory), so a scaffold file
@@ -51,14 +55,15 @@ def statuses(wts: Sequence[str]) -> list[SlotStatus | SlotProblem]:
     """
     out: list[SlotStatus | SlotProblem | None] = [unreadable(wt) for wt in wts]
     readable = [i for i, found in enumerate(out) if found is None]
-    ran = runner.git_many([(wts[i], _STATUS_ARGS) for i in readable], width=WORKERS)
-    for i, r in zip(readable, ran, strict=True):
+    calls = [*also, *((wts[i], _STATUS_ARGS) for i in readable)]
+    ran = runner.git_many(calls, width=WORKERS)
+    for i, r in zip(readable, ran[len(also) :], strict=True):
         out[i] = (
             parse_status(r.out)
             if r.ok
             else SlotProblem(SlotProblemKind.STATUS_FAILED, wts[i], r.why())
         )
-    return [found for found in out if found is not None]
+    return [found for found in out if found is not None], ran[: len(also)]
 
 
 def unreadable(wt: str) -> SlotProblem | None:
