@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -250,6 +252,48 @@ def test_the_audit_pays_one_status_per_slot_and_a_few_calls_per_project(fleet: F
     assert len(per_project) <= 4, per_project
     per_slot = [c for c in calls if c not in status and c not in per_project]
     assert all(f"-C {ahead} " in c for c in per_slot), per_slot  # only the unpushed slot
+
+
+# The audit with `runner.git_many`'s batches and `runner.git`'s lone calls written down.
+BATCHES = """
+import json, sys
+from fm_teardown import cli
+from fm_teardown.adapters import runner
+batches, alone = [], []
+real_many, real_git = runner.git_many, runner.git
+def many(calls, **kw):
+    batches.append([" ".join(args) for _, args in calls])
+    return real_many(calls, **kw)
+def lone(repo, *args, **kw):
+    alone.append(" ".join(args))
+    return real_git(repo, *args, **kw)
+runner.git_many, runner.git = many, lone
+try:
+    cli.main(sys.argv[1:])
+except SystemExit:
+    pass
+sys.stderr.write(json.dumps({"batches": batches, "alone": alone}) + "\\n")
+"""
+
+
+def test_the_loose_ends_branch_listing_runs_beside_rule_5s_statuses(fleet: Fleet) -> None:
+    # It needs no status: it is one more git call of the statuses' batch, not one after it.
+    for i in (1, 2):
+        fleet.task(tid(f"t{i}"), fleet.slot(i, holder=tid(f"t{i}")), "dead")
+    r = subprocess.run(
+        [sys.executable, "-c", BATCHES, "teardown", "--dry-run", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=fleet.fm_home,
+        env=fleet.env(),
+        timeout=120,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    seen = json.loads(r.stderr.strip().splitlines()[-1])
+    listing = [b for b in seen["batches"] if any(c.endswith(" refs/heads/fm/") for c in b)]
+    assert len(listing) == 1 and any(" status " in f" {c} " for c in listing[0]), seen
+    assert not any(c.endswith(" refs/heads/fm/") for c in seen["alone"]), seen
 
 
 def test_a_task_branch_left_by_a_stale_teardown_is_a_loose_end(fleet: Fleet) -> None:

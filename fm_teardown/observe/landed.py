@@ -66,7 +66,7 @@ from fm_teardown.observe.nested import inspect as inspect_nested
 from fm_teardown.observe.replay import Replay, replay
 from fm_teardown.observe.slot_status import MAX_LISTED
 
-__all__ = ["MAX_COMPARED", "WORKERS", "gather", "gather_many"]
+__all__ = ["MAX_COMPARED", "WORKERS", "gather", "gather_beside", "gather_many"]
 
 # Commits compared patch by patch, both sides of the merge base together: beyond this no
 # content rung holds (fail closed: its commits are not told apart), and a note says why.
@@ -152,6 +152,23 @@ def gather_many(
     gh_bin: str | None = None,
 ) -> dict[str, Gathered]:
     """The facts for every record, by task id (what it costs: see the module doc)."""
+    return gather_beside(
+        records, data_dir, fetch=fetch, fetch_timeout=fetch_timeout, gh_bin=gh_bin
+    )[0]
+
+
+def gather_beside(
+    records: Iterable[Record],
+    data_dir: Path,
+    *,
+    fetch: bool,
+    fetch_timeout: float,
+    gh_bin: str | None = None,
+    also: Sequence[tuple[str, Sequence[str]]] = (),
+) -> tuple[dict[str, Gathered], list[runner.Result]]:
+    """`gather_many`, and the results of `also`: git calls (repository, args) of the
+    caller's that need no status, run in the batch of the slots' statuses rather than after
+    it (the audit's listing of task branches)."""
     out: dict[str, Gathered] = {}
     ships: list[Record] = []
     for record in records:
@@ -164,10 +181,10 @@ def gather_many(
     # A dry run's project refs need no status: read in the statuses' batch, not after it (a
     # real run reads them after its fetch).
     projects = [] if fetch else sorted({r.project for r in ships})
-    statuses, refs = slot_status.statuses(
-        [r.worktree for r in ships], also=[(p, REFS_ARGS) for p in projects]
+    statuses, ran = slot_status.statuses(
+        [r.worktree for r in ships], also=[*((p, REFS_ARGS) for p in projects), *also]
     )
-    read = dict(zip(projects, refs, strict=True))
+    read = dict(zip(projects, ran, strict=False))
     by_project: dict[str, list[tuple[Record, SlotStatus]]] = {}
     for record, st in zip(ships, statuses, strict=True):
         if isinstance(st, SlotProblem):
@@ -206,7 +223,7 @@ def gather_many(
 
     for (record, _, _), facts in zip(work, _pmap(one, work), strict=True):
         out[record.task_id] = facts
-    return out
+    return out, ran[len(projects) :]
 
 
 @value

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Mapping
 
 from fm_teardown.adapters import runner
 from fm_teardown.model.leases import lease_name, lease_task
@@ -29,18 +30,21 @@ from fm_teardown.observe.branch_use import ANY_BRANCH, branches_in_use
 from fm_teardown.observe.gitdir import common_dir
 from fm_teardown.observe.observation import procs_by_slot
 
-__all__ = ["orphans"]
+__all__ = ["BRANCHES_ARGS", "branch_listings", "orphans"]
 
 
-def orphans(fleet: Fleet, obs: Observation) -> tuple[Orphan, ...]:
+def orphans(
+    fleet: Fleet, obs: Observation, listed: Mapping[str, runner.Result] | None = None
+) -> tuple[Orphan, ...]:
     """Windows `fm-<id>` with no record <id>; leases on pool slots no record claims; agent
     processes working in such slots that no endpoint accounts for (spec §8); names in the state dir
-    that are no task's record or sidecar. They never change an exit code."""
+    that are no task's record or sidecar. They never change an exit code. `listed`: the
+    projects' task branches, listed already (`branch_listings`, beside rule 5's statuses)."""
     out = _windows(fleet, obs)
     free = _free_slots(obs)
     out += _leases(free, fleet, obs)
     out += _agents(free, obs)
-    out += _dead_branches(fleet, obs)
+    out += _dead_branches(fleet, obs, listed or {})
     out += _strays(fleet)
     out += _kept_sidecars(fleet)
     return tuple(out)
@@ -187,7 +191,24 @@ def _documentation(name: str) -> bool:
 TASK_BRANCH = "fm/"
 
 
-def _dead_branches(fleet: Fleet, obs: Observation) -> list[Orphan]:
+# How a project's task branches are listed, with the worktree that has each checked out.
+BRANCHES_ARGS = (
+    "for-each-ref",
+    "--format=%(refname)%00%(worktreepath)",
+    f"refs/heads/{TASK_BRANCH}",
+)
+
+
+def branch_listings(obs: Observation) -> list[tuple[str, tuple[str, ...]]]:
+    """The git calls (project, args) that list each project's task branches: one per project
+    that is a directory, for a caller that runs them beside other git calls."""
+    projects = sorted(set(obs.project_of.values()))
+    return [(project, BRANCHES_ARGS) for project in projects if os.path.isdir(project)]
+
+
+def _dead_branches(
+    fleet: Fleet, obs: Observation, listed: Mapping[str, runner.Result]
+) -> list[Orphan]:
     """`fm/<id>` branches of the fleet's projects whose task has no record and which no
     worktree has checked out, rebases, bisects from or will move for a `rebase --update-refs`:
     one git call per project, and one more only when such a branch is found (whether its
@@ -197,12 +218,9 @@ def _dead_branches(fleet: Fleet, obs: Observation) -> list[Orphan]:
     for project in sorted(set(obs.project_of.values())):
         if not os.path.isdir(project):
             continue
-        r = runner.git(
-            project,
-            "for-each-ref",
-            "--format=%(refname)%00%(worktreepath)",
-            f"refs/heads/{TASK_BRANCH}",
-        )
+        r = listed.get(project)
+        if r is None:
+            r = runner.git(project, *BRANCHES_ARGS)
         if not r.ok:
             continue  # a project git cannot read: its records' rows say so already
         candidates: list[tuple[str, str]] = []  # (ref, task)

@@ -30,11 +30,12 @@ from fm_teardown.model.records import Backend, Fleet, Record, load_fleet
 from fm_teardown.model.request import Flags, Options, RunMode
 from fm_teardown.model.settings import Settings
 from fm_teardown.model.world import InventoryStatus, Observation, Orphan
-from fm_teardown.observe.loose_ends import orphans
+from fm_teardown.observe.loose_ends import branch_listings, orphans
 from fm_teardown.observe.observation import observe, ready
 from fm_teardown.pipeline.stages import lock_placed, meta_inode
 
 if TYPE_CHECKING:
+    from fm_teardown.adapters.runner import Result
     from fm_teardown.model.landing import LandedFacts
     from fm_teardown.model.own_files import WorkPlaces
     from fm_teardown.model.plan import Decision
@@ -93,19 +94,24 @@ def audit(settings: Settings, opts: Options | None = None) -> Audit:
         else:
             usable.append(task)
     ready(obs, fleet, usable)
+    # The loose ends' listing of task branches needs no status: it runs beside rule 5's.
+    listings = branch_listings(obs)
+    listed: dict[str, Result] = {}
 
     def gather(records: Sequence[Record]) -> Mapping[str, LandedFacts]:
         from fm_teardown.decide.landed import judge
         from fm_teardown.observe.home import with_homes
-        from fm_teardown.observe.landed import gather_many
+        from fm_teardown.observe.landed import gather_beside
 
-        found = gather_many(
+        found, ran = gather_beside(
             list(records),
             settings.data_dir,
             fetch=False,
             fetch_timeout=settings.fetch_timeout,
             gh_bin=settings.gh_bin,
+            also=listings,
         )
+        listed.update(zip((project for project, _ in listings), ran, strict=True))
         return with_homes(records, {task: judge(facts) for task, facts in found.items()})
 
     decisions, facts = decide_all(usable, fleet, obs, flags, gather)
@@ -119,7 +125,7 @@ def audit(settings: Settings, opts: Options | None = None) -> Audit:
         settings.state_dir,
         tuple(rows[t] for t in fleet.task_ids),
         shared_slots(obs),
-        orphans(fleet, obs),
+        orphans(fleet, obs, listed),
         tuple(sorted({e.canonical.rsplit("/", 2)[0] for e in obs.pool_entries})),
     )
 
