@@ -139,7 +139,8 @@ def test_a_dry_run_reads_the_projects_refs_beside_the_slots_status(
     repos: Repos, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The refs need no status: a dry run reads them in the statuses' batch, not after it; a
-    # real run reads them after its fetch (which they must see).
+    # real run reads them after its fetch (which they must see). Which HEADs a remote has and
+    # which origin's default branch has are two rev-lists of one batch.
     from fm_teardown.adapters import runner
     from fm_teardown.observe import landed_project
 
@@ -158,12 +159,13 @@ def test_a_dry_run_reads_the_projects_refs_beside_the_slots_status(
     monkeypatch.setattr(runner, "git_many", many)
     monkeypatch.setattr(landed_project, "_git", one)
     assert repos.check().landed
-    assert batches == [["for-each-ref", "status"]], batches
+    assert batches == [["for-each-ref", "status"], ["rev-list", "rev-list"]], batches
     assert "for-each-ref" not in alone, alone
     batches.clear()
     alone.clear()
     assert repos.check(fetch=True).landed
-    assert ["status"] in batches and not any("for-each-ref" in b for b in batches), batches
+    assert batches == [["status"], ["fetch"], ["rev-list", "rev-list"]], batches
+    assert not any("for-each-ref" in b for b in batches), batches
     assert "for-each-ref" in alone, alone
 
 

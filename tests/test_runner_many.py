@@ -4,6 +4,7 @@ policy (its own session, the timeout that kills its group), results in the order
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -142,3 +143,27 @@ def test_a_batch_empties_the_drivers_the_users_config_names_as_each_command_woul
         (0, b"\n"),
         (1, b""),
     ]
+
+
+def test_a_batch_gives_each_command_its_own_input_small_or_large(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What a pipe holds whole is written as the command starts, beside the others; a larger
+    # input is given as `run` gives it, that command alone: each comes out whole, in order.
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    repo = _repos(tmp_path, 1)[0]
+    large = "x" * (1 << 20)
+    inputs = ["one\n", None, large, "three\n"]
+    calls = [(repo, ["hash-object", "--stdin"]) for _ in inputs]
+    results = runner.git_many(calls, width=4, stdins=inputs)
+    want = [
+        subprocess.run(
+            ["git", "hash-object", "--stdin"],
+            input=(text or "").encode(),
+            capture_output=True,
+            check=True,
+            cwd=repo,
+        ).stdout
+        for text in inputs
+    ]
+    assert [(r.rc, r.out) for r in results] == [(0, w) for w in want]

@@ -18,6 +18,7 @@ its whole process group is killed, and under one environment policy:
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import selectors
@@ -172,9 +173,14 @@ def run_many(argvs: Sequence[Sequence[str]], *, timeout: float, width: int) -> l
 
 
 def _many(
-    calls: Sequence[tuple[Sequence[str], Mapping[str, str]] | Result], timeout: float, width: int
+    calls: Sequence[tuple[Sequence[str], Mapping[str, str]] | Result],
+    timeout: float,
+    width: int,
+    stdins: Sequence[bytes | None] = (),
 ) -> list[Result]:
-    """`run_many` of each (argv, environment), a Result standing for one not to run."""
+    """`run_many` of each (argv, environment), a Result standing for one not to run; `stdins`:
+    what each is given on its standard input (none: closed). An input the pipe cannot hold
+    whole is given as `run` gives it, that command alone, before the others go on."""
     found: dict[str, str] = {}
     results: list[Result | None] = [c if isinstance(c, Result) else None for c in calls]
     todo = [(i, c) for i, c in enumerate(calls) if not isinstance(c, Result)]
@@ -189,8 +195,22 @@ def _many(
                 if argv and argv[0] not in found:
                     found[argv[0]] = _on_path(argv[0], env)
                 exe = found.get(argv[0])
+                data = stdins[i] if i < len(stdins) else None
                 started: subprocess.Popen[bytes] | _Spawned | Result | None = None
-                if closing is not None and exe is not None and "/" in exe:
+                if data is not None:
+                    piped = _stdin_pipe(data) if closing is not None else None
+                    if piped is None or exe is None or "/" not in exe:
+                        if piped is not None:
+                            os.close(piped[0])
+                            os.close(piped[1])
+                        results[i] = _run(argv, None, env, timeout, data)
+                        continue
+                    started = _spawn(argv, exe, env, closing or [], stdin=(piped, data))
+                    if started is None:  # no posix_spawn as Popen runs it here
+                        closing = None
+                        results[i] = _run(argv, None, env, timeout, data)
+                        continue
+                elif closing is not None and exe is not None and "/" in exe:
                     started = _spawn(argv, exe, env, closing)
                     if started is None:
                         closing = None  # no posix_spawn as Popen runs it here: Popen, then
@@ -319,17 +339,43 @@ def _inherited_fds() -> list[int] | None:
     return out
 
 
+def _stdin_pipe(data: bytes) -> tuple[int, int] | None:
+    """A pipe (read end, write end) that holds `data` whole, so that writing it never waits
+    on the command; None when this one cannot (its size is not told, or is smaller)."""
+    read_end, write_end = os.pipe()
+    try:
+        size = fcntl.fcntl(write_end, getattr(fcntl, "F_GETPIPE_SZ", 1032))
+    except OSError:
+        size = 0
+    if len(data) > size:
+        os.close(read_end)
+        os.close(write_end)
+        return None
+    return read_end, write_end
+
+
 def _spawn(
-    argv: Sequence[str], exe: str, env: Mapping[str, str], closing: Sequence[int]
+    argv: Sequence[str],
+    exe: str,
+    env: Mapping[str, str],
+    closing: Sequence[int],
+    stdin: tuple[tuple[int, int], bytes] | None = None,
 ) -> _Spawned | Result | None:
     """The command started as Popen would start it for `run` (stdin from /dev/null, stdout
     and stderr piped, a session of its own, the signals Python ignores set back to their
     default, no descriptor but those three), through posix_spawn: a third of Popen's CPU per
-    command. None when this system's posix_spawn cannot (no session of its own)."""
+    command. `stdin`: a pipe that holds the bytes given (`_stdin_pipe`) and those bytes,
+    written to it whole and closed once it started. None when this system's posix_spawn
+    cannot (no session of its own); the pipe is closed then too."""
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
+    given: tuple[int, int, str, int, int] | tuple[int, int, int] = (
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)
+        if stdin is None
+        else (os.POSIX_SPAWN_DUP2, stdin[0][0], 0)
+    )
     actions = [
-        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        given,
         (os.POSIX_SPAWN_DUP2, out_w, 1),
         (os.POSIX_SPAWN_DUP2, err_w, 2),
         *((os.POSIX_SPAWN_CLOSE, fd) for fd in closing),
@@ -341,12 +387,20 @@ def _spawn(
     except (NotImplementedError, OSError) as exc:
         os.close(out_r)
         os.close(err_r)
+        if stdin is not None:
+            os.close(stdin[0][1])
         if isinstance(exc, NotImplementedError):
             return None
         return Result(None, b"", f"cannot run {argv[0]}: {exc.strerror or exc}")
     finally:
         os.close(out_w)
         os.close(err_w)
+        if stdin is not None:
+            os.close(stdin[0][0])
+    if stdin is not None:
+        with contextlib.suppress(BrokenPipeError):  # it ended without reading: its exit says
+            os.write(stdin[0][1], stdin[1])  # whole: the pipe holds it (`_stdin_pipe`)
+        os.close(stdin[0][1])
     return _Spawned(pid, out_r, err_r)
 
 
@@ -475,10 +529,14 @@ def git(
 
 
 def git_many(
-    calls: Sequence[tuple[str, Sequence[str]]], *, width: int, timeout: float = LOCAL_GIT_TIMEOUT
+    calls: Sequence[tuple[str, Sequence[str]]],
+    *,
+    width: int,
+    timeout: float = LOCAL_GIT_TIMEOUT,
+    stdins: Sequence[str | None] = (),
 ) -> list[Result]:
     """`git -C repo args...` for each (repo, args), `width` at a time (`run_many`), each
-    through the git door."""
+    through the git door; `stdins`: what each is given on its standard input (none: closed)."""
     from fm_teardown.adapters import git_door
 
     policy = environment()  # once for all: copying the environment costs more than the rest
@@ -486,7 +544,7 @@ def git_many(
     # look reads only its repository's own (a fleet's slots share all the rest).
     outside = git_door.outside_keys(policy)
     doors = [_door(repo, args, None, None, policy=policy, outside=outside) for repo, args in calls]
-    return _many(doors, timeout, width)
+    return _many(doors, timeout, width, [None if x is None else x.encode() for x in stdins])
 
 
 def _door(

@@ -129,8 +129,18 @@ def _heads_in(project: str, heads: list[str], commit: str) -> frozenset[str] | N
     r = runner.git(
         project, "rev-list", "--stdin", "--not", commit,
         timeout=runner.LOCAL_GIT_TIMEOUT,
-        stdin="".join(f"{h}\n" for h in heads),
+        stdin=_lines(heads),
     )  # fmt: skip
+    return _contained(heads, r)
+
+
+def _lines(heads: Sequence[str]) -> str:
+    return "".join(f"{h}\n" for h in heads)
+
+
+def _contained(heads: list[str], r: runner.Result) -> frozenset[str] | None:
+    """Which of `heads` a `rev-list --stdin --not COMMIT` of them says COMMIT contains (None:
+    it failed, so it cannot be told)."""
     if not r.ok:
         return None
     beyond = set(r.out.decode("ascii", "replace").split())
@@ -176,9 +186,18 @@ def project_facts(
             facts.tips[task] = tip
     heads = sorted({s.head for s in slots if s.head} | set(facts.tips.values()))
     if heads:
-        _on_remotes(facts, heads)
+        # Which HEADs a remote has, and which origin's default branch has: two rev-lists that
+        # need nothing of each other, run at once (what follows needs both).
+        origin = _origin_default(facts)
+        args, stdin = facts.beyond_remotes(heads)
+        calls: list[tuple[str, Sequence[str]]] = [(project, ("rev-list", *args))]
+        if origin is not None:
+            calls.append((project, ("rev-list", "--stdin", "--not", origin)))
+        ran = runner.git_many(calls, width=2, stdins=[stdin, _lines(heads)])
+        _on_remotes(facts, heads, ran[0])
         if facts.default is not None:
-            _in_default_branches(facts, heads)
+            in_origin = _contained(heads, ran[1]) if origin is not None else None
+            _in_default_branches(facts, heads, origin, in_origin)
     return facts
 
 
@@ -217,11 +236,10 @@ def _default_branch(refs: Mapping[str, str], symref: str | None) -> str | None:
     return None
 
 
-def _on_remotes(facts: ProjectFacts, heads: list[str]) -> None:
-    """One rev-list for every slot: a HEAD is on a remote-tracking branch exactly when it is
-    not among the commits reachable from the HEADs but from no (counted) remote."""
-    project, (args, stdin) = facts.project, facts.beyond_remotes(heads)
-    r = runner.git(project, "rev-list", *args, timeout=runner.LOCAL_GIT_TIMEOUT, stdin=stdin)
+def _on_remotes(facts: ProjectFacts, heads: list[str], r: runner.Result) -> None:
+    """One rev-list for every slot (`r`, of `beyond_remotes(heads)`): a HEAD is on a
+    remote-tracking branch exactly when it is not among the commits reachable from the HEADs
+    but from no (counted) remote."""
     if r.ok:
         listed = set(r.out.decode("ascii", "replace").split())
         facts.unpushed = frozenset(h for h in heads if h in listed)
@@ -229,21 +247,32 @@ def _on_remotes(facts: ProjectFacts, heads: list[str]) -> None:
         facts.unpushed_error = r.why()
 
 
-def _in_default_branches(facts: ProjectFacts, heads: list[str]) -> None:
-    """Which HEADs origin's default branch has (and which pushed ones it has squashed), then
-    which of the rest the local one has."""
-    project, prefix, default = facts.project, _ORIGIN, facts.default
-    origin = facts.refs.get(f"{prefix}{default}")
-    local = facts.refs.get(f"refs/heads/{default}")
+def _origin_default(facts: ProjectFacts) -> str | None:
+    """The commit of origin's default branch as this run counts it (None: no default branch,
+    origin has none, or a real run's fetch did not write it)."""
+    if facts.default is None:
+        return None
+    name = f"{_ORIGIN}{facts.default}"
+    origin = facts.refs.get(name)
     if origin is not None and facts.confirmed is not None:
-        if facts.confirmed.counts(f"{prefix}{default}"):
+        if facts.confirmed.counts(name):
             facts._fetched = (True, "")  # fetched just now, with prune
         else:
             # Not written by a fetch that succeeded (origin's refspecs may name other
             # branches, or fail on one): the branch is fetched on its own if needed.
-            origin = None
+            return None
+    return origin
+
+
+def _in_default_branches(
+    facts: ProjectFacts, heads: list[str], origin: str | None, in_origin: frozenset[str] | None
+) -> None:
+    """Which HEADs origin's default branch (`origin`) has (`in_origin`, asked already) and
+    which pushed ones it has squashed, then which of the rest the local one has."""
+    project = facts.project
+    local = facts.refs.get(f"refs/heads/{facts.default}")
     if origin is not None:
-        facts.in_origin = _heads_in(project, heads, origin)
+        facts.in_origin = in_origin
         if facts.in_origin is not None and facts.unpushed_error is None:
             pushed = sorted(set(heads) - facts.in_origin - facts.unpushed)
             if pushed:
