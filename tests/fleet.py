@@ -509,8 +509,15 @@ class Fleet:
     def fm(
         self, *args: str, env: dict[str, str] | None = None, timeout: float = 120
     ) -> subprocess.CompletedProcess[str]:
+        return self.python("-m", "fm_teardown", *args, env=env, timeout=timeout)
+
+    def python(
+        self, *args: str, env: dict[str, str] | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        """This interpreter with `args`, run as an operator runs fm: in FM_HOME, with the
+        fleet's environment, no input, its output captured."""
         return subprocess.run(
-            [sys.executable, "-m", "fm_teardown", *args],
+            [sys.executable, *args],
             capture_output=True,
             text=True,
             cwd=self.fm_home,

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -280,15 +278,7 @@ def test_the_loose_ends_branch_listing_runs_beside_rule_5s_statuses(fleet: Fleet
     # It needs no status: it is one more git call of the statuses' batch, not one after it.
     for i in (1, 2):
         fleet.task(tid(f"t{i}"), fleet.slot(i, holder=tid(f"t{i}")), "dead")
-    r = subprocess.run(
-        [sys.executable, "-c", BATCHES, "teardown", "--dry-run", "--json"],
-        capture_output=True,
-        text=True,
-        cwd=fleet.fm_home,
-        env=fleet.env(),
-        timeout=120,
-        check=False,
-    )
+    r = fleet.python("-c", BATCHES, "teardown", "--dry-run", "--json")
     assert r.returncode == 0, r.stderr
     seen = json.loads(r.stderr.strip().splitlines()[-1])
     listing = [b for b in seen["batches"] if any(c.endswith(" refs/heads/fm/") for c in b)]

@@ -45,15 +45,7 @@ def test_a_held_control_lock_refuses_before_anything_changes(fleet: Fleet) -> No
         assert r.returncode == 5, r.stdout + r.stderr
         assert "another lifecycle action is already running" in r.stderr
         assert f"held by pid {other.pid}" in r.stderr
-    dropin = subprocess.run(
-        [sys.executable, "-m", "fm_teardown.commands.firstmate", ID_A, "--force"],
-        capture_output=True,
-        text=True,
-        cwd=fleet.fm_home,
-        env=fleet.env(),
-        timeout=120,
-        check=False,
-    )
+    dropin = fleet.python("-m", "fm_teardown.commands.firstmate", ID_A, "--force")
     assert dropin.returncode == 1
     assert "another lifecycle action is already running" in dropin.stderr.splitlines()[0]
     assert fleet.snapshot(t.slot) == before  # record, slot, window, agent: as they were

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
-import sys
 from typing import Any
 
 from tests.fleet import Fleet, gone, tid
@@ -57,15 +55,7 @@ def test_the_command_a_stopped_batch_prints_finishes_it(fleet: Fleet) -> None:
     # Runnable as printed, and it finishes the job.
     argv = shlex.split(finish)
     assert argv[:2] == ["fm", "teardown"]
-    r = subprocess.run(
-        [sys.executable, "-m", "fm_teardown", *argv[1:]],
-        capture_output=True,
-        text=True,
-        cwd=fleet.fm_home,
-        env=fleet.env(),
-        timeout=120,
-        check=False,
-    )
+    r = fleet.fm(*argv[1:])
     assert r.returncode == 0, r.stdout + r.stderr
     assert not any((fleet.state / f"{t}.meta").exists() for t in ids)
 

@@ -61,15 +61,7 @@ sys.stderr.write(json.dumps(out) + "\\n")
 
 
 def probe(fleet: Fleet, *args: str) -> dict[str, Any]:
-    r = subprocess.run(
-        [sys.executable, "-c", PROBE, *args],
-        capture_output=True,
-        text=True,
-        cwd=fleet.fm_home,
-        env=fleet.env(),
-        timeout=120,
-        check=False,
-    )
+    r = fleet.python("-c", PROBE, *args)
     return json.loads(r.stderr.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
