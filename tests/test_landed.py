@@ -254,6 +254,30 @@ def test_unpushed_commit_is_not_landed_and_listed(repos: Repos) -> None:
     assert "origin/main" in landed_text(facts)
 
 
+def test_a_slot_told_by_its_status_and_refs_alone_is_judged_without_a_thread(
+    repos: Repos, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Most of an audit's slots (HEAD on a remote and in origin's default branch, or dirty)
+    # need no git call of their own: handing them to a thread would cost more than they do.
+    # A slot with commits on no remote lists them with git of its own: a few at a time.
+    from fm_teardown.observe import landed
+
+    handed: list[int] = []
+    real = landed._pmap
+
+    def counted(fn: object, items: list[object]) -> list[object]:
+        handed.append(len(items))
+        return real(fn, items)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(landed, "_pmap", counted)
+    assert repos.check().landed
+    assert handed[-1] == 0, handed  # the slot's own facts: none handed over
+    commit(repos.slot, {"feature.txt": "new work\n"}, "add the feature")
+    facts = repos.check()
+    assert not facts.landed and len(facts.unpushed) == 1
+    assert handed[-1] == 1, handed
+
+
 def test_pushed_only_to_a_fork_is_landed(repos: Repos) -> None:
     fork = repos.root / "fork.git"
     subprocess.run(["git", "init", "-q", "--bare", str(fork)], check=True)

@@ -221,9 +221,29 @@ def gather_beside(
         nested = inspect_nested(record.worktree, st.nested) if st.nested else ()
         return _with(ship, branch_tip=tip, nested=nested)
 
-    for (record, _, _), facts in zip(work, _pmap(one, work), strict=True):
-        out[record.task_id] = facts
+    # The slots whose facts may need git or gh of their own a few at a time, in threads; the
+    # others (most of an audit's: HEAD on a remote and in origin's default branch) here, where
+    # a thread would cost more than their facts do.
+    asked = [fetch or _may_ask(record, st, facts) for record, st, facts in work]
+    slow = iter(_pmap(one, [item for item, ask in zip(work, asked, strict=True) if ask]))
+    for item, ask in zip(work, asked, strict=True):
+        out[item[0].task_id] = next(slow) if ask else one(item)
     return out, ran[len(projects) :]
+
+
+def _may_ask(record: Record, st: SlotStatus, project: ProjectFacts) -> bool:
+    """Whether a dry run's facts of this slot may need a git or gh call of their own (`_ship`,
+    `_branch_tip`, `inspect_nested`), or are told by its status and its project's facts alone.
+    Only which thread gathers them depends on it: a wrong answer costs time, never a fact."""
+    if st.nested or record.pr or record.mode == Mode.LOCAL_ONLY:
+        return True
+    if record.task_id in project.tips:
+        return True  # its branch's tip may need its own look
+    if st.head is None or project.refs_error is not None or project.unpushed_error is not None:
+        return False  # said from the status alone
+    if st.head in project.unpushed:
+        return True  # its commits on no remote are listed
+    return not st.total and project.in_origin is None
 
 
 @value
