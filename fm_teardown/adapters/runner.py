@@ -342,9 +342,12 @@ def _inherited_fds() -> list[int] | None:
 def _stdin_pipe(data: bytes) -> tuple[int, int] | None:
     """A pipe (read end, write end) that holds `data` whole, so that writing it never waits
     on the command; None when this one cannot (its size is not told, or is smaller)."""
+    asking = getattr(fcntl, "F_GETPIPE_SZ", None)  # Linux's: elsewhere the size is not told
+    if asking is None:
+        return None
     read_end, write_end = os.pipe()
     try:
-        size = fcntl.fcntl(write_end, getattr(fcntl, "F_GETPIPE_SZ", 1032))
+        size = fcntl.fcntl(write_end, asking)
     except OSError:
         size = 0
     if len(data) > size:

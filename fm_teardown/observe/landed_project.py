@@ -191,9 +191,11 @@ def project_facts(
         origin = _origin_default(facts)
         args, stdin = facts.beyond_remotes(heads)
         calls: list[tuple[str, Sequence[str]]] = [(project, ("rev-list", *args))]
+        stdins = [stdin]
         if origin is not None:
             calls.append((project, ("rev-list", "--stdin", "--not", origin)))
-        ran = runner.git_many(calls, width=2, stdins=[stdin, _lines(heads)])
+            stdins.append(_lines(heads))
+        ran = runner.git_many(calls, width=2, stdins=stdins)
         _on_remotes(facts, heads, ran[0])
         if facts.default is not None:
             in_origin = _contained(heads, ran[1]) if origin is not None else None

@@ -215,9 +215,7 @@ def _dead_branches(
     commits are all on the default branch: that decides the advice)."""
     known = {tid.rsplit("/", 1)[-1] for tid in (*fleet.records, *fleet.invalid)}
     out: list[Orphan] = []
-    for project in sorted(set(obs.project_of.values())):
-        if not os.path.isdir(project):
-            continue
+    for project, _ in branch_listings(obs):
         r = listed.get(project)
         if r is None:
             r = runner.git(project, *BRANCHES_ARGS)
