@@ -55,7 +55,9 @@ from fm_teardown.model import results
 made = sorted(
     n for n, c in vars(results).items() if isinstance(c, type) and "__value_fields__" in c.__dict__
 )
-out = {"code": code, "loaded": loaded, "strings": strings, "own": own, "made": made, **calls}
+libtmux = sorted(m for m in sys.modules if m in ("libtmux.common", "libtmux.server"))
+out = {"code": code, "loaded": loaded, "libtmux": libtmux, "strings": strings, "own": own}
+out.update(made=made, **calls)
 sys.stderr.write(json.dumps(out) + "\\n")
 """
 
@@ -101,6 +103,9 @@ def test_one_task_dry_run_works_out_only_what_its_decision_reads(fleet: Fleet) -
     ]
     assert acting == [], acting
     assert audit["made"] == [], audit["made"]
+    # Both list tmux's panes with libtmux's runner, and neither runs the rest of libtmux
+    # (adapters/libtmux_runner.py: its object API is a quarter of an audit's start).
+    assert seen["libtmux"] == audit["libtmux"] == ["libtmux.common"], (seen, audit)
 
 
 def test_every_option_parses_without_pydantic() -> None:

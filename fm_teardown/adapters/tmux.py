@@ -2,8 +2,9 @@
 in parallel), a pane's quit keys with their `synchronize-panes` check in one command, and
 killing a pane by its id.
 
-Everything goes through libtmux's command runner (`libtmux.common.tmux_cmd`), with three
-additions the runner lacks and a teardown needs:
+Everything goes through libtmux's command runner (`libtmux.common.tmux_cmd`, loaded without
+the rest of libtmux: `libtmux_runner.py`), with three additions the runner lacks and a
+teardown needs:
 - a timeout: a hung tmux server must not hang the teardown, so the call runs in a worker
   thread and a tmux child still running at the deadline is killed (its state is `unreadable`);
 - `-u`: without it tmux under a C locale prints tabs, control bytes and non-ASCII names as
@@ -108,15 +109,15 @@ def _run_many(argvs: list[list[str]], timeout: float) -> list[TmuxResult]:
 def _start_many(argvs: list[list[str]], timeout: float) -> Callable[[], list[TmuxResult]]:
     """`_run_many` started: the tmux commands run while the caller goes on; calling what
     this returns waits for them (within `timeout` from now) and gives their results."""
-    from libtmux import exc
-    from libtmux.common import tmux_cmd
+    from fm_teardown.adapters.libtmux_runner import runner
 
+    tmux_cmd, not_found = runner()
     boxes: list[dict[str, object]] = [{} for _ in argvs]
 
     def call(argv: list[str], box: dict[str, object]) -> None:
         try:
             box["result"] = tmux_cmd(*argv)
-        except exc.TmuxCommandNotFound:
+        except not_found:
             box["error"] = "tmux is not installed"
         except Exception as e:  # the runner's own failure: report, never crash
             box["error"] = f"tmux could not be run: {e}"
