@@ -112,3 +112,29 @@ def test_libtmuxs_log_stays_as_quiet_as_with_the_whole_package() -> None:
             "logging.getLogger('libtmux.common').error('tmux subprocess failed')\n"
         )
         assert (r.returncode, r.stderr) == (0, ""), (first, r.stderr)
+
+
+def test_a_submodule_asked_of_the_package_is_loaded_without_the_body(tmp_path: Path) -> None:
+    # A package like libtmux whose runner module takes a sibling by `from . import helper`
+    # and whose body imports that runner module: were the body run when `helper` is asked
+    # for, halfway through the runner's import, it would import the half-made runner.
+    pkg = tmp_path / "pkg_like_libtmux"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "import sys\nsys.ran_body = True\nfrom .common import run\nfrom .api import Api\n"
+    )
+    (pkg / "helper.py").write_text("WORD = 'helped'\n")
+    (pkg / "common.py").write_text("from . import helper\ndef run():\n    return helper.WORD\n")
+    (pkg / "api.py").write_text("from pkg_like_libtmux.common import run\nclass Api: pass\n")
+    r = _python(
+        "import json, sys\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "from fm_teardown.adapters import libtmux_runner\n"
+        "libtmux_runner._enter('pkg_like_libtmux')\n"
+        "import pkg_like_libtmux.common as common\n"
+        "before = getattr(sys, 'ran_body', False)\n"
+        "import pkg_like_libtmux\n"
+        "api = pkg_like_libtmux.Api.__name__\n"
+        "print(json.dumps([common.run(), before, api, getattr(sys, 'ran_body', False)]))\n"
+    )
+    assert _last_json(r) == ["helped", False, "Api", True]

@@ -13,6 +13,7 @@ program (or a test) importing libtmux itself, before or after, gets the whole pa
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import logging
 import sys
@@ -39,8 +40,6 @@ def runner() -> tuple[type[tmux_cmd], type[TmuxCommandNotFound]]:
     with _BODY:
         if PACKAGE not in sys.modules:
             _enter()
-    # `libtmux.exc` first: `common` takes it with `from . import exc`, which would ask the
-    # package for the name (and so run its body) were the submodule not loaded yet.
     exc = importlib.import_module(f"{PACKAGE}.exc")
     common = importlib.import_module(f"{PACKAGE}.common")
     found: type[tmux_cmd] = common.tmux_cmd
@@ -48,24 +47,31 @@ def runner() -> tuple[type[tmux_cmd], type[TmuxCommandNotFound]]:
     return found, missing
 
 
-def _enter() -> None:
-    """Put a module for the package in `sys.modules` that loads its submodules but runs its
-    body only when a name is missing from it."""
-    spec = importlib.util.find_spec(PACKAGE)
+def _enter(name: str = PACKAGE) -> None:
+    """Put a module for the package `name` in `sys.modules` that loads its submodules but
+    runs its body only when asked for a name that is neither in it nor one of its
+    submodules."""
+    spec = importlib.util.find_spec(name)
     loader = None if spec is None else spec.loader
-    if spec is None or loader is None or spec.submodule_search_locations is None:
-        importlib.import_module(PACKAGE)  # not a package as expected: the usual import
+    places = None if spec is None else spec.submodule_search_locations
+    if spec is None or loader is None or places is None:
+        importlib.import_module(name)  # not a package as expected: the usual import
         return
     package: ModuleType = importlib.util.module_from_spec(spec)
 
-    def rest(name: str) -> object:
+    def rest(attr: str) -> object:
+        # A submodule is loaded, not the body: `from . import x` in a submodule being
+        # imported asks the package for `x` first, and the body run then, halfway through
+        # that submodule, could import it again half made.
+        if importlib.machinery.PathFinder.find_spec(f"{name}.{attr}", places) is not None:
+            return importlib.import_module(f"{name}.{attr}")
         with _BODY:
             if package.__dict__.pop("__getattr__", None) is not None:
                 loader.exec_module(package)
-        return getattr(package, name)
+        return getattr(package, attr)
 
     package.__dict__["__getattr__"] = rest
-    # What the body does for the package's logger, done here too: libtmux's submodules log
-    # to it, and without a handler Python prints their errors on stderr.
-    logging.getLogger(PACKAGE).addHandler(logging.NullHandler())
-    sys.modules[PACKAGE] = package
+    # What the body does for the package's logger, done here too: the submodules log to it,
+    # and without a handler Python prints their errors on stderr.
+    logging.getLogger(name).addHandler(logging.NullHandler())
+    sys.modules[name] = package
