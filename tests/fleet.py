@@ -297,6 +297,23 @@ class Task:
     pids: list[int] = field(default_factory=list)
 
 
+def python_in(
+    cwd: Path, env: dict[str, str] | None, *args: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """This interpreter with `args`, from `cwd` with exactly `env` (None: this process's):
+    no input, its output captured, its exit code not checked."""
+    return subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
 class Fleet:
     """A fleet home (state/, data/), a project with a bare origin, a pool of slots."""
 
@@ -516,16 +533,7 @@ class Fleet:
     ) -> subprocess.CompletedProcess[str]:
         """This interpreter with `args`, run as an operator runs fm: in FM_HOME, with the
         fleet's environment, no input, its output captured."""
-        return subprocess.run(
-            [sys.executable, *args],
-            capture_output=True,
-            text=True,
-            cwd=self.fm_home,
-            env=env or self.env(),
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
+        return python_in(self.fm_home, env or self.env(), *args, timeout=timeout)
 
     def fm_json(self, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
         r = self.fm(*args, "--json", env=env)

@@ -12,19 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.fleet import python_in
+
 REPO = Path(__file__).resolve().parent.parent
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        cwd=REPO,
-        timeout=60,
-    )
+    return python_in(REPO, env, *args, timeout=60)
 
 
 def test_importing_the_cli_loads_no_heavy_library() -> None:

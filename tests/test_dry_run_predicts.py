@@ -9,13 +9,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.fleet import Fleet, Task, gone, tid
+from tests.fleet import Fleet, Task, gone, python_in, tid
 
 ID_ALPHA = tid("dp-alpha")
 ID_BRAVO = tid("dp-bravo")
@@ -28,16 +27,7 @@ def alpha(fleet: Fleet) -> Task:
 
 def _fm(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     """`fm teardown ARGS` run from `cwd` with `env`."""
-    return subprocess.run(
-        [sys.executable, "-m", "fm_teardown", "teardown", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    return python_in(cwd, env, "-m", "fm_teardown", "teardown", *args)
 
 
 def fm_in(fleet: Fleet, cwd: Path, env: dict[str, str], *args: str) -> tuple[int, str]:

@@ -6,24 +6,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.fleet import python_in
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def _python(code: str, *, path: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {"PATH": path if path is not None else "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C"}
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    return python_in(REPO, env, "-c", code, timeout=60)
 
 
 def _last_json(r: subprocess.CompletedProcess[str]) -> object:
