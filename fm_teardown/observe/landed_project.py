@@ -87,9 +87,9 @@ class ProjectFacts:
         counted = self.counted()
         lines = [*commits, *(f"^{a}" for a in also)]
         if counted is None:
-            return ("--stdin", "--not", "--remotes"), "".join(f"{x}\n" for x in lines)
+            return ("--stdin", "--not", "--remotes"), _lines(lines)
         lines += [f"^{ref}" for ref in counted]
-        return ("--stdin",), "".join(f"{x}\n" for x in lines)
+        return ("--stdin",), _lines(lines)
 
     def has_origin(self) -> bool:
         if self._origin is None:
@@ -134,8 +134,9 @@ def _heads_in(project: str, heads: list[str], commit: str) -> frozenset[str] | N
     return _contained(heads, r)
 
 
-def _lines(heads: Sequence[str]) -> str:
-    return "".join(f"{h}\n" for h in heads)
+def _lines(words: Sequence[str]) -> str:
+    """`words` as `--stdin` reads them: one a line."""
+    return "".join(f"{w}\n" for w in words)
 
 
 def _contained(heads: list[str], r: runner.Result) -> frozenset[str] | None:
